@@ -1,0 +1,1 @@
+"""Pluggable hardware drivers, found through the ``tiny_hub.drivers`` entry-point group."""

@@ -1,0 +1,1 @@
+"""Software boards for tests and demos: the same bytes as the real hardware."""

@@ -1,0 +1,268 @@
+"""One Settings object, read from ``config.toml`` in the data dir and ``TINY_HUB_*`` variables.
+
+Each setting is declared once, as a dataclass field whose metadata names its TOML section and key,
+its environment variable and a line of help; loading, validation, ``tiny-hub config`` and the
+README's table all read that one declaration. A bad file stops the hub with a message naming the
+file, the line and the key, because a traceback tells a person nothing about what to fix.
+
+Precedence, highest first: command-line flags, environment variables, config.toml, defaults.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import platformdirs
+
+from hub.contracts import CLOUD_PROVIDERS, LOCAL_PROVIDERS
+
+CONFIG_FILE_NAME: Final = "config.toml"
+HOME_ENV: Final = "TINY_HUB_HOME"
+LOG_LEVELS: Final = ("debug", "info", "warning", "error")
+MODEL_PROVIDERS: Final = ("auto", *LOCAL_PROVIDERS, *CLOUD_PROVIDERS)
+
+
+class ConfigError(Exception):
+    """A setting that cannot be used; the message is meant for a person, not a traceback."""
+
+
+def _setting(
+    section: str, key: str, env: str, default: Any, help: str, *, secret: bool = False
+) -> Any:
+    meta = {"section": section, "key": key, "env": env, "help": help, "secret": secret}
+    return field(default=default, metadata=meta, repr=not secret)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the hub can be told. ``home`` is the data dir; the rest come from the table."""
+
+    home: Path
+    host: str = _setting(
+        "server", "host", "TINY_HUB_HOST", "0.0.0.0", "address the HTTP API listens on"
+    )
+    port: int = _setting(
+        "server", "port", "TINY_HUB_PORT", 8765, "HTTP port; 0 picks a free one and prints it"
+    )
+    model_provider: str = _setting(
+        "model",
+        "provider",
+        "TINY_HUB_MODEL_PROVIDER",
+        "auto",
+        "auto (Ollama if it answers with a model, else embedded), ollama, embedded, "
+        "or a cloud provider: " + ", ".join(CLOUD_PROVIDERS),
+    )
+    model_id: str = _setting(
+        "model",
+        "id",
+        "TINY_HUB_MODEL_ID",
+        "",
+        "model id for the provider; for Ollama empty means the first tool-capable model",
+    )
+    model_api_key: str = _setting(
+        "model", "api_key", "TINY_HUB_MODEL_API_KEY", "", "API key of a cloud provider", secret=True
+    )
+    model_base_url: str = _setting(
+        "model",
+        "base_url",
+        "TINY_HUB_MODEL_BASE_URL",
+        "",
+        "base URL of an OpenAI-compatible server (provider custom)",
+    )
+    model_max_tokens: int = _setting(
+        "model", "max_tokens", "TINY_HUB_MODEL_MAX_TOKENS", 1024, "longest reply, in tokens"
+    )
+    ollama_host: str = _setting(
+        "ollama", "host", "OLLAMA_HOST", "http://127.0.0.1:11434", "where Ollama answers"
+    )
+    embedded_model_path: str = _setting(
+        "embedded",
+        "model_path",
+        "TINY_HUB_EMBEDDED_MODEL",
+        "",
+        "a GGUF file for the embedded model; empty means the bundled SmolLM2-135M-Instruct",
+    )
+    embedded_context: int = _setting(
+        "embedded", "context_size", "TINY_HUB_EMBEDDED_CTX", 4096, "context window, in tokens"
+    )
+    embedded_threads: int = _setting(
+        "embedded", "threads", "TINY_HUB_EMBEDDED_THREADS", 0, "CPU threads; 0 means every core"
+    )
+    log_level: str = _setting(
+        "log", "level", "TINY_HUB_LOG_LEVEL", "info", "debug, info, warning or error"
+    )
+
+    @property
+    def config_path(self) -> Path:
+        return self.home / CONFIG_FILE_NAME
+
+    @property
+    def db_path(self) -> Path:
+        return self.home / "hub.db"
+
+    @property
+    def owner_token_path(self) -> Path:
+        return self.home / "owner.token"
+
+
+def setting_fields() -> list[dataclasses.Field[Any]]:
+    """The declared settings, in table order (``home`` is not one: it locates the file)."""
+    return [f for f in dataclasses.fields(Settings) if f.metadata]
+
+
+def default_home() -> Path:
+    return Path(platformdirs.user_data_dir("tiny-hub", appauthor=False))
+
+
+def load_settings(
+    home: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Read config.toml and the environment; raise ConfigError with file, line and key."""
+    env = os.environ if environ is None else environ
+    home = Path(home or env.get(HOME_ENV) or default_home()).expanduser()
+    path = home / CONFIG_FILE_NAME
+    values: dict[str, Any] = {}
+    if path.exists():
+        values.update(_read_file(path))
+    values.update(_read_environ(env))
+    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    settings = Settings(home=home, **values)
+    _validate(settings, path, env)
+    return settings
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the config file: {exc}") from None
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(_describe_syntax_error(path, text, exc)) from None
+
+    by_place = {(f.metadata["section"], f.metadata["key"]): f for f in setting_fields()}
+    known_sections = sorted({section for section, _ in by_place})
+    values: dict[str, Any] = {}
+    for section, table in document.items():
+        if not isinstance(table, dict):
+            line = _line_of(text, None, section)
+            raise ConfigError(
+                f"{path}, line {line}, key '{section}': settings belong in a section "
+                f"([{'], ['.join(known_sections)}]), not at the top level"
+            )
+        for key, value in table.items():
+            declared = by_place.get((section, key))
+            where = f"{path}, line {_line_of(text, section, key)}, key '{section}.{key}'"
+            if declared is None:
+                valid = ", ".join(k for s, k in by_place if s == section) or "none"
+                raise ConfigError(f"{where}: unknown setting (keys of [{section}]: {valid})")
+            values[declared.name] = _check_type(where, declared, value)
+    return values
+
+
+def _read_environ(env: Mapping[str, str]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for f in setting_fields():
+        raw = env.get(f.metadata["env"])
+        if raw is None or raw == "":
+            continue
+        where = f"environment variable {f.metadata['env']}"
+        values[f.name] = _check_type(where, f, _parse_env(raw, f.type))
+    return values
+
+
+def _parse_env(raw: str, declared: Any) -> Any:
+    if declared in ("int", int):
+        try:
+            return int(raw.strip())
+        except ValueError:
+            return raw
+    return raw
+
+
+def _check_type(where: str, f: dataclasses.Field[Any], value: Any) -> Any:
+    expected = int if f.type in ("int", int) else str
+    if isinstance(value, bool) or not isinstance(value, expected):
+        noun = "a whole number" if expected is int else "a string"
+        raise ConfigError(f"{where}: expected {noun}, got {value!r}")
+    return value
+
+
+def _validate(settings: Settings, path: Path, env: Mapping[str, str]) -> None:
+    def fail(name: str, problem: str) -> None:
+        f = next(x for x in setting_fields() if x.name == name)
+        section, key, env_name = f.metadata["section"], f.metadata["key"], f.metadata["env"]
+        if env.get(env_name):
+            where = f"environment variable {env_name}"
+        elif path.exists():
+            where = (
+                f"{path}, line {_line_of(path.read_text(), section, key)}, key '{section}.{key}'"
+            )
+        else:
+            where = f"setting {section}.{key}"
+        raise ConfigError(f"{where}: {problem}")
+
+    if not 0 <= settings.port <= 65535:
+        fail("port", f"port {settings.port} is outside 0-65535")
+    if settings.model_provider not in MODEL_PROVIDERS:
+        fail(
+            "model_provider",
+            f"unknown provider {settings.model_provider!r}; one of: " + ", ".join(MODEL_PROVIDERS),
+        )
+    if settings.log_level not in LOG_LEVELS:
+        fail("log_level", f"unknown level {settings.log_level!r}; one of: " + ", ".join(LOG_LEVELS))
+    if settings.model_max_tokens < 1:
+        fail("model_max_tokens", "must be at least 1")
+    if settings.embedded_context < 256:
+        fail("embedded_context", "must be at least 256 tokens")
+    if settings.embedded_threads < 0:
+        fail("embedded_threads", "must be 0 (every core) or more")
+
+
+def _describe_syntax_error(path: Path, text: str, exc: tomllib.TOMLDecodeError) -> str:
+    match = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
+    reason = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
+    if not match:
+        return f"{path}: not valid TOML: {reason}"
+    line_no = int(match.group(1))
+    lines = text.splitlines()
+    source = lines[line_no - 1] if 0 < line_no <= len(lines) else ""
+    key = source.split("=", 1)[0].strip() if "=" in source else source.strip()
+    return f"{path}, line {line_no}, key '{key}': not valid TOML: {reason}"
+
+
+def _line_of(text: str, section: str | None, key: str) -> int:
+    """The line where ``key`` is set inside ``[section]`` (1-based; 0 when not found)."""
+    current: str | None = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        header = re.fullmatch(r"\[\s*([^\]]+?)\s*\]", stripped)
+        if header:
+            current = header.group(1).strip('"')
+            if section is None and current == key:
+                return number
+            continue
+        if current == section and re.match(rf'^"?{re.escape(key)}"?\s*=', stripped):
+            return number
+    return 0
+
+
+def describe_settings(settings: Settings) -> list[tuple[str, str, str, str]]:
+    """(toml key, env var, value shown, help) for every setting, with secrets masked."""
+    rows = []
+    for f in setting_fields():
+        value = getattr(settings, f.name)
+        shown = ("(set)" if value else "(not set)") if f.metadata["secret"] else repr(value)
+        toml_key = f"{f.metadata['section']}.{f.metadata['key']}"
+        rows.append((toml_key, f.metadata["env"], shown, f.metadata["help"]))
+    return rows

@@ -1,0 +1,124 @@
+"""The wire contract of the seed documents, as constants: the one source of truth.
+
+The hub speaks the cloud deployment's contract byte for byte, so a client written for the cloud
+works against the hub unchanged. Every module (and the TUI) imports these names from here.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# --- POST /api/chat request headers (seed 000, "Request and headers") -------------------------
+H_NAME: Final = "x-tiny-name"
+H_SESSION: Final = "x-tiny-session"
+H_SYSTEM_PROMPT: Final = "x-tiny-system-prompt"
+H_METADATA: Final = "x-tiny-metadata"
+H_IP_LEGACY: Final = "x-tiny-ip"
+H_KEY: Final = "x-tiny-key"
+H_MCP_SERVERS: Final = "x-tiny-mcp-servers"
+H_MODEL_PROVIDER: Final = "x-tiny-model-provider"
+H_MODEL_ID: Final = "x-tiny-model-id"
+H_MODEL_API_KEY: Final = "x-tiny-model-api-key"
+H_MODEL_BASE_URL: Final = "x-tiny-model-base-url"
+H_MODEL_MAX_TOKENS: Final = "x-tiny-model-max-tokens"
+H_MODEL_REGION: Final = "x-tiny-model-region"
+H_MODEL_ADDITIONAL_FIELDS: Final = "x-tiny-model-additional-fields"
+H_X402_SETTLED: Final = "x-tiny-x402-settled"
+
+CHAT_HEADERS: Final = (
+    H_NAME,
+    H_SESSION,
+    H_SYSTEM_PROMPT,
+    H_METADATA,
+    H_IP_LEGACY,
+    H_KEY,
+    H_MCP_SERVERS,
+    H_MODEL_PROVIDER,
+    H_MODEL_ID,
+    H_MODEL_API_KEY,
+    H_MODEL_BASE_URL,
+    H_MODEL_MAX_TOKENS,
+    H_MODEL_REGION,
+    H_MODEL_ADDITIONAL_FIELDS,
+    H_X402_SETTLED,
+)
+
+# Native apps identify themselves through x-tiny-session.
+NATIVE_SESSIONS: Final = ("tiny-ios", "tiny-android")
+
+# --- Model providers ---------------------------------------------------------------------------
+# The seed's list, plus the hub's two on-device providers.
+CLOUD_PROVIDERS: Final = (
+    "openai",
+    "bedrock",
+    "gemini",
+    "google",
+    "vercel",
+    "anthropic",
+    "openrouter",
+    "groq",
+    "deepseek",
+    "mistral",
+    "xai",
+    "perplexity",
+    "custom",
+)
+PROVIDER_OLLAMA: Final = "ollama"
+PROVIDER_EMBEDDED: Final = "embedded"
+LOCAL_PROVIDERS: Final = (PROVIDER_OLLAMA, PROVIDER_EMBEDDED)
+
+# --- SSE (seed 000, "The stream") --------------------------------------------------------------
+SSE_DONE: Final = "[DONE]"
+SSE_PING: Final = ": ping"
+SSE_PING_INTERVAL_S: Final = 15.0
+
+EV_MESSAGE_START: Final = "modelMessageStartEvent"
+EV_MESSAGE_STOP: Final = "modelMessageStopEvent"
+EV_BLOCK_DELTA: Final = "modelContentBlockDeltaEvent"
+EV_BLOCK_START: Final = "modelContentBlockStartEvent"
+EV_BLOCK_STOP: Final = "modelContentBlockStopEvent"
+EV_BEFORE_TOOL: Final = "beforeToolCallEvent"
+EV_TOOL_STREAM: Final = "toolStreamUpdateEvent"
+EV_AFTER_TOOL: Final = "afterToolCallEvent"
+EV_TOOL_RESULT_BLOCK: Final = "toolResultBlock"
+EV_METADATA: Final = "modelMetadataEvent"
+EV_CONTEXT_COMPACTED: Final = "contextCompacted"
+EV_AGENT_RESULT: Final = "agentResultEvent"
+EV_ERROR: Final = "error"
+
+SSE_EVENT_TYPES: Final = (
+    EV_MESSAGE_START,
+    EV_MESSAGE_STOP,
+    EV_BLOCK_DELTA,
+    EV_BLOCK_START,
+    EV_BLOCK_STOP,
+    EV_BEFORE_TOOL,
+    EV_TOOL_STREAM,
+    EV_AFTER_TOOL,
+    EV_TOOL_RESULT_BLOCK,
+    EV_METADATA,
+    EV_CONTEXT_COMPACTED,
+    EV_AGENT_RESULT,
+    EV_ERROR,
+)
+
+# Keys inside modelContentBlockDeltaEvent.
+DELTA_TEXT: Final = "textDelta"
+DELTA_REASONING: Final = "reasoningDelta"
+DELTA_TOOL_INPUT: Final = "toolInputDelta"
+DELTA_CITATIONS: Final = "citationsDelta"
+
+# --- Chat request body -------------------------------------------------------------------------
+CHAT_ROLES: Final = ("user", "assistant", "system")
+MAX_CHAT_BODY_BYTES: Final = 4 * 1024 * 1024
+
+# --- Identity ----------------------------------------------------------------------------------
+SESSION_COOKIE: Final = "tiny_session"
+
+# --- Limits from the seeds ---------------------------------------------------------------------
+PRESENCE_WINDOW_S: Final = 60
+MAX_ENTRIES: Final = 5000
+MAX_ENTRY_CHARS: Final = 2000
+RELAY_MAX_DEFAULT: Final = 10
+RELAY_MAX_LIMIT: Final = 50
+RELAY_PAYLOAD_MAX_BYTES: Final = 8 * 1024

@@ -1,0 +1,1 @@
+"""SQLite: one connection factory (WAL), numbered migrations, a schema-version table."""

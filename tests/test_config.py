@@ -1,0 +1,96 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hub.config import ConfigError, describe_settings, load_settings, setting_fields
+
+
+def write_config(home: Path, text: str) -> Path:
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / "config.toml"
+    path.write_text(text)
+    return path
+
+
+def test_defaults_without_a_file(home: Path) -> None:
+    settings = load_settings(home=home, environ={})
+    assert settings.port == 8765
+    assert settings.host == "0.0.0.0"
+    assert settings.model_provider == "auto"
+    assert settings.ollama_host == "http://127.0.0.1:11434"
+
+
+def test_file_then_environment_then_overrides(home: Path) -> None:
+    write_config(home, '[server]\nport = 9000\nhost = "127.0.0.1"\n[model]\nid = "qwen3"\n')
+    settings = load_settings(home=home, environ={"TINY_HUB_PORT": "9100"})
+    assert (settings.port, settings.host, settings.model_id) == (9100, "127.0.0.1", "qwen3")
+    settings = load_settings(home=home, environ={"TINY_HUB_PORT": "9100"}, overrides={"port": 0})
+    assert settings.port == 0
+
+
+def test_home_comes_from_tiny_hub_home(tmp_path: Path) -> None:
+    settings = load_settings(environ={"TINY_HUB_HOME": str(tmp_path / "elsewhere")})
+    assert settings.home == tmp_path / "elsewhere"
+    assert settings.db_path.parent == tmp_path / "elsewhere"
+
+
+def test_syntax_error_names_file_line_and_key(home: Path) -> None:
+    path = write_config(home, '[server]\nhost = "127.0.0.1"\nport = = 80\n')
+    with pytest.raises(ConfigError) as caught:
+        load_settings(home=home, environ={})
+    message = str(caught.value)
+    assert str(path) in message
+    assert "line 3" in message
+    assert "'port'" in message
+
+
+def test_wrong_type_names_file_line_and_key(home: Path) -> None:
+    path = write_config(home, '# my hub\n\n[server]\nhost = "127.0.0.1"\nport = "eighty"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_settings(home=home, environ={})
+    message = str(caught.value)
+    assert f"{path}, line 5, key 'server.port'" in message
+    assert "whole number" in message
+
+
+def test_unknown_key_is_named_with_the_valid_ones(home: Path) -> None:
+    write_config(home, '[model]\nprovider = "ollama"\nmodle_id = "x"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_settings(home=home, environ={})
+    assert "line 3, key 'model.modle_id'" in str(caught.value)
+    assert "provider" in str(caught.value)
+
+
+def test_out_of_range_value_names_its_line(home: Path) -> None:
+    write_config(home, "[server]\n\nport = 70000\n")
+    with pytest.raises(ConfigError, match=r"line 3, key 'server.port'.*70000"):
+        load_settings(home=home, environ={})
+
+
+def test_bad_environment_variable_is_named(home: Path) -> None:
+    with pytest.raises(ConfigError, match=r"TINY_HUB_PORT.*whole number"):
+        load_settings(home=home, environ={"TINY_HUB_PORT": "abc"})
+    with pytest.raises(ConfigError, match=r"TINY_HUB_MODEL_PROVIDER.*unknown provider"):
+        load_settings(home=home, environ={"TINY_HUB_MODEL_PROVIDER": "skynet"})
+
+
+def test_top_level_key_is_refused(home: Path) -> None:
+    write_config(home, "port = 80\n")
+    with pytest.raises(ConfigError, match=r"line 1, key 'port'.*section"):
+        load_settings(home=home, environ={})
+
+
+def test_api_key_is_never_shown(home: Path) -> None:
+    settings = load_settings(home=home, environ={"TINY_HUB_MODEL_API_KEY": "sk-secret-123"})
+    assert settings.model_api_key == "sk-secret-123"
+    assert "sk-secret-123" not in repr(settings)
+    assert "sk-secret-123" not in str(describe_settings(settings))
+
+
+def test_readme_documents_every_setting() -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    for f in setting_fields():
+        assert f.metadata["env"] in readme, f.metadata["env"]
+        assert f"{f.metadata['section']}.{f.metadata['key']}" in readme

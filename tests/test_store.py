@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from hub.store.db import connect
+from hub.store.migrations import (
+    Migration,
+    MigrationError,
+    bundled_migrations,
+    current_version,
+    migrate,
+    open_database,
+)
+
+
+def test_bundled_migrations_are_numbered_without_gaps() -> None:
+    versions = [m.version for m in bundled_migrations()]
+    assert versions == list(range(1, len(versions) + 1))
+
+
+def test_empty_database_gets_every_migration(tmp_path: Path) -> None:
+    db = open_database(tmp_path / "hub.db")
+    assert current_version(db) == len(bundled_migrations())
+    assert {"users", "tokens", "schema_version"} <= set(db.table_names())
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_existing_database_keeps_its_rows_and_gets_only_new_migrations(tmp_path: Path) -> None:
+    first = [Migration(1, "notes", "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT);")]
+    db = connect(tmp_path / "hub.db")
+    assert migrate(db, first) == [1]
+    db["notes"].insert({"body": "kept"})
+    second = [
+        *first,
+        Migration(
+            2, "tags", "ALTER TABLE notes ADD COLUMN tag TEXT;\nUPDATE notes SET tag = 'old';"
+        ),
+    ]
+    assert migrate(db, second) == [2]
+    assert migrate(db, second) == []
+    assert list(db["notes"].rows) == [{"id": 1, "body": "kept", "tag": "old"}]
+
+
+def test_a_failing_migration_leaves_the_last_whole_version(tmp_path: Path) -> None:
+    good = Migration(1, "a", "CREATE TABLE a (x INTEGER);")
+    bad = Migration(2, "b", "CREATE TABLE b (y INTEGER);\nINSERT INTO nowhere VALUES (1);")
+    db = connect(tmp_path / "hub.db")
+    with pytest.raises(MigrationError, match="0002_b"):
+        migrate(db, [good, bad])
+    assert current_version(db) == 1
+    assert not db["b"].exists(), "half of migration 2 must not survive"
+
+
+def test_a_newer_database_is_refused_with_advice(tmp_path: Path) -> None:
+    db = connect(tmp_path / "hub.db")
+    migrate(
+        db, [Migration(1, "a", "CREATE TABLE a (x);"), Migration(2, "b", "CREATE TABLE b (x);")]
+    )
+    with pytest.raises(MigrationError, match="newer than this hub"):
+        migrate(db, [Migration(1, "a", "CREATE TABLE a (x);")])
+
+
+def test_statements_with_semicolons_in_strings(tmp_path: Path) -> None:
+    db = connect(tmp_path / "hub.db")
+    migrate(db, [Migration(1, "a", "CREATE TABLE a (x TEXT);\nINSERT INTO a VALUES ('1;2');")])
+    assert db.execute("SELECT x FROM a").fetchone()[0] == "1;2"
+
+
+def test_integrity_after_reopen(tmp_path: Path) -> None:
+    open_database(tmp_path / "hub.db").conn.close()
+    conn = sqlite3.connect(tmp_path / "hub.db")
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
