@@ -1,0 +1,1 @@
+"""The tiny HTTP API (aiohttp): one module per resource, assembled by ``app.create_app``."""

@@ -1,0 +1,22 @@
+"""The application factory: one Application, its middlewares, and every resource's routes."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from hub.api import chat, health
+from hub.api.auth import auth_middleware
+from hub.api.errors import error_middleware
+from hub.api.keys import HUB
+from hub.contracts import MAX_CHAT_BODY_BYTES
+from hub.runtime import Hub
+
+
+def create_app(hub: Hub) -> web.Application:
+    app = web.Application(
+        middlewares=[error_middleware, auth_middleware], client_max_size=MAX_CHAT_BODY_BYTES
+    )
+    app[HUB] = hub
+    app.add_routes(health.routes)
+    app.add_routes(chat.routes)
+    return app

@@ -1,0 +1,72 @@
+"""Who is calling: one middleware resolves the caller, each route states who may call it.
+
+The caller comes from ``Authorization: Bearer <token>`` or the ``tiny_session`` cookie, or is
+anonymous. A token that resolves to nobody is a 401, never a quiet downgrade to anonymous: a
+client with a stale token must find out, not lose its account's tools silently. A route that
+does not state its access needs a signed-in user, so forgetting is the safe mistake.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from aiohttp import web
+
+from hub.api.errors import Handler, json_error
+from hub.api.keys import HUB
+from hub.contracts import SESSION_COOKIE
+from hub.identity import User
+
+_CALLER: web.RequestKey[User | None] = web.RequestKey("caller")
+_ACCESS_ATTR = "__tiny_hub_access__"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Access(enum.Enum):
+    ANONYMOUS = "anonymous"
+    USER = "user"
+    OWNER = "owner"
+
+
+def access(level: Access) -> Callable[[F], F]:
+    """Declare who may call a route handler."""
+
+    def mark(handler: F) -> F:
+        setattr(handler, _ACCESS_ATTR, level)
+        return handler
+
+    return mark
+
+
+def caller(request: web.Request) -> User | None:
+    return request.get(_CALLER)
+
+
+def _presented_token(request: web.Request) -> str | None:
+    header = request.headers.get("Authorization")
+    if header is not None:
+        scheme, _, token = header.partition(" ")
+        return token.strip() if scheme.lower() == "bearer" else ""
+    return request.cookies.get(SESSION_COOKIE)
+
+
+@web.middleware
+async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    token = _presented_token(request)
+    user = None
+    if token is not None:
+        user = request.app[HUB].identity.resolve(token) if token else None
+        if user is None:
+            return json_error(401, "invalid token: sign in again or use the token in owner.token")
+    request[_CALLER] = user
+    if request.match_info.http_exception is not None:  # no such route: let it 404 / 405
+        return await handler(request)
+    needed = getattr(handler, _ACCESS_ATTR, Access.USER)
+    if needed is not Access.ANONYMOUS and user is None:
+        return json_error(401, "sign in required: send Authorization: Bearer <token>")
+    if needed is Access.OWNER and not user.is_owner:  # type: ignore[union-attr]
+        return json_error(403, "only the hub's owner may do this")
+    return await handler(request)

@@ -1,0 +1,151 @@
+"""POST /api/chat: validate the body, choose the model, stream the turn as SSE (seed 000).
+
+Frames are ``data: {json}`` separated by a blank line, each with a monotonic ``seq`` so a client
+can tell a frame was lost; ``: ping`` every 15 s keeps proxies from closing a quiet stream;
+``data: [DONE]`` ends it. The hub's AppRunner cancels this handler when the client goes away,
+which closes the turn and with it the model's stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from typing import Any
+
+from aiohttp import web
+
+from hub import contracts as c
+from hub.agent.models import ModelUnavailable, choice_from_headers
+from hub.agent.stream import Event, error_event
+from hub.agent.turn import DEFAULT_SYSTEM_PROMPT, ChatMessage, Turn, run_turn
+from hub.api.auth import Access, access
+from hub.api.errors import http_error
+from hub.api.keys import HUB
+
+routes = web.RouteTableDef()
+
+
+class SseWriter:
+    """Numbers and writes frames; one lock so a ping never lands inside a frame."""
+
+    def __init__(self, response: web.StreamResponse) -> None:
+        self._response = response
+        self._lock = asyncio.Lock()
+        self.seq = 0
+
+    async def send(self, event: Event) -> None:
+        frame = json.dumps({**event, "seq": self.seq}, separators=(",", ":"), ensure_ascii=False)
+        self.seq += 1
+        await self._write(f"data: {frame}\n\n")
+
+    async def ping(self) -> None:
+        await self._write(f"{c.SSE_PING}\n\n")
+
+    async def done(self) -> None:
+        await self._write(f"data: {c.SSE_DONE}\n\n")
+
+    async def _write(self, text: str) -> None:
+        async with self._lock:
+            await self._response.write(text.encode("utf-8"))
+
+
+def parse_messages(body: Any) -> list[ChatMessage]:
+    """The request body → messages; a 400 that names the bad field otherwise."""
+    if not isinstance(body, dict) or "messages" not in body:
+        raise http_error(web.HTTPBadRequest, 'body must be a JSON object: {"messages": [...]}')
+    raw = body["messages"]
+    if not isinstance(raw, list) or not raw:
+        raise http_error(web.HTTPBadRequest, "messages must be a non-empty array")
+    messages = [_parse_message(i, item) for i, item in enumerate(raw)]
+    dialogue = [m for m in messages if m.role != "system"]
+    if not dialogue or dialogue[-1].role != "user":
+        raise http_error(web.HTTPBadRequest, "the last message must have role user")
+    return messages
+
+
+def _parse_message(index: int, item: Any) -> ChatMessage:
+    where = f"messages[{index}]"
+    if not isinstance(item, dict):
+        raise http_error(web.HTTPBadRequest, f"{where} must be an object with role and content")
+    role = item.get("role")
+    if role not in c.CHAT_ROLES:
+        raise http_error(
+            web.HTTPBadRequest, f"{where}.role must be one of {', '.join(c.CHAT_ROLES)}"
+        )
+    content = item.get("content")
+    texts: tuple[str, ...]
+    if isinstance(content, str):
+        texts = (content,)
+    elif isinstance(content, list):
+        texts = tuple(_block_text(f"{where}.content[{i}]", b) for i, b in enumerate(content))
+        texts = tuple(t for t in texts if t)
+    else:
+        raise http_error(web.HTTPBadRequest, f"{where}.content must be a string or an array")
+    if not any(t.strip() for t in texts):
+        raise http_error(web.HTTPBadRequest, f"{where}.content has no text")
+    return ChatMessage(role=role, texts=texts)
+
+
+def _block_text(where: str, block: Any) -> str:
+    """Text of one content block ({type: "text", text} or {text}); other kinds carry none yet."""
+    if not isinstance(block, dict):
+        raise http_error(web.HTTPBadRequest, f"{where} must be an object")
+    text = block.get("text")
+    if text is None:
+        return ""
+    if not isinstance(text, str):
+        raise http_error(web.HTTPBadRequest, f"{where}.text must be a string")
+    return text
+
+
+@routes.post("/api/chat")
+@access(Access.ANONYMOUS)
+async def chat(request: web.Request) -> web.StreamResponse:
+    hub = request.app[HUB]
+    try:
+        body = json.loads(await request.read())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise http_error(web.HTTPBadRequest, f"body is not valid JSON: {exc}") from None
+    messages = parse_messages(body)
+    try:
+        choice = choice_from_headers(request.headers, await hub.models.default())
+        model = hub.models.build(choice)
+    except ModelUnavailable as exc:
+        raise http_error(web.HTTPBadRequest, str(exc)) from None
+    system_prompt = request.headers.get(c.H_SYSTEM_PROMPT) or DEFAULT_SYSTEM_PROMPT
+
+    response = web.StreamResponse(
+        headers={
+            "Content-Type": "text/event-stream; charset=utf-8",
+            "Cache-Control": "no-cache, no-transform",
+            "X-Accel-Buffering": "no",
+        }
+    )
+    await response.prepare(request)
+    writer = SseWriter(response)
+    pinger = asyncio.create_task(_ping_every(writer, c.SSE_PING_INTERVAL_S))
+    turn = Turn(
+        messages=messages, model=model, model_id=choice.model_id, system_prompt=system_prompt
+    )
+    try:
+        async with contextlib.aclosing(run_turn(turn)) as events:
+            async for event in events:
+                await writer.send(event)
+    except ConnectionResetError:
+        return response  # the client left; closing the turn above stopped the model
+    except Exception as exc:  # the stream has begun: report in-band, then end it properly
+        await writer.send(error_event(f"internal error: {type(exc).__name__}"))
+    finally:
+        pinger.cancel()
+    with contextlib.suppress(ConnectionResetError):
+        await writer.done()
+        await response.write_eof()
+    return response
+
+
+async def _ping_every(writer: SseWriter, interval: float) -> None:
+    with contextlib.suppress(ConnectionResetError):
+        while True:
+            await asyncio.sleep(interval)
+            await writer.ping()

@@ -1,0 +1,42 @@
+"""Every error leaves as JSON ``{"error": "..."}`` with the right status; the hub stays up."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+from hub.contracts import MAX_CHAT_BODY_BYTES
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def json_error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)
+
+
+def http_error(exc_class: type[web.HTTPException], message: str) -> web.HTTPException:
+    """An aiohttp HTTP exception whose body is our JSON error, for raising from deep code."""
+    return exc_class(text=json.dumps({"error": message}), content_type="application/json")
+
+
+@web.middleware
+async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.content_type == "application/json" or exc.status < 400:
+            raise
+        message = {
+            404: f"no route {request.method} {request.path}",
+            405: f"method {request.method} not allowed on {request.path}",
+            413: f"body too large (limit {MAX_CHAT_BODY_BYTES} bytes)",
+        }.get(exc.status, exc.reason)
+        return json_error(exc.status, message)
+    except Exception:
+        log.exception("unhandled error on %s %s", request.method, request.path)
+        return json_error(500, "internal error (the hub's log has the details)")

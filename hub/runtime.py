@@ -1,0 +1,41 @@
+"""The running hub: its settings, database, identities and model router, opened once at start."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import sqlite_utils
+
+from hub import __version__
+from hub.agent.models import ModelRouter
+from hub.config import Settings
+from hub.identity import Identity, User
+from hub.store.migrations import open_database
+
+
+@dataclass
+class Hub:
+    settings: Settings
+    db: sqlite_utils.Database
+    identity: Identity
+    owner: User
+    models: ModelRouter
+    version: str = __version__
+    started_at: float = field(default_factory=time.monotonic)
+
+    @classmethod
+    def open(cls, settings: Settings) -> Hub:
+        """Create the data dir, migrate the database and make sure the owner exists."""
+        settings.home.mkdir(parents=True, exist_ok=True)
+        db = open_database(settings.db_path)
+        identity = Identity(db)
+        owner = identity.ensure_owner(settings.owner_token_path)
+        return cls(settings, db, identity, owner, ModelRouter(settings))
+
+    @property
+    def uptime_s(self) -> float:
+        return time.monotonic() - self.started_at
+
+    def close(self) -> None:
+        self.db.conn.close()

@@ -1,0 +1,73 @@
+"""Shared fixtures: real hubs on 127.0.0.1, a scripted fake Ollama, temporary data dirs."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from hub.config import Settings, load_settings
+from hub.runtime import Hub
+from hub.server import RunningServer, start_server
+from tests.fakes.ollama import FakeOllama
+
+StartHub = Callable[..., Awaitable[RunningServer]]
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A port nobody listens on: connecting is refused at once."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def settings_for(home: Path, **overrides: Any) -> Settings:
+    return load_settings(
+        home=home, environ={}, overrides={"host": "127.0.0.1", "port": 0, **overrides}
+    )
+
+
+@pytest.fixture
+async def fake_ollama() -> AsyncIterator[FakeOllama]:
+    fake = FakeOllama()
+    await fake.start()
+    yield fake
+    await fake.stop()
+
+
+@pytest.fixture
+async def start_hub(home: Path) -> AsyncIterator[StartHub]:
+    """Start a real hub (HTTP on a free loopback port) with the given settings overrides."""
+    running: list[RunningServer] = []
+
+    async def start(**overrides: Any) -> RunningServer:
+        hub = Hub.open(settings_for(home, **overrides))
+        server = await start_server(hub, "127.0.0.1", 0)
+        running.append(server)
+        return server
+
+    yield start
+    for server in running:
+        await server.stop()
+        server.hub.close()
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as session:
+        yield session
+
+
+def owner_headers(server: RunningServer) -> dict[str, str]:
+    token = server.hub.settings.owner_token_path.read_text().strip()
+    return {"Authorization": f"Bearer {token}"}

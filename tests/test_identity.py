@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import aiohttp
+
+from hub.identity import Identity, hash_token
+from hub.runtime import Hub
+from tests.conftest import StartHub, owner_headers, settings_for
+
+
+def test_owner_and_token_file_at_first_start(home: Path) -> None:
+    hub = Hub.open(settings_for(home))
+    token_file = home / "owner.token"
+    token = token_file.read_text().strip()
+    assert hub.owner.is_owner
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+    assert hub.identity.resolve(token) == hub.owner
+    stored = [row["token_hash"] for row in hub.db["tokens"].rows]
+    assert stored == [hash_token(token)], "only the hash is stored"
+    assert token not in (home / "hub.db").read_bytes().decode("latin-1")
+    hub.close()
+
+
+def test_second_start_keeps_owner_and_token(home: Path) -> None:
+    first = Hub.open(settings_for(home))
+    token = (home / "owner.token").read_text()
+    first.close()
+    second = Hub.open(settings_for(home))
+    assert second.owner == first.owner
+    assert (home / "owner.token").read_text() == token
+    assert second.db["users"].count == 1
+    second.close()
+
+
+def test_lost_or_loosened_token_file_is_repaired(home: Path) -> None:
+    Hub.open(settings_for(home)).close()
+    token_file = home / "owner.token"
+    token_file.chmod(0o644)
+    hub = Hub.open(settings_for(home))
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+    hub.close()
+    token_file.unlink()
+    hub = Hub.open(settings_for(home))
+    assert hub.identity.resolve(token_file.read_text().strip()) == hub.owner
+    hub.close()
+
+
+def test_members_get_their_own_tokens(home: Path) -> None:
+    hub = Hub.open(settings_for(home))
+    identity = Identity(hub.db)
+    alice = identity.add_user("alice")
+    token = identity.issue_token(alice, "phone")
+    assert identity.resolve(token) == alice
+    assert not alice.is_owner
+    assert identity.resolve(token + "x") is None
+    hub.close()
+
+
+async def test_wrong_token_is_401_json_not_anonymous(
+    start_hub: StartHub, http: aiohttp.ClientSession, closed_port: int
+) -> None:
+    server = await start_hub(ollama_host=f"http://127.0.0.1:{closed_port}")
+    for headers in (
+        {"Authorization": "Bearer th_wrong"},
+        {"Authorization": "Basic abc"},
+        {"Authorization": "Bearer "},
+    ):
+        async with http.get(f"{server.url}/api/health", headers=headers) as response:
+            assert response.status == 401
+            assert "invalid token" in (await response.json())["error"]
+    async with http.get(f"{server.url}/api/health", cookies={"tiny_session": "nope"}) as response:
+        assert response.status == 401
+
+
+async def test_bearer_and_cookie_resolve_the_owner(
+    start_hub: StartHub, http: aiohttp.ClientSession, closed_port: int
+) -> None:
+    server = await start_hub(ollama_host=f"http://127.0.0.1:{closed_port}")
+    async with http.get(f"{server.url}/api/health", headers=owner_headers(server)) as response:
+        assert response.status == 200
+    token = owner_headers(server)["Authorization"].split()[1]
+    async with http.get(f"{server.url}/api/health", cookies={"tiny_session": token}) as response:
+        assert response.status == 200
+
+
+async def test_health_allows_anonymous_and_unknown_routes_are_json_404(
+    start_hub: StartHub, http: aiohttp.ClientSession, closed_port: int
+) -> None:
+    server = await start_hub(ollama_host=f"http://127.0.0.1:{closed_port}")
+    async with http.get(f"{server.url}/api/health") as response:
+        health = await response.json()
+    assert response.status == 200
+    assert health["ok"] is True
+    assert health["model"]["provider"] == "embedded"
+    assert health["dataDir"] == str(server.hub.settings.home)
+    async with http.get(f"{server.url}/api/nothing") as response:
+        assert response.status == 404
+        assert "no route" in (await response.json())["error"]
+    async with http.delete(f"{server.url}/api/health") as response:
+        assert response.status == 405
+        assert "not allowed" in (await response.json())["error"]
