@@ -1,0 +1,318 @@
+"""``tiny-hub``: the hub with its terminal UI, or one of its subcommands.
+
+Errors a person can fix (bad config, port in use, hub unreachable) are one line on stderr and
+exit status 2; tracebacks are for bugs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from hub import __version__
+from hub import contracts as c
+from hub.config import (
+    HOME_ENV,
+    ConfigError,
+    Settings,
+    default_home,
+    describe_settings,
+    load_settings,
+)
+from hub.logs import setup_logging
+from hub.runtime import Hub
+from hub.server import RunningServer, StartError, bind_socket, start_server
+from hub.store.migrations import MigrationError
+
+log = logging.getLogger("tiny_hub")
+
+EXIT_USAGE = 2
+TOKEN_ENV = "TINY_HUB_TOKEN"
+
+
+class CliError(Exception):
+    """Stops the command with a one-line message."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--home",
+        type=Path,
+        help="data dir (default: TINY_HUB_HOME or the platform's user data dir for tiny-hub)",
+    )
+    listen = argparse.ArgumentParser(add_help=False)
+    listen.add_argument("--host", help="address to listen on (default 0.0.0.0)")
+    listen.add_argument("--port", type=int, help="port (default 8765; 0 picks a free one)")
+
+    parser = argparse.ArgumentParser(
+        prog="tiny-hub",
+        parents=[common, listen],
+        description="A local companion hub. With no command: the hub and its terminal UI.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.add_parser(
+        "serve",
+        parents=[common, listen],
+        help="run the hub headless (HTTP API only)",
+        description="Run the hub headless: the HTTP API only, logs on stderr.",
+    )
+    chat = sub.add_parser(
+        "chat",
+        parents=[common],
+        help="one chat turn, streamed to stdout",
+        description="Send one message and stream the reply to stdout, "
+        "against a running hub or, if none answers, an in-process one.",
+    )
+    chat.add_argument("text", help="what to say")
+    chat.add_argument("--url", help="a hub's URL (default: the local hub)")
+    chat.add_argument("--token", help=f"a token (default: {TOKEN_ENV} or owner.token)")
+    chat.add_argument("--model-provider", help="x-tiny-model-provider for this turn")
+    chat.add_argument("--model-id", help="x-tiny-model-id for this turn")
+    tui = sub.add_parser(
+        "tui",
+        parents=[common],
+        help="the terminal UI against a hub elsewhere",
+        description="Attach the terminal UI to a hub, local or on the LAN.",
+    )
+    tui.add_argument("--url", help="the hub's URL (default: the local hub)")
+    tui.add_argument("--token", help=f"a token (default: {TOKEN_ENV} or owner.token)")
+    sub.add_parser(
+        "doctor",
+        parents=[common],
+        help="check this machine, one line per check",
+        description="Check Python, dependencies, models, devices, data dir and port.",
+    )
+    sub.add_parser(
+        "config",
+        parents=[common],
+        help="show every setting and where it is set",
+        description="Show every setting: its config.toml key, variable and value.",
+    )
+    sub.add_parser("version", help="print the version", description="Print the version.")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    command = args.command or "hub"
+    if command == "version":
+        print(f"tiny-hub {__version__}")
+        return 0
+    try:
+        if command == "doctor":
+            return doctor(args)
+        settings = load_settings(
+            home=args.home,
+            overrides={"host": getattr(args, "host", None), "port": getattr(args, "port", None)},
+        )
+        if command == "config":
+            return show_config(settings)
+        if command == "serve":
+            setup_logging(settings.log_level)
+            return asyncio.run(serve(settings))
+        if command == "chat":
+            settings.home.mkdir(parents=True, exist_ok=True)
+            setup_logging(settings.log_level, settings.home / "hub.log")
+            return asyncio.run(chat_once(settings, args))
+        if command == "tui":
+            return run_tui(_local_url(settings, args.url), _token(settings, args.token))
+        return run_hub_with_tui(settings)
+    except (ConfigError, StartError, MigrationError, CliError) as exc:
+        print(f"tiny-hub: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+
+
+async def serve(settings: Settings) -> int:
+    stop = _stop_on_signals()
+    sock = bind_socket(settings.host, settings.port)
+    hub = Hub.open(settings)
+    try:
+        server = await start_server(hub, settings.host, settings.port, sock)
+        model = await hub.models.default()
+        print(
+            f"tiny-hub {__version__} serving on http://{settings.host}:{server.port}"
+            f" (model: {model.provider} {model.model_id}; data: {settings.home})",
+            flush=True,
+        )
+        await stop.wait()
+        await server.stop()
+    finally:
+        hub.close()
+    return 0
+
+
+def _stop_on_signals() -> asyncio.Event:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    return stop
+
+
+async def chat_once(settings: Settings, args: argparse.Namespace) -> int:
+    from tui.client import HubClient, HubError
+
+    headers = {
+        name: value
+        for name, value in (
+            (c.H_MODEL_PROVIDER, args.model_provider),
+            (c.H_MODEL_ID, args.model_id),
+        )
+        if value
+    }
+    messages = [{"role": "user", "content": args.text}]
+    async with _hub_for_chat(settings, args.url) as url:
+        client = HubClient(url, _token(settings, args.token))
+        replied, failed = False, False
+        try:
+            async for event in client.stream_chat(messages, headers):
+                if event.get("type") == c.EV_BLOCK_DELTA and c.DELTA_TEXT in event:
+                    replied = True
+                    sys.stdout.write(event[c.DELTA_TEXT])
+                    sys.stdout.flush()
+                elif event.get("type") == c.EV_ERROR:
+                    failed = True
+                    print(f"\ntiny-hub: {event.get('error')}", file=sys.stderr)
+        except HubError as exc:
+            raise CliError(str(exc)) from None
+        if replied:
+            print()
+    return 1 if failed or not replied else 0
+
+
+@contextlib.asynccontextmanager
+async def _hub_for_chat(settings: Settings, url: str | None) -> Any:
+    """The given hub, else the local one if it answers, else one started in this process."""
+    from tui.client import HubClient, HubError
+
+    if url:
+        yield url.rstrip("/")
+        return
+    local = _local_url(settings, None)
+    try:
+        await HubClient(local).health()
+        yield local
+        return
+    except HubError:
+        pass
+    hub = Hub.open(settings)
+    server: RunningServer | None = None
+    try:
+        server = await start_server(hub, "127.0.0.1", 0)
+        yield server.url
+    finally:
+        if server is not None:
+            await server.stop()
+        hub.close()
+
+
+def _local_url(settings: Settings, url: str | None) -> str:
+    if url:
+        return url.rstrip("/")
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "", "::") else settings.host
+    return f"http://{host}:{settings.port}"
+
+
+def _token(settings: Settings, given: str | None) -> str | None:
+    if given:
+        return given
+    if os.environ.get(TOKEN_ENV):
+        return os.environ[TOKEN_ENV]
+    with contextlib.suppress(OSError):
+        return settings.owner_token_path.read_text(encoding="utf-8").strip() or None
+    return None
+
+
+def run_tui(url: str, token: str | None) -> int:
+    from tui.app import ChatApp
+    from tui.client import HubClient
+
+    ChatApp(HubClient(url, token)).run()
+    return 0
+
+
+def run_hub_with_tui(settings: Settings) -> int:
+    """The hub in a background thread (logging to hub.log), the TUI in the foreground."""
+    settings.home.mkdir(parents=True, exist_ok=True)
+    log_file = settings.home / "hub.log"
+    setup_logging(settings.log_level, log_file)
+    started = threading.Event()
+    outcome: dict[str, Any] = {}
+    loop = asyncio.new_event_loop()
+    stop = asyncio.Event()
+
+    sock = bind_socket(settings.host, settings.port)
+
+    async def run() -> None:
+        hub = Hub.open(settings)
+        try:
+            server = await start_server(hub, settings.host, settings.port, sock)
+            outcome["url"] = server.url
+            await hub.models.default()
+            started.set()
+            await stop.wait()
+            await server.stop()
+        finally:
+            hub.close()
+
+    def thread_main() -> None:
+        try:
+            loop.run_until_complete(run())
+        except BaseException as exc:
+            outcome["error"] = exc
+            started.set()
+
+    thread = threading.Thread(target=thread_main, name="tiny-hub", daemon=True)
+    thread.start()
+    started.wait()
+    if "error" in outcome:
+        raise outcome["error"]
+    try:
+        return run_tui(outcome["url"], _token(settings, None))
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(timeout=10)
+        print(f"tiny-hub stopped; its log is {log_file}")
+
+
+def show_config(settings: Settings) -> int:
+    print(f"data dir: {settings.home}  (TINY_HUB_HOME)")
+    print(
+        f"config file: {settings.config_path}"
+        f"{'' if settings.config_path.exists() else ' (not present: defaults)'}"
+    )
+    for key, env, value, help_text in describe_settings(settings):
+        print(f"  {key:<24} {env:<28} {value:<28} {help_text}")
+    return 0
+
+
+def doctor(args: argparse.Namespace) -> int:
+    from hub.doctor import run_checks
+
+    error = ""
+    try:
+        settings = load_settings(home=args.home)
+    except ConfigError as exc:
+        error = str(exc)
+        settings = Settings(home=Path(args.home or os.environ.get(HOME_ENV) or default_home()))
+    failed = False
+    for check in run_checks(settings, error):
+        print(check.line(), flush=True)
+        failed = failed or check.status == "FAIL"
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

