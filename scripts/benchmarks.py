@@ -1,0 +1,257 @@
+"""Named benchmarks: each measures whole operations a person waits for, several times, and
+reports the median with its spread. ``./scripts/bench [NAME ...]`` prints a table and writes
+bench.json; ``--list`` names them. Figures are measured here, never asserted by tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = Path(sys.executable).with_name("tiny-hub")
+PROMPT = "Tell me three short facts about the moon."
+
+
+@dataclass
+class Figure:
+    name: str
+    value: float
+    unit: str
+    how: str
+    runs: list[float]
+
+    @property
+    def spread(self) -> str:
+        return f"{min(self.runs):.3g}-{max(self.runs):.3g}"
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def hub_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TINY_HUB_", "OLLAMA_"))}
+    env.update(TINY_HUB_HOME=str(home), OLLAMA_HOST=f"http://127.0.0.1:{closed_port()}")
+    return env
+
+
+def time_cold_start(home: Path) -> float:
+    """Process start → first 200 from /api/health, on a port the process picks."""
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [str(SCRIPT), "serve", "--host", "127.0.0.1", "--port", "0"],
+        env=hub_env(home),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        match = re.search(r":(\d+) \(model", process.stdout.readline())
+        if not match:
+            raise RuntimeError("the hub did not print its port")
+        url = f"http://127.0.0.1:{match.group(1)}/api/health"
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=5) as response:
+                    if response.status == 200:
+                        return time.perf_counter() - started
+            except OSError:
+                time.sleep(0.01)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def bench_cold_start(runs: int) -> list[Figure]:
+    first, warm = [], []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as tmp:
+            first.append(time_cold_start(Path(tmp) / "home"))
+            warm.append(time_cold_start(Path(tmp) / "home"))
+    how = "tiny-hub serve --port 0 spawned until GET /api/health answers 200 (no Ollama)"
+    return [
+        Figure(
+            "cold_start_first_run",
+            statistics.median(first),
+            "s",
+            how + "; empty data dir: migrations + owner creation",
+            first,
+        ),
+        Figure("cold_start", statistics.median(warm), "s", how + "; existing data dir", warm),
+    ]
+
+
+def bench_embedded_direct(runs: int) -> list[Figure]:
+    from llama_cpp import Llama
+
+    from hub.agent.embedded import SAMPLING, bundled_gguf
+
+    llama = Llama(
+        model_path=str(bundled_gguf()), n_ctx=2048, n_threads=os.cpu_count() or 1, verbose=False
+    )
+    rates, firsts = [], []
+    for _ in range(runs):
+        started, first, count = time.perf_counter(), 0.0, 0
+        for chunk in llama.create_chat_completion(
+            messages=[{"role": "user", "content": PROMPT}],
+            max_tokens=128,
+            stream=True,
+            **SAMPLING,  # type: ignore[arg-type]
+        ):
+            if chunk["choices"][0]["delta"].get("content"):
+                count += 1
+                first = first or time.perf_counter()
+        end = time.perf_counter()
+        firsts.append(first - started)
+        rates.append((count - 1) / (end - first) if count > 1 else 0.0)
+    how = "llama-cpp-python streaming SmolLM2-135M Q4_1 in-process, 128 tokens max"
+    return [
+        Figure(
+            "embedded_tokens_per_s_direct",
+            statistics.median(rates),
+            "tok/s",
+            how + "; decode rate after the first token",
+            rates,
+        ),
+        Figure(
+            "embedded_first_token_direct",
+            statistics.median(firsts) * 1000,
+            "ms",
+            how + "; prompt eval to first token",
+            [f * 1000 for f in firsts],
+        ),
+    ]
+
+
+def bench_embedded_hub(runs: int) -> list[Figure]:
+    return asyncio.run(_embedded_hub(runs))
+
+
+async def _embedded_hub(runs: int) -> list[Figure]:
+    import aiohttp
+
+    from hub.config import load_settings
+    from hub.runtime import Hub
+    from hub.server import start_server
+
+    with tempfile.TemporaryDirectory() as tmp:
+        env = hub_env(Path(tmp) / "home")
+        settings = load_settings(environ=env, overrides={"model_max_tokens": 128})
+        hub = Hub.open(settings)
+        server = await start_server(hub, "127.0.0.1", 0)
+        rates, firsts = [], []
+        try:
+            async with aiohttp.ClientSession() as http:
+                for _ in range(runs + 1):  # the first run loads the model; not counted
+                    rate, first = await _one_turn(http, server.url)
+                    rates.append(rate)
+                    firsts.append(first)
+        finally:
+            await server.stop()
+            hub.close()
+    how = "POST /api/chat to an in-process hub on the embedded model, SSE read by aiohttp"
+    return [
+        Figure(
+            "embedded_tokens_per_s_hub",
+            statistics.median(rates[1:]),
+            "tok/s",
+            how + "; text frames after the first / their time",
+            rates[1:],
+        ),
+        Figure(
+            "embedded_first_token_hub",
+            statistics.median(firsts[1:]) * 1000,
+            "ms",
+            how + "; request sent to first text frame",
+            [f * 1000 for f in firsts[1:]],
+        ),
+    ]
+
+
+async def _one_turn(http: Any, url: str) -> tuple[float, float]:
+    body = {"messages": [{"role": "user", "content": PROMPT}]}
+    started = time.perf_counter()
+    first, last, count = 0.0, 0.0, 0
+    async with http.post(f"{url}/api/chat", json=body) as response:
+        async for line in response.content:
+            if b'"textDelta"' in line:
+                count += 1
+                last = time.perf_counter()
+                first = first or last
+    rate = (count - 1) / (last - first) if count > 1 else 0.0
+    return rate, first - started
+
+
+BENCHMARKS: dict[str, tuple[Callable[[int], list[Figure]], int]] = {
+    "cold_start": (bench_cold_start, 5),
+    "embedded_direct": (bench_embedded_direct, 5),
+    "embedded_hub": (bench_embedded_hub, 5),
+}
+
+
+def print_table(figures: list[Figure]) -> None:
+    rows = [("benchmark", "median", "unit", "range", "how measured")]
+    rows += [(f.name, f"{f.value:.3g}", f.unit, f.spread, f.how) for f in figures]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        print("  ".join(cell.ljust(widths[i]) if i < 4 else cell for i, cell in enumerate(row)))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="scripts/bench", description=__doc__)
+    parser.add_argument("names", nargs="*", help="benchmarks to run (default: all)")
+    parser.add_argument("--list", action="store_true", help="name the benchmarks and stop")
+    parser.add_argument("--runs", type=int, help="runs per benchmark (default: each its own)")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench.json")
+    args = parser.parse_args(argv)
+    if args.list:
+        print("\n".join(BENCHMARKS))
+        return 0
+    unknown = [n for n in args.names if n not in BENCHMARKS]
+    if unknown:
+        parser.error(f"unknown benchmark(s): {', '.join(unknown)}; see --list")
+    figures: list[Figure] = []
+    for name in args.names or list(BENCHMARKS):
+        run, default_runs = BENCHMARKS[name]
+        print(f"running {name} ...", file=sys.stderr, flush=True)
+        figures.extend(run(args.runs or default_runs))
+    print_table(figures)
+    args.out.write_text(
+        json.dumps(
+            {
+                "machine": {
+                    "cpus": os.cpu_count(),
+                    "python": platform.python_version(),
+                    "platform": platform.platform(),
+                },
+                "figures": [asdict(f) for f in figures],
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
