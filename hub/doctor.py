@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import importlib.util
+import os
 import socket
 import sys
 import tempfile
@@ -54,7 +55,7 @@ class Check:
     fix: str = ""
 
     def line(self) -> str:
-        text = f"{self.status:<4}  {self.name:<22} {self.detail}"
+        text = f"{self.status:<4}  {self.name:<28} {self.detail}"
         return f"{text} — fix: {self.fix}" if self.fix else text
 
 
@@ -62,7 +63,8 @@ def run_checks(settings: Settings, config_error: str = "") -> Iterator[Check]:
     if config_error:
         yield Check("FAIL", "config", config_error, "correct the file or variable named")
     else:
-        yield Check("OK", "config", f"{settings.config_path} (or defaults)")
+        source = settings.config_path if settings.config_path.exists() else "defaults"
+        yield Check("OK", "config", f"{source} and TINY_HUB_* variables")
     yield check_python()
     for module, dist in DEPENDENCIES:
         yield _guarded(f"import {module}", partial(check_import, module, dist))
@@ -210,8 +212,17 @@ def check_bluetooth() -> Check:
 
 
 def check_data_dir(home: Path) -> Check:
+    if not home.exists():
+        parent = next((p for p in home.parents if p.exists()), Path("/"))
+        if os.access(parent, os.W_OK):
+            return Check("OK", "data dir", f"{home} will be created at first start")
+        return Check(
+            "FAIL",
+            "data dir",
+            f"{home} cannot be created ({parent} is read-only)",
+            "set TINY_HUB_HOME to a writable folder",
+        )
     try:
-        home.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=home, prefix=".doctor-"):
             pass
     except OSError as exc:

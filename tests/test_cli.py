@@ -179,6 +179,7 @@ def test_doctor_prints_every_check_honestly(home: Path, closed_port: int) -> Non
     assert by_name["embedded model"].startswith("OK")
     assert by_name["embedding model"].startswith("OK")
     assert by_name["data dir"].startswith("OK")
+    assert not home.exists(), "doctor only looks; it creates nothing"
     assert result.returncode == (1 if any(line.startswith("FAIL") for line in lines) else 0)
 
 
