@@ -98,6 +98,20 @@ class Settings:
     log_level: str = _setting(
         "log", "level", "TINY_HUB_LOG_LEVEL", "info", "debug, info, warning or error"
     )
+    ping_interval_s: float = _setting(
+        "chat",
+        "ping_interval_s",
+        "TINY_HUB_PING_INTERVAL_S",
+        15.0,
+        "seconds between ': ping' comments on a quiet chat stream",
+    )
+    http_allow_hosts: tuple[str, ...] = _setting(
+        "http",
+        "allow_hosts",
+        "TINY_HUB_HTTP_ALLOW_HOSTS",
+        (),
+        "hosts on the home network the http tool may fetch (comma-separated in the variable)",
+    )
 
     @property
     def config_path(self) -> Path:
@@ -177,25 +191,46 @@ def _read_environ(env: Mapping[str, str]) -> dict[str, Any]:
         if raw is None or raw == "":
             continue
         where = f"environment variable {f.metadata['env']}"
-        values[f.name] = _check_type(where, f, _parse_env(raw, f.type))
+        values[f.name] = _check_type(where, f, _parse_env(raw, f))
     return values
 
 
-def _parse_env(raw: str, declared: Any) -> Any:
-    if declared in ("int", int):
+def _kind(f: dataclasses.Field[Any]) -> type:
+    """The declared type of a setting (annotations are strings under postponed evaluation)."""
+    declared = str(f.type)
+    for name, kind in (("int", int), ("float", float), ("tuple", tuple)):
+        if declared.startswith(name):
+            return kind
+    return str
+
+
+def _parse_env(raw: str, f: dataclasses.Field[Any]) -> Any:
+    kind = _kind(f)
+    if kind is tuple:
+        return [part.strip() for part in raw.split(",") if part.strip()]
+    if kind in (int, float):
         try:
-            return int(raw.strip())
+            return kind(raw.strip())
         except ValueError:
             return raw
     return raw
 
 
+_NOUNS = {int: "a whole number", float: "a number", str: "a string", tuple: "a list of strings"}
+
+
 def _check_type(where: str, f: dataclasses.Field[Any], value: Any) -> Any:
-    expected = int if f.type in ("int", int) else str
-    if isinstance(value, bool) or not isinstance(value, expected):
-        noun = "a whole number" if expected is int else "a string"
-        raise ConfigError(f"{where}: expected {noun}, got {value!r}")
-    return value
+    kind = _kind(f)
+    ok = not isinstance(value, bool) and (
+        isinstance(value, kind)
+        or (kind is float and isinstance(value, int))
+        or (kind is tuple and isinstance(value, list) and all(isinstance(v, str) for v in value))
+    )
+    if not ok:
+        raise ConfigError(f"{where}: expected {_NOUNS[kind]}, got {value!r}")
+    if kind is tuple:
+        return tuple(value)
+    return float(value) if kind is float else value
 
 
 def _validate(settings: Settings, path: Path, env: Mapping[str, str]) -> None:
@@ -227,6 +262,8 @@ def _validate(settings: Settings, path: Path, env: Mapping[str, str]) -> None:
         fail("embedded_context", "must be at least 256 tokens")
     if settings.embedded_threads < 0:
         fail("embedded_threads", "must be 0 (every core) or more")
+    if settings.ping_interval_s <= 0:
+        fail("ping_interval_s", "must be more than 0 seconds")
 
 
 def _describe_syntax_error(path: Path, text: str, exc: tomllib.TOMLDecodeError) -> str:

@@ -122,3 +122,31 @@ MAX_ENTRY_CHARS: Final = 2000
 RELAY_MAX_DEFAULT: Final = 10
 RELAY_MAX_LIMIT: Final = 50
 RELAY_PAYLOAD_MAX_BYTES: Final = 8 * 1024
+
+# --- Tinys and tools (seed 000, "Tools") -------------------------------------------------------
+DEFAULT_TINY: Final = "tiny"
+LOGIN_REQUIRED: Final = "Login required"
+# Never dropped by manage_tools: without them a user could not undo a mistake or keep memory.
+PROTECTED_TOOLS: Final = frozenset(
+    {
+        "manage_tools",
+        "manage_messages",
+        "learn",
+        "unlearn",
+        "recall",
+        "create_tool",
+        "remove_tool",
+        "marketplace",
+    }
+)
+NATIVE_APP_TOOLS: Final = (
+    "screenshot",
+    "meta_take_photo",
+    "meta_record_video",
+    "meta_listen",
+    "meta_glasses_status",
+)
+IOS_TOOLS: Final = ("generate_image",)
+TINY_OWNER_TOOLS: Final = ("customize_page",)
+SESSION_IOS: Final = "tiny-ios"
+SESSION_ANDROID: Final = "tiny-android"

@@ -12,6 +12,7 @@ from hub.agent.models import ModelRouter
 from hub.config import Settings
 from hub.identity import Identity, User
 from hub.store.migrations import open_database
+from hub.tinys.records import TinyStore
 
 
 @dataclass
@@ -21,6 +22,7 @@ class Hub:
     identity: Identity
     owner: User
     models: ModelRouter
+    tinys: TinyStore
     version: str = __version__
     started_at: float = field(default_factory=time.monotonic)
 
@@ -31,7 +33,9 @@ class Hub:
         db = open_database(settings.db_path)
         identity = Identity(db)
         owner = identity.ensure_owner(settings.owner_token_path)
-        return cls(settings, db, identity, owner, ModelRouter(settings))
+        tinys = TinyStore(db)
+        tinys.ensure_default(owner)
+        return cls(settings, db, identity, owner, ModelRouter(settings), tinys)
 
     @property
     def uptime_s(self) -> float:

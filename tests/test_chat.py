@@ -166,12 +166,10 @@ async def test_unknown_provider_header_is_a_400(hub_on_ollama: RunningServer) ->
         assert "unknown model provider" in (await response.json())["error"]
 
 
-async def test_quiet_stream_gets_pings(
-    hub_on_ollama: RunningServer, fake_ollama: FakeOllama, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(c, "SSE_PING_INTERVAL_S", 0.05)
+async def test_quiet_stream_gets_pings(start_hub: StartHub, fake_ollama: FakeOllama) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url, ping_interval_s=0.05)
     fake_ollama.script(Reply(chunks=["slow", " reply"], delay_s=0.3))
-    transcript = await post_chat(hub_on_ollama, HELLO)
+    transcript = await post_chat(server, HELLO)
     assert ": ping" in transcript.comments
     assert transcript.text == "slow reply"
 

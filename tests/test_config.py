@@ -94,3 +94,19 @@ def test_readme_documents_every_setting() -> None:
     for f in setting_fields():
         assert f.metadata["env"] in readme, f.metadata["env"]
         assert f"{f.metadata['section']}.{f.metadata['key']}" in readme
+
+
+def test_lists_and_numbers(home: Path) -> None:
+    write_config(
+        home, '[http]\nallow_hosts = ["nas.local", "192.168.1.5"]\n[chat]\nping_interval_s = 2\n'
+    )
+    settings = load_settings(home=home, environ={})
+    assert settings.http_allow_hosts == ("nas.local", "192.168.1.5")
+    assert settings.ping_interval_s == 2.0
+    settings = load_settings(home=home, environ={"TINY_HUB_HTTP_ALLOW_HOSTS": "a, b,,"})
+    assert settings.http_allow_hosts == ("a", "b")
+    write_config(home, '[http]\nallow_hosts = "nas.local"\n')
+    with pytest.raises(ConfigError, match=r"line 2, key 'http.allow_hosts'.*list of strings"):
+        load_settings(home=home, environ={})
+    with pytest.raises(ConfigError, match=r"TINY_HUB_PING_INTERVAL_S.*more than 0"):
+        load_settings(home=home / "other", environ={"TINY_HUB_PING_INTERVAL_S": "0"})

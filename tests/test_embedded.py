@@ -81,7 +81,9 @@ async def test_list_content_history_gets_a_real_reply(gguf: Path) -> None:
 
 async def test_turn_on_the_embedded_model_streams_text(gguf: Path) -> None:
     model = EmbeddedModel(EmbeddedEngine(gguf, context_size=1024, threads=2), max_tokens=24)
-    turn = Turn(messages=[ChatMessage("user", ("hello",))], model=model, model_id="smol")
+    turn = Turn(
+        messages=[ChatMessage("user", ("hello",))], model=model, model_id="smol", system_prompt=""
+    )
     events = [e async for e in run_turn(turn)]
     deltas = [e[c.DELTA_TEXT] for e in events if c.DELTA_TEXT in e]
     assert len(deltas) > 1, "tokens must stream one by one"
@@ -128,6 +130,11 @@ async def test_overflow_is_a_context_window_error(gguf: Path) -> None:
         ):
             pass
     model = EmbeddedModel(engine, max_tokens=16)
-    turn = Turn(messages=[ChatMessage("user", ("word " * 600,))], model=model, model_id="smol")
+    turn = Turn(
+        messages=[ChatMessage("user", ("word " * 600,))],
+        model=model,
+        model_id="smol",
+        system_prompt="",
+    )
     events = [e async for e in run_turn(turn)]
     assert "too long" in events[-1]["error"]

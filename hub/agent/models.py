@@ -23,6 +23,7 @@ from strands.models import Model
 from hub import contracts as c
 from hub.agent.embedded import BUNDLED_MODEL_ID, EmbeddedEngine, EmbeddedModel, bundled_gguf
 from hub.config import Settings
+from hub.preferences import SavedModel
 
 log = logging.getLogger(__name__)
 
@@ -95,14 +96,29 @@ async def probe_ollama(host: str, wait_s: float = OLLAMA_PROBE_TIMEOUT_S) -> Oll
             async with http.get(f"{base}/api/tags") as response:
                 response.raise_for_status()
                 names = [m["name"] for m in (await response.json())["models"]]
-            models = []
-            for name in names:
-                async with http.post(f"{base}/api/show", json={"model": name}) as response:
-                    shown = await response.json() if response.ok else {}
-                models.append(OllamaModelInfo(name, tuple(shown.get("capabilities") or ())))
+            models = [
+                OllamaModelInfo(name, await _capabilities(http, base, name)) for name in names
+            ]
     except (aiohttp.ClientError, TimeoutError, KeyError, TypeError, ValueError) as exc:
         return OllamaProbe(host=base, answering=False, error=_describe_error(exc))
     return OllamaProbe(host=base, answering=True, models=tuple(models))
+
+
+async def _capabilities(http: aiohttp.ClientSession, base: str, name: str) -> tuple[str, ...]:
+    async with http.post(f"{base}/api/show", json={"model": name}) as response:
+        shown = await response.json() if response.ok else {}
+    return tuple(shown.get("capabilities") or ())
+
+
+async def ollama_can_call_tools(host: str, name: str) -> bool:
+    """Whether one Ollama model lists the ``tools`` capability; False when Ollama cannot say."""
+    base = host if "://" in host else f"http://{host}"
+    timeout = aiohttp.ClientTimeout(total=OLLAMA_PROBE_TIMEOUT_S)
+    try:
+        async with aiohttp.ClientSession(timeout=timeout) as http:
+            return "tools" in await _capabilities(http, base, name)
+    except (aiohttp.ClientError, TimeoutError, TypeError, ValueError):
+        return False
 
 
 def _describe_error(exc: BaseException) -> str:
@@ -196,6 +212,7 @@ class ModelRouter:
         self._chosen_at = 0.0
         self._lock = asyncio.Lock()
         self._engine: EmbeddedEngine | None = None
+        self._tool_support: dict[tuple[str, str], bool] = {}
 
     async def default(self) -> ModelChoice:
         async with self._lock:
@@ -211,6 +228,38 @@ class ModelRouter:
     @property
     def current(self) -> ModelChoice | None:
         return self._default
+
+    async def resolve(
+        self, headers: Mapping[str, str], saved: SavedModel | None = None
+    ) -> ModelChoice:
+        """Seed 000, step 4: request headers, then the user's saved choice, then the default."""
+        default = await self.default()
+        base = default if saved is None else self._from_saved(saved, default)
+        choice = choice_from_headers(headers, base)
+        if choice.provider != c.PROVIDER_OLLAMA:
+            return choice
+        if choice.model_id == default.model_id and not choice.base_url:
+            return replace(choice, tools=default.tools)
+        host = choice.base_url or self._settings.ollama_host
+        known = self._tool_support.get((host, choice.model_id))
+        tools = known or await ollama_can_call_tools(host, choice.model_id)
+        if tools:  # only a yes is kept: a model pulled later must not stay tool-less
+            self._tool_support[(host, choice.model_id)] = True
+        return replace(choice, tools=tools)
+
+    def _from_saved(self, saved: SavedModel, default: ModelChoice) -> ModelChoice:
+        if saved.provider == default.provider and saved.model_id in ("", default.model_id):
+            return replace(default, reason="the user's saved choice", max_tokens=saved.max_tokens)
+        configured_key = saved.provider == self._settings.model_provider
+        return ModelChoice(
+            provider=saved.provider,
+            model_id=saved.model_id,
+            tools=saved.provider != c.PROVIDER_EMBEDDED,
+            reason="the user's saved choice",
+            api_key=self._settings.model_api_key if configured_key else "",
+            base_url=saved.base_url,
+            max_tokens=saved.max_tokens,
+        )
 
     def embedded_engine(self) -> EmbeddedEngine:
         if self._engine is None:

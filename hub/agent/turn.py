@@ -1,37 +1,43 @@
 """One chat turn: a fresh strands Agent per request, its events normalised for the SSE writer.
 
-Nothing about the agent outlives the request (seed 000): the history arrives in the body. When
-the consumer stops reading (the client went away), the agent is cancelled and its stream closed,
-which closes the model's stream, so the model stops generating rather than finishing unseen.
+Nothing about the agent outlives the request (seed 000): the history arrives in the body.
+Tool-call hooks and the agent's stream are merged into one queue in the order they happen, so a
+tool card can show "running" while the tool runs. When the consumer stops reading (the client
+went away), the task that drives the agent is cancelled: the cancellation lands inside the
+model provider's HTTP read and closes that stream, so the model stops generating — also while
+it is still evaluating the prompt and has sent nothing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import copy
 import logging
+import re
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from strands import Agent
 from strands.agent.conversation_manager import NullConversationManager
+from strands.hooks import AfterToolCallEvent, BeforeToolCallEvent, HookProvider, HookRegistry
 from strands.models import Model
 from strands.types.content import ContentBlock, Message, Messages
 from strands.types.exceptions import ContextWindowOverflowException, MaxTokensReachedException
+from strands.types.tools import AgentTool
 
 from hub import contracts as c
 from hub.agent.stream import Event, StreamNormaliser, error_event
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SYSTEM_PROMPT = (
-    "You are tiny, a personal companion that runs on the user's own computer. "
-    "Answer warmly, briefly and concretely. If you do not know something, say so."
-)
+MIN_HISTORY_TO_COMPACT = 4
 EMPTY_REPLY = (
     "the model returned an empty reply: it produced no text and no tool call "
     "(its chat template may have failed, or it stopped at once)"
 )
+TOO_LONG = "the conversation is too long for the model's context window"
 
 Role = Literal["user", "assistant", "system"]
 
@@ -49,8 +55,8 @@ class Turn:
     messages: Sequence[ChatMessage]
     model: Model
     model_id: str
-    system_prompt: str = DEFAULT_SYSTEM_PROMPT
-    tools: list[Any] = field(default_factory=list)
+    system_prompt: str
+    tools: list[AgentTool] = field(default_factory=list)
 
 
 def to_strands(messages: Sequence[ChatMessage]) -> tuple[str, Messages, list[ContentBlock]]:
@@ -65,48 +71,118 @@ def to_strands(messages: Sequence[ChatMessage]) -> tuple[str, Messages, list[Con
     return system, history, prompt
 
 
+def compact(history: Messages) -> tuple[int, Messages]:
+    """Drop the older half; the kept part starts with a user message, as providers require."""
+    kept = history[len(history) // 2 :]
+    while kept and kept[0]["role"] != "user":
+        kept = kept[1:]
+    return len(history) - len(kept), kept
+
+
 async def run_turn(turn: Turn) -> AsyncGenerator[Event, None]:
     extra_system, history, prompt = to_strands(turn.messages)
     system_prompt = "\n\n".join(p for p in (turn.system_prompt, extra_system) if p)
-    agent = Agent(
-        model=turn.model,
-        messages=history,
-        system_prompt=system_prompt,
-        tools=turn.tools,
-        callback_handler=None,
-        conversation_manager=NullConversationManager(),
-    )
     normaliser = StreamNormaliser(model_id=turn.model_id)
-    finished = False
-    try:
-        stream = cast(AsyncGenerator[dict[str, Any], None], agent.stream_async(prompt))
-        async with contextlib.aclosing(stream) as events:
-            async for event in events:
-                for out in normaliser.feed(event):
-                    yield out
-        finished = True
-    except MaxTokensReachedException:
-        # The reply was cut at the token limit: what streamed stands, the stop reason says why.
-        finished = True
-        normaliser.stop_reason = "max_tokens"
-        yield {"type": c.EV_AGENT_RESULT, "stopReason": "max_tokens"}
-    except Exception as exc:
-        log.warning("chat turn failed: %s", describe_failure(exc), exc_info=log.isEnabledFor(10))
-        finished = True
-        yield error_event(describe_failure(exc))
-        return
-    finally:
-        if not finished:
-            agent.cancel()
+    compacted = False
+    while True:
+        try:
+            async for event in _attempt(turn, system_prompt, history, prompt, normaliser):
+                yield event
+        except ContextWindowOverflowException:
+            if compacted or len(history) < MIN_HISTORY_TO_COMPACT:
+                yield error_event(TOO_LONG)
+                return
+            dropped, history = compact(history)
+            compacted = True
+            log.info("context overflow: dropped %d older messages and retried", dropped)
+            yield {"type": c.EV_CONTEXT_COMPACTED, "dropped": dropped}
+            continue
+        except MaxTokensReachedException:
+            # The reply was cut at the token limit: what streamed stands, the stop reason says why.
+            normaliser.stop_reason = "max_tokens"
+            yield {"type": c.EV_AGENT_RESULT, "stopReason": "max_tokens"}
+        except Exception as exc:
+            log.warning(
+                "chat turn failed: %s", describe_failure(exc), exc_info=log.isEnabledFor(10)
+            )
+            yield error_event(describe_failure(exc))
+            return
+        break
     if not normaliser.replied and normaliser.stop_reason != "cancelled":
         yield error_event(EMPTY_REPLY)
 
 
+class _ToolCallHooks(HookProvider):
+    """Before/after tool-call hooks → the turn's event queue (strands streams neither)."""
+
+    def __init__(self, queue: asyncio.Queue[tuple[str, Any]], normaliser: StreamNormaliser):
+        self._queue, self._normaliser = queue, normaliser
+
+    def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+        registry.add_callback(BeforeToolCallEvent, self._before)
+        registry.add_callback(AfterToolCallEvent, self._after)
+
+    def _before(self, event: BeforeToolCallEvent) -> None:
+        self._queue.put_nowait(("event", self._normaliser.before_tool(event.tool_use)))
+
+    def _after(self, event: AfterToolCallEvent) -> None:
+        out = self._normaliser.after_tool(event.tool_use, event.result, event.exception)
+        self._queue.put_nowait(("event", out))
+
+
+async def _attempt(
+    turn: Turn,
+    system_prompt: str,
+    history: Messages,
+    prompt: list[ContentBlock],
+    normaliser: StreamNormaliser,
+) -> AsyncGenerator[Event, None]:
+    queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+    agent = Agent(
+        model=turn.model,
+        messages=copy.deepcopy(history),
+        system_prompt=system_prompt,
+        tools=list(turn.tools),
+        callback_handler=None,
+        conversation_manager=NullConversationManager(),
+        hooks=[_ToolCallHooks(queue, normaliser)],
+    )
+
+    async def drive() -> None:
+        try:
+            stream = cast(AsyncGenerator[dict[str, Any], None], agent.stream_async(prompt))
+            async with contextlib.aclosing(stream) as events:
+                async for raw in events:
+                    queue.put_nowait(("raw", raw))
+        except Exception as exc:
+            queue.put_nowait(("raise", exc))
+        else:
+            queue.put_nowait(("end", None))
+
+    driver = asyncio.create_task(drive(), name="tiny-hub turn")
+    try:
+        while True:
+            kind, value = await queue.get()
+            if kind == "end":
+                return
+            if kind == "raise":
+                raise value
+            if kind == "event":
+                yield value
+            else:
+                for event in normaliser.feed(value):
+                    yield event
+    finally:
+        if not driver.done():
+            agent.cancel()
+            driver.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await driver
+
+
 def describe_failure(exc: BaseException) -> str:
     """A sentence a person can act on; the exception's type only when nothing better exists."""
-    if isinstance(exc, ContextWindowOverflowException):
-        return "the conversation is too long for the model's context window"
-    text = str(exc).strip() or type(exc).__name__
+    text = re.sub(r"\s*\(status code: -?\d+\)$", "", str(exc).strip()) or type(exc).__name__
     if "connect" in text.lower() and "refused" in text.lower():
         return f"cannot reach the model: {text}"
     return f"model error: {text}"

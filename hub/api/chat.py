@@ -11,18 +11,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from typing import Any
 
 from aiohttp import web
 
 from hub import contracts as c
-from hub.agent.models import ModelUnavailable, choice_from_headers
+from hub.agent.models import ModelUnavailable
+from hub.agent.prompt import system_prompt
 from hub.agent.stream import Event, error_event
-from hub.agent.turn import DEFAULT_SYSTEM_PROMPT, ChatMessage, Turn, run_turn
-from hub.api.auth import Access, access
+from hub.agent.tools import mount_tools
+from hub.agent.tools.context import ToolContext
+from hub.agent.turn import ChatMessage, Turn, run_turn
+from hub.api.auth import Access, access, caller
+from hub.api.body import read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
+from hub.preferences import saved_model
+from hub.tinys.records import TinyError
 
+log = logging.getLogger(__name__)
 routes = web.RouteTableDef()
 
 
@@ -103,18 +111,45 @@ def _block_text(where: str, block: Any) -> str:
 @access(Access.ANONYMOUS)
 async def chat(request: web.Request) -> web.StreamResponse:
     hub = request.app[HUB]
+    messages = parse_messages(await read_json_body(request))
+    user = caller(request)
+    headers = request.headers
     try:
-        body = json.loads(await request.read())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise http_error(web.HTTPBadRequest, f"body is not valid JSON: {exc}") from None
-    messages = parse_messages(body)
-    try:
-        choice = choice_from_headers(request.headers, await hub.models.default())
+        tiny = hub.tinys.resolve(
+            headers.get(c.H_NAME, "").strip() or c.DEFAULT_TINY, user, headers.get(c.H_KEY)
+        )
+        choice = await hub.models.resolve(headers, saved_model(hub.db, user))
         model = hub.models.build(choice)
+    except TinyError as exc:
+        raise http_error(_TINY_ERRORS[exc.status], str(exc)) from None
     except ModelUnavailable as exc:
         raise http_error(web.HTTPBadRequest, str(exc)) from None
-    system_prompt = request.headers.get(c.H_SYSTEM_PROMPT) or DEFAULT_SYSTEM_PROMPT
+    tools: list[Any] = []
+    if choice.tools:
+        context = ToolContext(hub, user, tiny, headers.get(c.H_SESSION, ""))
+        tools = mount_tools(context).tools
+    turn = Turn(
+        messages=messages,
+        model=model,
+        model_id=choice.model_id,
+        system_prompt=system_prompt(
+            tiny,
+            override=headers.get(c.H_SYSTEM_PROMPT, ""),
+            metadata=headers.get(c.H_METADATA) or headers.get(c.H_IP_LEGACY) or "",
+        ),
+        tools=tools,
+    )
+    return await stream_turn(request, turn, hub.settings.ping_interval_s)
 
+
+_TINY_ERRORS: dict[int, type[web.HTTPException]] = {
+    400: web.HTTPBadRequest,
+    403: web.HTTPForbidden,
+    404: web.HTTPNotFound,
+}
+
+
+async def stream_turn(request: web.Request, turn: Turn, ping_s: float) -> web.StreamResponse:
     response = web.StreamResponse(
         headers={
             "Content-Type": "text/event-stream; charset=utf-8",
@@ -124,10 +159,7 @@ async def chat(request: web.Request) -> web.StreamResponse:
     )
     await response.prepare(request)
     writer = SseWriter(response)
-    pinger = asyncio.create_task(_ping_every(writer, c.SSE_PING_INTERVAL_S))
-    turn = Turn(
-        messages=messages, model=model, model_id=choice.model_id, system_prompt=system_prompt
-    )
+    pinger = asyncio.create_task(_ping_every(writer, ping_s))
     try:
         async with contextlib.aclosing(run_turn(turn)) as events:
             async for event in events:
@@ -135,6 +167,7 @@ async def chat(request: web.Request) -> web.StreamResponse:
     except ConnectionResetError:
         return response  # the client left; closing the turn above stopped the model
     except Exception as exc:  # the stream has begun: report in-band, then end it properly
+        log.exception("chat stream failed")
         await writer.send(error_event(f"internal error: {type(exc).__name__}"))
     finally:
         pinger.cancel()

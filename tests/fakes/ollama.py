@@ -30,6 +30,12 @@ class Reply:
     error: str = "model runner has unexpectedly stopped"
     http_status: int = 200
     delay_s: float = 0.0  # between chunks
+    first_delay_s: float = 0.0  # before anything is sent: a long prompt evaluation
+
+    @classmethod
+    def overflow(cls) -> Reply:
+        """What Ollama answers when the prompt does not fit the model's context."""
+        return cls(http_status=400, error="the input length exceeds the context length")
 
 
 @dataclass
@@ -44,6 +50,9 @@ class FakeOllama:
         self.replies: deque[Reply] = deque()
         self.requests: list[dict[str, Any]] = []
         self.disconnects = 0
+        self.disconnected_at: list[float] = []
+        self.chat_seen = asyncio.Event()
+        self.disconnected = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self.url = ""
 
@@ -119,6 +128,7 @@ class FakeOllama:
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.requests.append(body)
+        self.chat_seen.set()
         if self._find(body.get("model", "")) is None:
             return web.json_response(
                 {"error": f"model '{body.get('model')}' not found"}, status=404
@@ -126,10 +136,12 @@ class FakeOllama:
         reply = self.replies.popleft() if self.replies else Reply()
         if reply.http_status != 200:
             return web.json_response({"error": reply.error}, status=reply.http_status)
-        response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
-        await response.prepare(request)
         started = time.perf_counter_ns()
         try:
+            if reply.first_delay_s:
+                await asyncio.sleep(reply.first_delay_s)
+            response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
+            await response.prepare(request)
             for index, chunk in enumerate(reply.chunks):
                 if reply.error_after is not None and index == reply.error_after:
                     await _line(response, {"error": reply.error})
@@ -160,6 +172,8 @@ class FakeOllama:
             )
         except (asyncio.CancelledError, ConnectionResetError):
             self.disconnects += 1
+            self.disconnected_at.append(time.monotonic())
+            self.disconnected.set()
             raise
         return response
 

@@ -1,0 +1,47 @@
+"""What a tool knows about the turn it runs in: the hub, the caller, the tiny, the client."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hub import contracts as c
+from hub.identity import User
+from hub.runtime import Hub
+from hub.tinys.records import Tiny
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    hub: Hub
+    caller: User | None
+    tiny: Tiny
+    session: str = ""
+
+    @property
+    def native_app(self) -> bool:
+        return self.session in (c.SESSION_IOS, c.SESSION_ANDROID)
+
+    @property
+    def ios(self) -> bool:
+        return self.session == c.SESSION_IOS
+
+    @property
+    def owns_tiny(self) -> bool:
+        return self.caller is not None and self.caller.id == self.tiny.owner_id
+
+
+def ok(text: str, **data: Any) -> dict[str, Any]:
+    """A successful tool result: text for the model, and JSON for clients when there is some."""
+    content: list[dict[str, Any]] = [{"text": text}]
+    if data:
+        content.append({"json": data})
+    return {"status": "success", "content": content}
+
+
+def failed(text: str) -> dict[str, Any]:
+    return {"status": "error", "content": [{"text": text}]}
+
+
+def login_required() -> dict[str, Any]:
+    return failed(c.LOGIN_REQUIRED)

@@ -1,0 +1,81 @@
+"""/api/model: the caller's saved model choice (seed 000, step 4's middle rung).
+
+GET shows it and the hub's default; PUT saves ``{provider, id?, baseUrl?, maxTokens?}``;
+DELETE forgets it. An API key is refused here: keys come per request or from the hub's config.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from hub import contracts as c
+from hub.api.auth import Access, access, caller
+from hub.api.body import read_json_body
+from hub.api.errors import http_error
+from hub.api.keys import HUB
+from hub.preferences import SavedModel, save_model, saved_model
+
+routes = web.RouteTableDef()
+
+
+def _describe(saved: SavedModel | None) -> dict[str, object] | None:
+    if saved is None:
+        return None
+    return {
+        "provider": saved.provider,
+        "id": saved.model_id,
+        "baseUrl": saved.base_url,
+        "maxTokens": saved.max_tokens,
+    }
+
+
+@routes.get("/api/model")
+@access(Access.USER)
+async def get_model(request: web.Request) -> web.Response:
+    hub = request.app[HUB]
+    default = await hub.models.default()
+    return web.json_response(
+        {"saved": _describe(saved_model(hub.db, caller(request))), "default": default.describe()}
+    )
+
+
+@routes.put("/api/model")
+@access(Access.USER)
+async def put_model(request: web.Request) -> web.Response:
+    body = await read_json_body(request)
+    if not isinstance(body, dict):
+        raise http_error(web.HTTPBadRequest, "body must be a JSON object")
+    if "apiKey" in body or "api_key" in body:
+        raise http_error(
+            web.HTTPBadRequest,
+            "API keys are not stored; send x-tiny-model-api-key "
+            "with each request or set model.api_key in the hub's config",
+        )
+    provider = body.get("provider")
+    if provider not in (*c.LOCAL_PROVIDERS, *c.CLOUD_PROVIDERS):
+        raise http_error(
+            web.HTTPBadRequest,
+            "provider must be one of: " + ", ".join((*c.LOCAL_PROVIDERS, *c.CLOUD_PROVIDERS)),
+        )
+    for field in ("id", "baseUrl"):
+        if not isinstance(body.get(field, ""), str):
+            raise http_error(web.HTTPBadRequest, f"{field} must be a string")
+    max_tokens = body.get("maxTokens")
+    if max_tokens is not None and (
+        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
+    ):
+        raise http_error(web.HTTPBadRequest, "maxTokens must be a whole number above 0")
+    saved = SavedModel(provider, body.get("id", ""), body.get("baseUrl", ""), max_tokens)
+    user = caller(request)
+    assert user is not None
+    save_model(request.app[HUB].db, user, saved)
+    return web.json_response({"saved": _describe(saved)})
+
+
+@routes.delete("/api/model")
+@access(Access.USER)
+async def delete_model(request: web.Request) -> web.Response:
+    user = caller(request)
+    assert user is not None
+    save_model(request.app[HUB].db, user, None)
+    return web.json_response({"saved": None})

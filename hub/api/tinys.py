@@ -1,0 +1,109 @@
+"""/api/tinys: the tiny records for the TUI and scripts (the same store the tools use).
+
+Reads allow anonymous callers (public tinys, or a private one with its x-tiny-key); writes need
+a signed-in user, and changing a tiny needs its owner or the hub's owner.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from hub import contracts as c
+from hub.api.auth import Access, access, caller
+from hub.api.body import read_json_body
+from hub.api.errors import http_error
+from hub.api.keys import HUB
+from hub.tinys.records import MAX_LIST, TinyError
+
+routes = web.RouteTableDef()
+
+_STATUS: dict[int, type[web.HTTPException]] = {
+    400: web.HTTPBadRequest,
+    403: web.HTTPForbidden,
+    404: web.HTTPNotFound,
+}
+
+
+def _raise(exc: TinyError) -> web.HTTPException:
+    return http_error(_STATUS.get(exc.status, web.HTTPBadRequest), str(exc))
+
+
+def _whole(request: web.Request, name: str, default: int, low: int, high: int) -> int:
+    raw = request.query.get(name)
+    if raw is None:
+        return default
+    if not raw.isdigit() or not low <= int(raw) <= high:
+        raise http_error(web.HTTPBadRequest, f"{name} must be a whole number from {low} to {high}")
+    return int(raw)
+
+
+@routes.get("/api/tinys")
+@access(Access.ANONYMOUS)
+async def list_tinys(request: web.Request) -> web.Response:
+    limit = _whole(request, "limit", 20, 1, MAX_LIST)
+    offset = _whole(request, "offset", 0, 0, 10**9)
+    mine = request.query.get("mine", "").lower() in ("1", "true", "yes")
+    items, total = request.app[HUB].tinys.list(
+        caller(request), query=request.query.get("q", ""), mine=mine, limit=limit, offset=offset
+    )
+    return web.json_response(
+        {
+            "tinys": [t.public_dict() for t in items],
+            "total": total,
+            "limit": limit,
+            "offset": offset,
+        }
+    )
+
+
+@routes.get("/api/tinys/{name}")
+@access(Access.ANONYMOUS)
+async def get_tiny(request: web.Request) -> web.Response:
+    try:
+        tiny = request.app[HUB].tinys.resolve(
+            request.match_info["name"], caller(request), request.headers.get(c.H_KEY)
+        )
+    except TinyError as exc:
+        raise _raise(exc) from None
+    return web.json_response({"tiny": tiny.public_dict()})
+
+
+async def _object_body(request: web.Request) -> dict[str, Any]:
+    body = await read_json_body(request)
+    if not isinstance(body, dict):
+        raise http_error(web.HTTPBadRequest, "body must be a JSON object of tiny fields")
+    return body
+
+
+@routes.post("/api/tinys")
+@access(Access.USER)
+async def create_tiny(request: web.Request) -> web.Response:
+    user = caller(request)
+    assert user is not None
+    try:
+        tiny, key = request.app[HUB].tinys.create(user, await _object_body(request))
+    except TinyError as exc:
+        raise _raise(exc) from None
+    body: dict[str, Any] = {"tiny": tiny.public_dict()}
+    if key:
+        body["key"] = key
+    return web.json_response(body, status=201)
+
+
+@routes.patch("/api/tinys/{name}")
+@access(Access.USER)
+async def modify_tiny(request: web.Request) -> web.Response:
+    user = caller(request)
+    assert user is not None
+    try:
+        tiny, key = request.app[HUB].tinys.modify(
+            user, request.match_info["name"], await _object_body(request)
+        )
+    except TinyError as exc:
+        raise _raise(exc) from None
+    body: dict[str, Any] = {"tiny": tiny.public_dict()}
+    if key:
+        body["key"] = key
+    return web.json_response(body)

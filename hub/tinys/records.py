@@ -1,0 +1,337 @@
+"""Tiny records: the prompt, knowledge, data, skills and looks of each companion.
+
+The tools (create_ai, modify_ai, get_tiny, list_tiny) and the HTTP routes share this store and
+its one validator, so a field means the same thing whichever way it arrives. A private tiny's key
+is shown once and kept hashed, like a token.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import sqlite_utils
+
+from hub.contracts import DEFAULT_TINY
+from hub.identity import User, hash_token, new_token
+
+NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{1,39}$")
+DEFAULT_CHIPS = ("What can you do?", "Tell me something interesting", "Help me plan my day")
+DEFAULT_PROMPT = (
+    "You are tiny, a personal companion that runs on the user's own computer. "
+    "Answer warmly, briefly and concretely. If you do not know something, say so."
+)
+SUMMARY_CHARS = 300
+MAX_LIST = 50
+
+# Text fields and their length limits; media and theme are cleared by an empty string.
+TEXT_LIMITS: Mapping[str, int] = {
+    "systemPrompt": 20_000,
+    "systemKnowledge": 50_000,
+    "data": 100_000,
+    "worker": 2_000,
+    "hook": 500,
+    "hero": 2_000,
+    "logo": 2_000,
+    "theme": 2_000,
+    "tagline": 300,
+    "intro_vibe": 500,
+}
+COLUMNS: Mapping[str, str] = {
+    "systemPrompt": "system_prompt",
+    "systemKnowledge": "system_knowledge",
+    "data": "data",
+    "worker": "worker",
+    "hook": "hook",
+    "hero": "hero",
+    "logo": "logo",
+    "theme": "theme",
+    "tagline": "tagline",
+    "intro_vibe": "intro_vibe",
+}
+URL_FIELDS = ("worker", "hero", "logo")
+
+
+class TinyError(Exception):
+    """A request about a tiny that cannot be met; ``status`` is the HTTP answer."""
+
+    status = 400
+
+
+class TinyNotFound(TinyError):
+    status = 404
+
+
+class TinyForbidden(TinyError):
+    status = 403
+
+
+@dataclass(frozen=True)
+class Skill:
+    """An instruction set the model can load on demand (name, when to use it, the body)."""
+
+    name: str
+    description: str
+    instructions: str
+
+
+@dataclass(frozen=True)
+class Tiny:
+    name: str
+    owner_id: str
+    system_prompt: str
+    system_knowledge: str
+    data: str
+    worker: str
+    skills: tuple[Skill, ...]
+    mcp_servers: tuple[dict[str, Any], ...]
+    visibility: str
+    hook: str
+    hero: str
+    logo: str
+    theme: str
+    tagline: str
+    chips: tuple[str, ...]
+    intro_vibe: str
+    created_at: float
+    updated_at: float
+
+    @property
+    def is_private(self) -> bool:
+        return self.visibility == "private"
+
+    def public_dict(self) -> dict[str, Any]:
+        """The record as clients see it (the key never leaves)."""
+        return {
+            "name": self.name,
+            "owner": self.owner_id,
+            "systemPrompt": self.system_prompt,
+            "systemKnowledge": self.system_knowledge,
+            "data": self.data,
+            "worker": self.worker,
+            "skills": [vars(s) for s in self.skills],
+            "mcpServers": list(self.mcp_servers),
+            "visibility": self.visibility,
+            "hook": self.hook,
+            "hero": self.hero,
+            "logo": self.logo,
+            "theme": self.theme,
+            "tagline": self.tagline,
+            "chips": list(self.chips or DEFAULT_CHIPS),
+            "intro_vibe": self.intro_vibe,
+            "createdAt": self.created_at,
+            "updatedAt": self.updated_at,
+        }
+
+    def summary(self) -> dict[str, Any]:
+        """Compact: what list_tiny and retrieved-tiny prompts carry (seed 000, step 3)."""
+        return {
+            "name": self.name,
+            "tagline": self.tagline,
+            "visibility": self.visibility,
+            "prompt": self.system_prompt[:SUMMARY_CHARS],
+            "data": self.data[:SUMMARY_CHARS],
+            "skills": [s.name for s in self.skills],
+        }
+
+
+def validate_fields(fields: Mapping[str, Any], *, creating: bool) -> dict[str, Any]:
+    """create_ai / modify_ai fields → column values; TinyError naming the bad field."""
+    allowed = {"name", "chips", "skills", "mcpServers", "visibility", *TEXT_LIMITS}
+    unknown = sorted(set(fields) - allowed)
+    if unknown:
+        raise TinyError(
+            f"unknown field(s): {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}"
+        )
+    values: dict[str, Any] = {}
+    if creating or "name" in fields:
+        name = fields.get("name")
+        if not isinstance(name, str) or not NAME_PATTERN.match(name):
+            raise TinyError("name must be 2-40 characters: lowercase letters, digits and '-'")
+        values["name"] = name
+    for field, limit in TEXT_LIMITS.items():
+        if field not in fields:
+            continue
+        value = fields[field]
+        if not isinstance(value, str):
+            raise TinyError(f"{field} must be a string")
+        if len(value) > limit:
+            raise TinyError(f"{field} is {len(value)} characters; the limit is {limit}")
+        if field in URL_FIELDS and value and not value.startswith(("https://", "http://")):
+            raise TinyError(f"{field} must be an http(s) URL or empty")
+        values[COLUMNS[field]] = value
+    if "chips" in fields:
+        values["chips_json"] = json.dumps(_chips(fields["chips"]))
+    if "skills" in fields:
+        values["skills_json"] = json.dumps([vars(s) for s in _skills(fields["skills"])])
+    if "mcpServers" in fields:
+        servers = fields["mcpServers"]
+        if not isinstance(servers, list) or not all(isinstance(s, dict) for s in servers):
+            raise TinyError("mcpServers must be an array of objects")
+        values["mcp_servers_json"] = json.dumps(servers[:20])
+    if "visibility" in fields:
+        if fields["visibility"] not in ("public", "private"):
+            raise TinyError("visibility must be public or private")
+        values["visibility"] = fields["visibility"]
+    if creating and not values.get("system_prompt"):
+        values.setdefault("system_prompt", DEFAULT_PROMPT)
+    return values
+
+
+def _chips(chips: Any) -> list[str]:
+    if not isinstance(chips, list) or not all(isinstance(c, str) for c in chips):
+        raise TinyError("chips must be an array of strings (empty restores the defaults)")
+    if len(chips) > 6 or any(len(c) > 80 for c in chips):
+        raise TinyError("chips: at most 6, each at most 80 characters")
+    return [c for c in chips if c.strip()]
+
+
+def _skills(skills: Any) -> list[Skill]:
+    if not isinstance(skills, list) or len(skills) > 50:
+        raise TinyError("skills must be an array of at most 50 objects")
+    parsed = []
+    for index, skill in enumerate(skills):
+        if not isinstance(skill, dict) or not isinstance(skill.get("name"), str):
+            raise TinyError(f"skills[{index}] needs a name")
+        parsed.append(
+            Skill(
+                name=skill["name"][:64],
+                description=str(skill.get("description", ""))[:1000],
+                instructions=str(skill.get("instructions", ""))[:20_000],
+            )
+        )
+    return parsed
+
+
+class TinyStore:
+    def __init__(self, db: sqlite_utils.Database) -> None:
+        self._db = db
+
+    def ensure_default(self, owner: User) -> Tiny:
+        """The tiny named ``tiny`` exists from the first start."""
+        existing = self.get(DEFAULT_TINY)
+        if existing is not None:
+            return existing
+        tiny, _ = self.create(owner, {"name": DEFAULT_TINY, "tagline": "your companion"})
+        return tiny
+
+    def get(self, name: str) -> Tiny | None:
+        rows = list(self._db["tinys"].rows_where("name = ?", [name.lower()], limit=1))
+        return _tiny(rows[0]) if rows else None
+
+    def create(self, owner: User, fields: Mapping[str, Any]) -> tuple[Tiny, str | None]:
+        """Create; return the record and, for a private tiny, its key (shown once)."""
+        values = validate_fields(fields, creating=True)
+        if self.get(values["name"]) is not None:
+            raise TinyError(f"a tiny named {values['name']} already exists")
+        key = new_token() if values.get("visibility") == "private" else None
+        now = time.time()
+        self._db.table("tinys").insert(
+            {
+                **values,
+                "owner_id": owner.id,
+                "key_hash": hash_token(key) if key else None,
+                "created_at": now,
+                "updated_at": now,
+            }
+        )
+        tiny = self.get(values["name"])
+        assert tiny is not None
+        return tiny, key
+
+    def modify(self, user: User, name: str, fields: Mapping[str, Any]) -> tuple[Tiny, str | None]:
+        """Change fields of a tiny the user owns (or any, for the hub's owner). Turning a tiny
+        private mints its key, returned once."""
+        tiny = self.get(name)
+        if tiny is None:
+            raise TinyNotFound(f"no tiny named {name}")
+        if not (user.is_owner or user.id == tiny.owner_id):
+            raise TinyForbidden(f"only the owner of {name} may change it")
+        values = validate_fields(fields, creating=False)
+        values.pop("name", None)
+        key = None
+        if values.get("visibility") == "private" and not tiny.is_private:
+            key = new_token()
+            values["key_hash"] = hash_token(key)
+        if values.get("visibility") == "public":
+            values["key_hash"] = None
+        values["updated_at"] = time.time()
+        self._db.table("tinys").update(tiny.name, values)
+        updated = self.get(tiny.name)
+        assert updated is not None
+        return updated, key
+
+    def list(
+        self,
+        caller: User | None,
+        *,
+        query: str = "",
+        mine: bool = False,
+        limit: int = 20,
+        offset: int = 0,
+    ) -> tuple[list[Tiny], int]:
+        """Public tinys and the caller's own, newest first; filter by text or ownership."""
+        where, params = ["(visibility = 'public' OR owner_id = ?)"], [caller.id if caller else ""]
+        if mine:
+            where.append("owner_id = ?")
+            params.append(caller.id if caller else "")
+        if query:
+            where.append("(name LIKE ? OR tagline LIKE ? OR system_prompt LIKE ?)")
+            params += [f"%{query}%"] * 3
+        clause = " AND ".join(where)
+        total = self._db.execute(f"SELECT COUNT(*) FROM tinys WHERE {clause}", params).fetchone()[0]
+        rows = self._db["tinys"].rows_where(
+            clause, params, order_by="updated_at DESC, name", limit=limit, offset=offset
+        )
+        return [_tiny(row) for row in rows], int(total)
+
+    def can_read(self, tiny: Tiny, caller: User | None, key: str | None) -> bool:
+        if not tiny.is_private:
+            return True
+        if caller is not None and (caller.is_owner or caller.id == tiny.owner_id):
+            return True
+        row = self._db.execute("SELECT key_hash FROM tinys WHERE name = ?", [tiny.name]).fetchone()
+        return bool(key) and row is not None and row[0] == hash_token(key or "")
+
+    def resolve(self, name: str, caller: User | None, key: str | None) -> Tiny:
+        """The tiny a chat or read names; TinyNotFound / TinyForbidden otherwise."""
+        tiny = self.get(name)
+        if tiny is None:
+            raise TinyNotFound(f"no tiny named {name}")
+        if not self.can_read(tiny, caller, key):
+            raise TinyForbidden(f"{name} is private: send its key in x-tiny-key")
+        return tiny
+
+
+def _tiny(row: Mapping[str, Any]) -> Tiny:
+    return Tiny(
+        name=row["name"],
+        owner_id=row["owner_id"],
+        system_prompt=row["system_prompt"],
+        system_knowledge=row["system_knowledge"],
+        data=row["data"],
+        worker=row["worker"],
+        skills=tuple(Skill(**s) for s in json.loads(row["skills_json"])),
+        mcp_servers=tuple(json.loads(row["mcp_servers_json"])),
+        visibility=row["visibility"],
+        hook=row["hook"],
+        hero=row["hero"],
+        logo=row["logo"],
+        theme=row["theme"],
+        tagline=row["tagline"],
+        chips=tuple(json.loads(row["chips_json"])),
+        intro_vibe=row["intro_vibe"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+def clamp_limit(value: Any, default: int = 20) -> int:
+    try:
+        return max(1, min(MAX_LIST, int(value)))
+    except (TypeError, ValueError):
+        return default
