@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -18,7 +19,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -143,31 +144,18 @@ def bench_embedded_direct(runs: int) -> list[Figure]:
 
 
 def bench_embedded_hub(runs: int) -> list[Figure]:
-    return asyncio.run(_embedded_hub(runs))
+    return asyncio.run(_embedded_hub_figures(runs))
 
 
-async def _embedded_hub(runs: int) -> list[Figure]:
+async def _embedded_hub_figures(runs: int) -> list[Figure]:
     import aiohttp
 
-    from hub.config import load_settings
-    from hub.runtime import Hub
-    from hub.server import start_server
-
-    with tempfile.TemporaryDirectory() as tmp:
-        env = hub_env(Path(tmp) / "home")
-        settings = load_settings(environ=env, overrides={"model_max_tokens": 128})
-        hub = Hub.open(settings)
-        server = await start_server(hub, "127.0.0.1", 0)
-        rates, firsts = [], []
-        try:
-            async with aiohttp.ClientSession() as http:
-                for _ in range(runs + 1):  # the first run loads the model; not counted
-                    rate, first = await _one_turn(http, server.url)
-                    rates.append(rate)
-                    firsts.append(first)
-        finally:
-            await server.stop()
-            hub.close()
+    rates, firsts = [], []
+    async with _hub(model_max_tokens=128) as url, aiohttp.ClientSession() as http:
+        for _ in range(runs + 1):  # the first run loads the model; not counted
+            rate, first = await _one_turn(http, url)
+            rates.append(rate)
+            firsts.append(first)
     how = "POST /api/chat to an in-process hub on the embedded model, SSE read by aiohttp"
     return [
         Figure(
@@ -201,10 +189,193 @@ async def _one_turn(http: Any, url: str) -> tuple[float, float]:
     return rate, first - started
 
 
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+def bench_turn_overhead(runs: int) -> list[Figure]:
+    return asyncio.run(_turn_overhead(runs))
+
+
+async def _turn_overhead(runs: int) -> list[Figure]:
+    """Request sent to the hub → the fake Ollama receives the model request (same clock)."""
+    import aiohttp
+
+    from tests.fakes.ollama import FakeOllama, Reply
+
+    fake = FakeOllama()
+    arrivals: list[float] = []
+    original = fake._chat
+
+    async def stamped(request: Any) -> Any:
+        arrivals.append(time.perf_counter())
+        return await original(request)
+
+    fake._chat = stamped  # type: ignore[method-assign]
+    await fake.start()
+    async with _hub(ollama_host=fake.url) as url, aiohttp.ClientSession() as http:
+        gaps, tools = [], 0
+        for _ in range(runs + 5):  # five warm-up turns
+            fake.script(Reply(chunks=["ok"]))
+            sent = time.perf_counter()
+            async with http.post(f"{url}/api/chat", json=_body()) as response:
+                await response.read()
+            gaps.append((arrivals[-1] - sent) * 1000)
+            tools = len(fake.requests[-1].get("tools") or [])
+    await fake.stop()
+    gaps = gaps[5:]
+    how = (
+        f"POST /api/chat sent → fake Ollama receives /api/chat, {tools} built-in tools "
+        f"mounted, {runs} turns, loopback"
+    )
+    return [
+        Figure("turn_overhead_p50", percentile(gaps, 0.5), "ms", how, gaps),
+        Figure("turn_overhead_p99", percentile(gaps, 0.99), "ms", how, gaps),
+    ]
+
+
+def bench_sse_frames(runs: int) -> list[Figure]:
+    from hub.agent.stream import StreamNormaliser
+
+    events = [{"event": {"contentBlockDelta": {"delta": {"text": f"w{i} "}}}} for i in range(20000)]
+    rates = []
+    for _ in range(runs):
+        normaliser = StreamNormaliser(model_id="bench")
+        started = time.perf_counter()
+        seq = 0
+        for event in events:
+            for out in normaliser.feed(event):
+                frame = json.dumps({**out, "seq": seq}, separators=(",", ":"), ensure_ascii=False)
+                _ = f"data: {frame}\n\n".encode()
+                seq += 1
+        rates.append(seq / (time.perf_counter() - started))
+    figures = [
+        Figure(
+            "sse_frames_per_s_normaliser",
+            statistics.median(rates),
+            "frames/s",
+            "StreamNormaliser.feed + frame encoding of 20000 text deltas, in-process",
+            rates,
+        )
+    ]
+    figures.append(asyncio.run(_sse_end_to_end(runs)))
+    return figures
+
+
+async def _sse_end_to_end(runs: int) -> Figure:
+    import aiohttp
+
+    from tests.fakes.ollama import FakeOllama, Reply
+
+    fake = FakeOllama()
+    await fake.start()
+    rates = []
+    async with _hub(ollama_host=fake.url) as url, aiohttp.ClientSession() as http:
+        for _ in range(runs):
+            fake.script(Reply(chunks=[f"w{i} " for i in range(3000)]))
+            frames, started = 0, time.perf_counter()
+            async with http.post(f"{url}/api/chat", json=_body()) as response:
+                async for line in response.content:
+                    frames += line.startswith(b"data: {")
+            rates.append(frames / (time.perf_counter() - started))
+    await fake.stop()
+    return Figure(
+        "sse_frames_per_s_hub",
+        statistics.median(rates),
+        "frames/s",
+        "fake Ollama streams 3000 chunks at once → hub → SSE read by aiohttp",
+        rates,
+    )
+
+
+def bench_first_token_ratio(runs: int) -> list[Figure]:
+    return asyncio.run(_first_token_ratio(runs))
+
+
+FAKE_PROMPT_EVAL_S = 0.2
+
+
+async def _first_token_ratio(runs: int) -> list[Figure]:
+    import aiohttp
+
+    from tests.fakes.ollama import FakeOllama, Reply
+
+    fake = FakeOllama()
+    await fake.start()
+    direct, through = [], []
+    chat = {
+        "model": "qwen3:latest",
+        "messages": [{"role": "user", "content": PROMPT}],
+        "stream": True,
+    }
+    async with _hub(ollama_host=fake.url) as url, aiohttp.ClientSession() as http:
+        for _ in range(runs):
+            fake.script(Reply(first_delay_s=FAKE_PROMPT_EVAL_S))
+            started = time.perf_counter()
+            async with http.post(f"{fake.url}/api/chat", json=chat) as response:
+                await response.content.readline()
+                direct.append(time.perf_counter() - started)
+                await response.read()
+            fake.script(Reply(first_delay_s=FAKE_PROMPT_EVAL_S))
+            started = time.perf_counter()
+            async with http.post(f"{url}/api/chat", json=_body()) as response:
+                async for line in response.content:
+                    if b'"textDelta"' in line:
+                        through.append(time.perf_counter() - started)
+                        break
+                await response.read()
+    await fake.stop()
+    ratios = [t / d for t, d in zip(through, direct, strict=True)]
+    how = (
+        f"first text through the hub ÷ first chunk straight from the fake Ollama "
+        f"(which waits {FAKE_PROMPT_EVAL_S * 1000:.0f} ms like a prompt evaluation)"
+    )
+    figures = [Figure("first_token_ratio_fake_ollama", statistics.median(ratios), "x", how, ratios)]
+    direct_ms = bench_embedded_direct(runs)[1]
+    hub_ms = (await _embedded_hub_figures(runs))[1]
+    figures.append(
+        Figure(
+            "first_token_ratio_embedded",
+            hub_ms.value / direct_ms.value,
+            "x",
+            "embedded_first_token_hub ÷ embedded_first_token_direct (medians)",
+            [hub_ms.value / d for d in direct_ms.runs],
+        )
+    )
+    return figures
+
+
+def _body() -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": PROMPT}]}
+
+
+@contextlib.asynccontextmanager
+async def _hub(**overrides: Any) -> AsyncIterator[str]:
+    from hub.config import load_settings
+    from hub.runtime import Hub
+    from hub.server import start_server
+
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = load_settings(
+            home=Path(tmp) / "home", environ=hub_env(Path(tmp) / "home"), overrides=overrides
+        )
+        hub = Hub.open(settings)
+        server = await start_server(hub, "127.0.0.1", 0)
+        try:
+            yield server.url
+        finally:
+            await server.stop()
+            hub.close()
+
+
 BENCHMARKS: dict[str, tuple[Callable[[int], list[Figure]], int]] = {
     "cold_start": (bench_cold_start, 5),
     "embedded_direct": (bench_embedded_direct, 5),
     "embedded_hub": (bench_embedded_hub, 5),
+    "turn_overhead": (bench_turn_overhead, 200),
+    "sse_frames": (bench_sse_frames, 5),
+    "first_token_ratio": (bench_first_token_ratio, 10),
 }
 
 

@@ -9,8 +9,10 @@ that cannot gets no tools, because such a model answers tool specs with garbage.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
+import ssl
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -203,6 +205,14 @@ def choice_from_headers(headers: Mapping[str, str], default: ModelChoice) -> Mod
     )
 
 
+@functools.cache
+def shared_tls_context() -> ssl.SSLContext:
+    """strands makes a new Ollama client for every model call, and httpx builds a TLS context
+    (reading the CA bundle, ~20 ms) for each new client, even for plain http. One shared
+    context takes that off every turn."""
+    return ssl.create_default_context()
+
+
 class ModelRouter:
     """Keeps the default choice fresh (Ollama may start after the hub) and builds providers."""
 
@@ -283,7 +293,12 @@ class ModelRouter:
             from strands.models.ollama import OllamaModel
 
             host = choice.base_url or self._settings.ollama_host
-            return OllamaModel(host, model_id=choice.model_id, max_tokens=max_tokens)
+            return OllamaModel(
+                host,
+                model_id=choice.model_id,
+                max_tokens=max_tokens,
+                ollama_client_args={"verify": shared_tls_context()},
+            )
         return build_cloud_model(replace(choice, max_tokens=max_tokens))
 
 

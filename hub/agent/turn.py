@@ -57,6 +57,8 @@ class Turn:
     model_id: str
     system_prompt: str
     tools: list[AgentTool] = field(default_factory=list)
+    # Handed to every tool through strands' invocation state (see agent/tools/context.py).
+    invocation_state: dict[str, Any] = field(default_factory=dict)
 
 
 def to_strands(messages: Sequence[ChatMessage]) -> tuple[str, Messages, list[ContentBlock]]:
@@ -150,7 +152,10 @@ async def _attempt(
 
     async def drive() -> None:
         try:
-            stream = cast(AsyncGenerator[dict[str, Any], None], agent.stream_async(prompt))
+            stream = cast(
+                AsyncGenerator[dict[str, Any], None],
+                agent.stream_async(prompt, invocation_state=dict(turn.invocation_state)),
+            )
             async with contextlib.aclosing(stream) as events:
                 async for raw in events:
                     queue.put_nowait(("raw", raw))

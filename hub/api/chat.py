@@ -21,7 +21,7 @@ from hub.agent.models import ModelUnavailable
 from hub.agent.prompt import system_prompt
 from hub.agent.stream import Event, error_event
 from hub.agent.tools import mount_tools
-from hub.agent.tools.context import ToolContext
+from hub.agent.tools.context import STATE_KEY, ToolContext
 from hub.agent.turn import ChatMessage, Turn, run_turn
 from hub.api.auth import Access, access, caller
 from hub.api.body import read_json_body
@@ -124,10 +124,8 @@ async def chat(request: web.Request) -> web.StreamResponse:
         raise http_error(_TINY_ERRORS[exc.status], str(exc)) from None
     except ModelUnavailable as exc:
         raise http_error(web.HTTPBadRequest, str(exc)) from None
-    tools: list[Any] = []
-    if choice.tools:
-        context = ToolContext(hub, user, tiny, headers.get(c.H_SESSION, ""))
-        tools = mount_tools(context).tools
+    context = ToolContext(hub, user, tiny, headers.get(c.H_SESSION, ""))
+    tools = mount_tools(context).tools if choice.tools else []
     turn = Turn(
         messages=messages,
         model=model,
@@ -138,6 +136,7 @@ async def chat(request: web.Request) -> web.StreamResponse:
             metadata=headers.get(c.H_METADATA) or headers.get(c.H_IP_LEGACY) or "",
         ),
         tools=tools,
+        invocation_state={STATE_KEY: context},
     )
     return await stream_turn(request, turn, hub.settings.ping_interval_s)
 

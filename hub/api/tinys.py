@@ -6,6 +6,7 @@ a signed-in user, and changing a tiny needs its owner or the hub's owner.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from aiohttp import web
@@ -34,7 +35,7 @@ def _whole(request: web.Request, name: str, default: int, low: int, high: int) -
     raw = request.query.get(name)
     if raw is None:
         return default
-    if not raw.isdigit() or not low <= int(raw) <= high:
+    if not re.fullmatch(r"[0-9]{1,12}", raw) or not low <= int(raw) <= high:
         raise http_error(web.HTTPBadRequest, f"{name} must be a whole number from {low} to {high}")
     return int(raw)
 

@@ -150,7 +150,7 @@ def validate_fields(fields: Mapping[str, Any], *, creating: bool) -> dict[str, A
     values: dict[str, Any] = {}
     if creating or "name" in fields:
         name = fields.get("name")
-        if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
             raise TinyError("name must be 2-40 characters: lowercase letters, digits and '-'")
         values["name"] = name
     for field, limit in TEXT_LIMITS.items():
@@ -280,8 +280,9 @@ class TinyStore:
             where.append("owner_id = ?")
             params.append(caller.id if caller else "")
         if query:
-            where.append("(name LIKE ? OR tagline LIKE ? OR system_prompt LIKE ?)")
-            params += [f"%{query}%"] * 3
+            # instr, not LIKE: the text is searched for as it is, '%' and '_' included.
+            where.append("(instr(lower(name || ' ' || tagline || ' ' || system_prompt), ?) > 0)")
+            params.append(query.lower())
         clause = " AND ".join(where)
         total = self._db.execute(f"SELECT COUNT(*) FROM tinys WHERE {clause}", params).fetchone()[0]
         rows = self._db["tinys"].rows_where(

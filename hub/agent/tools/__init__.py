@@ -8,6 +8,7 @@ dropped, except the protected set. Later issues add their groups to these tuples
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -26,8 +27,13 @@ ToolGroup = Callable[[ToolContext], list[AgentTool]]
 MountOrder = Sequence[tuple[str, Sequence[ToolGroup]]]
 
 
+@functools.lru_cache(maxsize=8)
+def _http_tool(allow_hosts: tuple[str, ...]) -> AgentTool:
+    return make_http_tool(allow_hosts)
+
+
 def _http(ctx: ToolContext) -> list[AgentTool]:
-    return [make_http_tool(ctx.hub.settings.http_allow_hosts)]
+    return [_http_tool(ctx.hub.settings.http_allow_hosts)]
 
 
 BUILTIN: tuple[ToolGroup, ...] = (

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from strands.types.tools import ToolContext as StrandsToolContext
+
 from hub import contracts as c
 from hub.identity import User
 from hub.runtime import Hub
@@ -29,6 +31,16 @@ class ToolContext:
     @property
     def owns_tiny(self) -> bool:
         return self.caller is not None and self.caller.id == self.tiny.owner_id
+
+
+STATE_KEY = "tiny_hub"
+
+
+def turn_context(tool_context: StrandsToolContext) -> ToolContext:
+    """The turn a tool runs in. Tools are built once (their schemas are costly to derive) and
+    find their turn in strands' invocation state, which the turn fills."""
+    found: ToolContext = tool_context.invocation_state[STATE_KEY]
+    return found
 
 
 def ok(text: str, **data: Any) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 A skill is an instruction set with a name and a line saying when to use it; the body stays out
 of the system prompt until the model asks for it, so a tiny can carry many without crowding it.
+Skill tools take no input, so their spec is written directly rather than derived per turn.
 """
 
 from __future__ import annotations
@@ -9,10 +10,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from strands import tool
-from strands.types.tools import AgentTool
+from strands.tools.tools import PythonAgentTool
+from strands.types.tools import AgentTool, ToolResult, ToolUse
 
-from hub.agent.tools.context import ToolContext, ok
+from hub.agent.tools.context import ToolContext
 from hub.tinys.records import Skill
 
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
@@ -24,13 +25,23 @@ def tool_name(skill_name: str) -> str:
 
 
 def tools(ctx: ToolContext) -> list[AgentTool]:
-    return [_skill_tool(ctx.tiny.name, skill) for skill in ctx.tiny.skills]
+    return [skill_tool(ctx.tiny.name, skill) for skill in ctx.tiny.skills]
 
 
-def _skill_tool(tiny_name: str, skill: Skill) -> AgentTool:
-    description = skill.description or f"The {skill.name} skill of {tiny_name}."
+def skill_tool(tiny_name: str, skill: Skill) -> AgentTool:
+    name = tool_name(skill.name)
+    text = skill.instructions or f"The {skill.name} skill has no instructions."
 
-    def load() -> dict[str, Any]:
-        return ok(skill.instructions or f"The {skill.name} skill has no instructions.")
+    def load(tool_use: ToolUse, **_: Any) -> ToolResult:
+        return {
+            "toolUseId": tool_use["toolUseId"],
+            "status": "success",
+            "content": [{"text": text}],
+        }
 
-    return tool(name=tool_name(skill.name), description=description)(load)
+    spec = {
+        "name": name,
+        "description": skill.description or f"The {skill.name} skill of {tiny_name}.",
+        "inputSchema": {"json": {"type": "object", "properties": {}}},
+    }
+    return PythonAgentTool(name, spec, load)  # type: ignore[arg-type]
