@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import signal
 import socket
 import sqlite3
@@ -77,8 +79,6 @@ def served(home: Path, closed_port: int) -> Iterator[Served]:
 
 
 def get_json(url: str) -> dict[str, object]:
-    import json
-
     with urllib.request.urlopen(url, timeout=30) as response:
         return json.loads(response.read())  # type: ignore[no-any-return]
 
@@ -221,3 +221,66 @@ def test_sigkill_at_any_moment_restarts_cleanly(home: Path, closed_port: int) ->
     conn = sqlite3.connect(home / "hub.db")
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     assert conn.execute("SELECT COUNT(*) FROM users WHERE role = 'owner'").fetchone()[0] == 1
+
+
+SMOKE_BODY = '{"messages":[{"role":"user","content":"Reply with exactly the word: pong"}]}'
+
+
+def check_smoke_stream(raw: str) -> None:
+    """What a client that follows only the seed relies on."""
+    frames = [f for f in raw.split("\n\n") if f and not f.startswith(":")]
+    assert frames[-1] == "data: [DONE]"
+    events = [json.loads(f.removeprefix("data: ")) for f in frames[:-1]]
+    assert [e["seq"] for e in events] == list(range(len(events)))
+    assert events[0]["type"] == "modelMessageStartEvent"
+    assert events[-1]["type"] == "agentResultEvent"
+    assert "".join(e.get("textDelta", "") for e in events).strip(), "a non-empty reply"
+
+
+@pytest.mark.slow
+def test_seed_smoke_test_against_the_embedded_model(served: Served) -> None:
+    """The seed's smoke test, as curl sends it (-d means a form content type)."""
+    request = urllib.request.Request(
+        f"{served.url}/api/chat",
+        data=SMOKE_BODY.encode(),
+        headers={
+            "x-tiny-name": "tiny",
+            "x-tiny-session": "s1",
+            "content-type": "application/x-www-form-urlencoded",
+        },
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=120) as response:
+        assert response.headers["Content-Type"].startswith("text/event-stream")
+        check_smoke_stream(response.read().decode())
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    shutil.which("curl") is None,
+    reason="no curl binary on this machine (the same request is sent by urllib in the test above)",
+)
+def test_seed_smoke_test_with_curl(served: Served) -> None:
+    result = subprocess.run(
+        [
+            "curl",
+            "-s",
+            "-N",
+            "-X",
+            "POST",
+            f"{served.url}/api/chat",
+            "-H",
+            "content-type: application/json",
+            "-H",
+            "x-tiny-name: tiny",
+            "-H",
+            "x-tiny-session: s1",
+            "-d",
+            SMOKE_BODY,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    check_smoke_stream(result.stdout)
