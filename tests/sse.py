@@ -41,3 +41,12 @@ async def read_sse(response: aiohttp.ClientResponse) -> SseTranscript:
         else:
             transcript.events.append(json.loads(payload))
     return transcript
+
+
+async def post_chat(url: str, body: object, headers: dict[str, str] | None = None) -> SseTranscript:
+    """POST /api/chat to a hub at ``url`` and read the whole stream strictly."""
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(f"{url}/api/chat", json=body, headers=headers or {}) as response,
+    ):
+        return await read_sse(response)

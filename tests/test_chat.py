@@ -11,7 +11,7 @@ from hub import contracts as c
 from hub.server import RunningServer
 from tests.conftest import StartHub
 from tests.fakes.ollama import FakeOllama, Reply
-from tests.sse import SseTranscript, read_sse
+from tests.sse import post_chat
 
 HELLO = {"messages": [{"role": "user", "content": "hello"}]}
 
@@ -21,21 +21,11 @@ async def hub_on_ollama(start_hub: StartHub, fake_ollama: FakeOllama) -> Running
     return await start_hub(ollama_host=fake_ollama.url)
 
 
-async def post_chat(
-    server: RunningServer, body: object, headers: dict[str, str] | None = None
-) -> SseTranscript:
-    async with (
-        aiohttp.ClientSession() as http,
-        http.post(f"{server.url}/api/chat", json=body, headers=headers or {}) as response,
-    ):
-        return await read_sse(response)
-
-
 async def test_reply_streams_as_numbered_frames_then_done(
     hub_on_ollama: RunningServer, fake_ollama: FakeOllama
 ) -> None:
     fake_ollama.script(Reply(chunks=["Hi", " there", "!"]))
-    transcript = await post_chat(hub_on_ollama, HELLO)
+    transcript = await post_chat(hub_on_ollama.url, HELLO)
     assert transcript.done
     assert transcript.text == "Hi there!"
     assert [e["seq"] for e in transcript.events] == list(range(len(transcript.events)))
@@ -61,7 +51,7 @@ async def test_history_and_system_prompt_reach_the_model(
             {"role": "user", "content": [{"type": "text", "text": "what is my name?"}]},
         ]
     }
-    await post_chat(hub_on_ollama, body, {c.H_SYSTEM_PROMPT: "You are a pirate."})
+    await post_chat(hub_on_ollama.url, body, {c.H_SYSTEM_PROMPT: "You are a pirate."})
     sent = fake_ollama.requests[-1]["messages"]
     assert sent[0]["role"] == "system"
     assert "You are a pirate." in sent[0]["content"]
@@ -77,7 +67,7 @@ async def test_empty_reply_is_an_error_event(
     hub_on_ollama: RunningServer, fake_ollama: FakeOllama
 ) -> None:
     fake_ollama.script(Reply(chunks=[]))
-    transcript = await post_chat(hub_on_ollama, HELLO)
+    transcript = await post_chat(hub_on_ollama.url, HELLO)
     errors = transcript.of_type(c.EV_ERROR)
     assert len(errors) == 1
     assert "empty reply" in errors[0]["error"]
@@ -88,7 +78,7 @@ async def test_mid_stream_model_error_is_an_error_event(
     hub_on_ollama: RunningServer, fake_ollama: FakeOllama
 ) -> None:
     fake_ollama.script(Reply(chunks=["Hel", "lo", "!"], error_after=2, error="out of memory"))
-    transcript = await post_chat(hub_on_ollama, HELLO)
+    transcript = await post_chat(hub_on_ollama.url, HELLO)
     assert transcript.text == "Hello"
     assert "out of memory" in transcript.of_type(c.EV_ERROR)[0]["error"]
     assert transcript.done
@@ -98,7 +88,7 @@ async def test_model_http_error_is_an_error_event(
     hub_on_ollama: RunningServer, fake_ollama: FakeOllama
 ) -> None:
     fake_ollama.script(Reply(http_status=500, error="llama runner process has terminated"))
-    transcript = await post_chat(hub_on_ollama, HELLO)
+    transcript = await post_chat(hub_on_ollama.url, HELLO)
     assert "llama runner" in transcript.of_type(c.EV_ERROR)[0]["error"]
 
 
@@ -106,7 +96,7 @@ async def test_length_stop_is_reported_not_an_error(
     hub_on_ollama: RunningServer, fake_ollama: FakeOllama
 ) -> None:
     fake_ollama.script(Reply(chunks=["a", "b"], done_reason="length"))
-    transcript = await post_chat(hub_on_ollama, HELLO)
+    transcript = await post_chat(hub_on_ollama.url, HELLO)
     assert transcript.text == "ab"
     assert transcript.of_type(c.EV_AGENT_RESULT)[-1]["stopReason"] == "max_tokens"
     assert not transcript.of_type(c.EV_ERROR)
@@ -116,7 +106,7 @@ async def test_model_headers_choose_the_model(
     hub_on_ollama: RunningServer, fake_ollama: FakeOllama
 ) -> None:
     transcript = await post_chat(
-        hub_on_ollama, HELLO, {c.H_MODEL_PROVIDER: "ollama", c.H_MODEL_ID: "mistral"}
+        hub_on_ollama.url, HELLO, {c.H_MODEL_PROVIDER: "ollama", c.H_MODEL_ID: "mistral"}
     )
     assert fake_ollama.requests[-1]["model"] == "mistral"
     assert "not found" in transcript.of_type(c.EV_ERROR)[0]["error"]
@@ -169,7 +159,7 @@ async def test_unknown_provider_header_is_a_400(hub_on_ollama: RunningServer) ->
 async def test_quiet_stream_gets_pings(start_hub: StartHub, fake_ollama: FakeOllama) -> None:
     server = await start_hub(ollama_host=fake_ollama.url, ping_interval_s=0.05)
     fake_ollama.script(Reply(chunks=["slow", " reply"], delay_s=0.3))
-    transcript = await post_chat(server, HELLO)
+    transcript = await post_chat(server.url, HELLO)
     assert ": ping" in transcript.comments
     assert transcript.text == "slow reply"
 

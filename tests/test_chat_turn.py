@@ -15,7 +15,8 @@ from hub import contracts as c
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.fakes.ollama import FakeModel, FakeOllama, Reply
-from tests.sse import SseTranscript, read_sse
+from tests.sse import SseTranscript, post_chat
+from tests.test_tool_mounting import WEB_BUILTINS
 
 
 def body(*texts: str) -> dict[str, Any]:
@@ -29,11 +30,7 @@ def body(*texts: str) -> dict[str, Any]:
 async def chat(
     server: RunningServer, payload: Any, headers: dict[str, str] | None = None
 ) -> SseTranscript:
-    async with (
-        aiohttp.ClientSession() as http,
-        http.post(f"{server.url}/api/chat", json=payload, headers=headers or {}) as response,
-    ):
-        return await read_sse(response)
+    return await post_chat(server.url, payload, headers)
 
 
 def tool_call(tool: str, **arguments: Any) -> Reply:
@@ -275,15 +272,7 @@ async def test_tools_are_mounted_only_for_a_tool_capable_model(
     server = await start_hub(ollama_host=fake_ollama.url)
     await chat(server, body("hi"))
     names = [t["function"]["name"] for t in fake_ollama.requests[-1]["tools"]]
-    assert {
-        "create_ai",
-        "modify_ai",
-        "get_tiny",
-        "list_tiny",
-        "http",
-        "suggest_followups",
-        "manage_tools",
-    } <= set(names)
+    assert set(names) == WEB_BUILTINS
     await chat(server, body("hi"), {c.H_MODEL_PROVIDER: "ollama", c.H_MODEL_ID: "gemma:2b"})
     assert fake_ollama.requests[-1]["model"] == "gemma:2b"
     assert not fake_ollama.requests[-1].get("tools")

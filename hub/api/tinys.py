@@ -16,7 +16,7 @@ from hub.api.auth import Access, access, caller
 from hub.api.body import read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
-from hub.tinys.records import MAX_LIST, TinyError
+from hub.tinys.records import MAX_LIST, Tiny, TinyError
 
 routes = web.RouteTableDef()
 
@@ -87,10 +87,7 @@ async def create_tiny(request: web.Request) -> web.Response:
         tiny, key = request.app[HUB].tinys.create(user, await _object_body(request))
     except TinyError as exc:
         raise _raise(exc) from None
-    body: dict[str, Any] = {"tiny": tiny.public_dict()}
-    if key:
-        body["key"] = key
-    return web.json_response(body, status=201)
+    return _answer(tiny, key, status=201)
 
 
 @routes.patch("/api/tinys/{name}")
@@ -104,7 +101,12 @@ async def modify_tiny(request: web.Request) -> web.Response:
         )
     except TinyError as exc:
         raise _raise(exc) from None
+    return _answer(tiny, key)
+
+
+def _answer(tiny: Tiny, key: str | None, status: int = 200) -> web.Response:
+    """The record, and a private tiny's new key — the only time it is shown."""
     body: dict[str, Any] = {"tiny": tiny.public_dict()}
     if key:
         body["key"] = key
-    return web.json_response(body)
+    return web.json_response(body, status=status)

@@ -12,8 +12,9 @@ from hub.agent.tools.context import ToolContext, failed, login_required, ok, tur
 from hub.tinys.records import TinyError, clamp_limit
 
 
-def _fields(**given: Any) -> dict[str, Any]:
-    return {key: value for key, value in given.items() if value is not None}
+def _given(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The tiny fields a tool call set (a field left out is None; the context is no field)."""
+    return {k: v for k, v in arguments.items() if v is not None and k != "tool_context"}
 
 
 @tool(name="create_ai", context=True)
@@ -50,25 +51,11 @@ def create_ai(
         intro_vibe: the mood of its first message.
         visibility: public (default) or private.
     """
+    fields = _given(dict(locals()))  # first, while the locals are only the arguments
     ctx = turn_context(tool_context)
     store = ctx.hub.tinys
     if ctx.caller is None:
         return login_required()
-    fields = _fields(
-        name=name,
-        systemPrompt=systemPrompt,
-        systemKnowledge=systemKnowledge,
-        data=data,
-        worker=worker,
-        hook=hook,
-        hero=hero,
-        logo=logo,
-        theme=theme,
-        tagline=tagline,
-        chips=chips,
-        intro_vibe=intro_vibe,
-        visibility=visibility,
-    )
     try:
         tiny, key = store.create(ctx.caller, fields)
     except TinyError as exc:
@@ -112,26 +99,13 @@ def modify_ai(
         intro_vibe: new mood.
         visibility: public or private.
     """
+    fields = _given(dict(locals()))  # first, while the locals are only the arguments
     ctx = turn_context(tool_context)
     store = ctx.hub.tinys
     if ctx.caller is None:
         return login_required()
-    fields = _fields(
-        systemPrompt=systemPrompt,
-        systemKnowledge=systemKnowledge,
-        data=data,
-        worker=worker,
-        hook=hook,
-        hero=hero,
-        logo=logo,
-        theme=theme,
-        tagline=tagline,
-        chips=chips,
-        intro_vibe=intro_vibe,
-        visibility=visibility,
-    )
     try:
-        tiny, key = store.modify(ctx.caller, name, fields)
+        tiny, key = store.modify(ctx.caller, name, {k: v for k, v in fields.items() if k != "name"})
     except TinyError as exc:
         return failed(str(exc))
     note = f" Its new key (shown once): {key}" if key else ""
