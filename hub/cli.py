@@ -98,6 +98,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="show every setting and where it is set",
         description="Show every setting: its config.toml key, variable and value.",
     )
+    memory = sub.add_parser(
+        "memory",
+        parents=[common],
+        help="maintain the memory store",
+        description="Maintain the memory store.",
+    )
+    memory.add_argument(
+        "action",
+        choices=["reindex", "stats"],
+        help="reindex: rebuild the Chroma collection from SQLite; stats: count facts and vectors",
+    )
     sub.add_parser("version", help="print the version", description="Print the version.")
     return parser
 
@@ -117,6 +128,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         if command == "config":
             return show_config(settings)
+        if command == "memory":
+            return memory_command(settings, args.action)
         if command == "serve":
             setup_logging(settings.log_level)
             return asyncio.run(serve(settings))
@@ -295,6 +308,26 @@ def show_config(settings: Settings) -> int:
     )
     for key, env, value, help_text in describe_settings(settings):
         print(f"  {key:<24} {env:<28} {value:<28} {help_text}")
+    return 0
+
+
+def memory_command(settings: Settings, action: str) -> int:
+    hub = Hub.open(settings)
+    try:
+        if action == "reindex":
+            print(f"rebuilding memory vectors in {hub.memory.vectors.where} ...", flush=True)
+            print(f"indexed {hub.memory.reindex()} current fact(s)")
+        else:
+            facts = hub.db.execute("SELECT COUNT(*) FROM entity WHERE valid_to IS NULL")
+            waiting = hub.db.execute(
+                "SELECT COUNT(*) FROM entity WHERE valid_to IS NULL AND vec_id IS NULL"
+            )
+            print(
+                f"current facts: {facts.fetchone()[0]}; without a vector: "
+                f"{waiting.fetchone()[0]}; vectors: {hub.memory.vectors.count()}"
+            )
+    finally:
+        hub.close()
     return 0
 
 

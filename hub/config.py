@@ -105,6 +105,14 @@ class Settings:
         15.0,
         "seconds between ': ping' comments on a quiet chat stream",
     )
+    memory_chroma_url: str = _setting(
+        "memory",
+        "chroma_url",
+        "TINY_HUB_CHROMA_URL",
+        "",
+        "a Chroma server for memory vectors (a household's hubs can share one); "
+        "empty means embedded Chroma in the data dir",
+    )
     http_allow_hosts: tuple[str, ...] = _setting(
         "http",
         "allow_hosts",
@@ -120,6 +128,10 @@ class Settings:
     @property
     def db_path(self) -> Path:
         return self.home / "hub.db"
+
+    @property
+    def chroma_path(self) -> Path:
+        return self.home / "chroma"
 
     @property
     def owner_token_path(self) -> Path:

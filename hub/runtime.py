@@ -11,6 +11,8 @@ from hub import __version__
 from hub.agent.models import ModelRouter
 from hub.config import Settings
 from hub.identity import Identity, User
+from hub.memory.graph import MemoryStore
+from hub.memory.vectors import VectorIndex
 from hub.store.migrations import open_database
 from hub.tinys.records import TinyStore
 
@@ -23,6 +25,7 @@ class Hub:
     owner: User
     models: ModelRouter
     tinys: TinyStore
+    memory: MemoryStore
     version: str = __version__
     started_at: float = field(default_factory=time.monotonic)
 
@@ -35,11 +38,14 @@ class Hub:
         owner = identity.ensure_owner(settings.owner_token_path)
         tinys = TinyStore(db)
         tinys.ensure_default(owner)
-        return cls(settings, db, identity, owner, ModelRouter(settings), tinys)
+        vectors = VectorIndex(settings.chroma_path, settings.memory_chroma_url)
+        memory = MemoryStore(settings.db_path, vectors)
+        return cls(settings, db, identity, owner, ModelRouter(settings), tinys, memory)
 
     @property
     def uptime_s(self) -> float:
         return time.monotonic() - self.started_at
 
     def close(self) -> None:
+        self.memory.close()
         self.db.conn.close()

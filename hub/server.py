@@ -6,6 +6,7 @@ with one line, before the hub has opened its database or loaded a model.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import logging
 import socket
@@ -29,6 +30,7 @@ class RunningServer:
     runner: web.AppRunner
     host: str
     port: int
+    maintenance: asyncio.Task[None] | None = None
 
     @property
     def url(self) -> str:
@@ -36,6 +38,8 @@ class RunningServer:
         return f"http://{host}:{self.port}"
 
     async def stop(self) -> None:
+        if self.maintenance is not None:
+            await self.maintenance  # a thread cannot be interrupted; it finishes its batch
         await self.runner.cleanup()
 
 
@@ -61,4 +65,17 @@ async def start_server(
     runner = web.AppRunner(create_app(hub), handler_cancellation=True, access_log=None)
     await runner.setup()
     await web.SockSite(runner, sock).start()
-    return RunningServer(hub, runner, host, int(sock.getsockname()[1]))
+    server = RunningServer(hub, runner, host, int(sock.getsockname()[1]))
+    server.maintenance = asyncio.create_task(_index_missing_vectors(hub))
+    return server
+
+
+async def _index_missing_vectors(hub: Hub) -> None:
+    """Facts whose vector was never written (a crash between the two writes) get one now."""
+    try:
+        indexed = await asyncio.to_thread(hub.memory.index_missing)
+    except Exception:
+        log.warning("could not index facts missing from Chroma", exc_info=True)
+        return
+    if indexed:
+        log.info("indexed %d fact(s) that had no vector", indexed)

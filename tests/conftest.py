@@ -14,6 +14,7 @@ from hub.config import Settings, load_settings
 from hub.runtime import Hub
 from hub.server import RunningServer, start_server
 from tests.fakes.ollama import FakeOllama
+from tests.netguard import no_network  # noqa: F401  (a fixture every test module can use)
 
 StartHub = Callable[..., Awaitable[RunningServer]]
 

@@ -179,3 +179,13 @@ async def test_client_disconnect_closes_the_model_stream(
             break
         await asyncio.sleep(0.05)
     assert fake_ollama.disconnects == 1, "Ollama must see its stream closed"
+
+
+async def test_deeply_nested_json_is_a_400(hub_on_ollama: RunningServer) -> None:
+    async with aiohttp.ClientSession() as http, http.post(
+        f"{hub_on_ollama.url}/api/chat",
+        data=b"[" * 100_000,
+        headers={"content-type": "application/json"},
+    ) as response:
+        assert response.status == 400
+        assert "nested too deeply" in (await response.json())["error"]

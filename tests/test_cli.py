@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 SCRIPT = Path(sys.executable).with_name("tiny-hub")
-COMMANDS = ("serve", "chat", "tui", "doctor", "config", "version")
+COMMANDS = ("serve", "chat", "tui", "doctor", "config", "memory", "version")
 
 
 def cli_env(home: Path, closed_port: int, **extra: str) -> dict[str, str]:

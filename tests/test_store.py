@@ -73,3 +73,13 @@ def test_integrity_after_reopen(tmp_path: Path) -> None:
     open_database(tmp_path / "hub.db").conn.close()
     conn = sqlite3.connect(tmp_path / "hub.db")
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_a_migration_that_arrives_late_is_still_applied(tmp_path: Path) -> None:
+    one = Migration(1, "a", "CREATE TABLE a (x);")
+    three = Migration(3, "c", "CREATE TABLE c (x);")
+    db = connect(tmp_path / "hub.db")
+    assert migrate(db, [one, three]) == [1, 3]
+    two = Migration(2, "b", "CREATE TABLE b (x);")
+    assert migrate(db, [one, two, three]) == [2]
+    assert db["b"].exists()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from hub.api import chat, health, model, tinys
+from hub.api import archives, chat, health, learnings, model, tinys
 from hub.api.auth import auth_middleware
 from hub.api.errors import error_middleware
 from hub.api.keys import HUB
@@ -21,4 +21,6 @@ def create_app(hub: Hub) -> web.Application:
     app.add_routes(chat.routes)
     app.add_routes(tinys.routes)
     app.add_routes(model.routes)
+    app.add_routes(learnings.routes)
+    app.add_routes(archives.routes)
     return app

@@ -20,6 +20,8 @@ async def read_json_body(request: web.Request) -> Any:
     raw = await request.read()
     try:
         return json.loads(raw)
+    except RecursionError:
+        raise http_error(web.HTTPBadRequest, "body is nested too deeply") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         if request.content_type.lower() in JSON_TYPES or request.content_type.endswith("+json"):
             raise http_error(web.HTTPBadRequest, f"body is not valid JSON: {exc}") from None

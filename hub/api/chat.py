@@ -27,7 +27,10 @@ from hub.api.auth import Access, access, caller
 from hub.api.body import read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
+from hub.identity import User
+from hub.memory.graph import Fact
 from hub.preferences import saved_model
+from hub.runtime import Hub
 from hub.tinys.records import TinyError
 
 log = logging.getLogger(__name__)
@@ -124,6 +127,7 @@ async def chat(request: web.Request) -> web.StreamResponse:
         raise http_error(_TINY_ERRORS[exc.status], str(exc)) from None
     except ModelUnavailable as exc:
         raise http_error(web.HTTPBadRequest, str(exc)) from None
+    memory = await _preload(hub, user, messages)
     context = ToolContext(hub, user, tiny, headers.get(c.H_SESSION, ""))
     tools = mount_tools(context).tools if choice.tools else []
     turn = Turn(
@@ -134,11 +138,24 @@ async def chat(request: web.Request) -> web.StreamResponse:
             tiny,
             override=headers.get(c.H_SYSTEM_PROMPT, ""),
             metadata=headers.get(c.H_METADATA) or headers.get(c.H_IP_LEGACY) or "",
+            memory=memory,
         ),
         tools=tools,
         invocation_state={STATE_KEY: context},
     )
     return await stream_turn(request, turn, hub.settings.ping_interval_s)
+
+
+async def _preload(hub: Hub, user: User | None, messages: list[ChatMessage]) -> list[Fact]:
+    """The caller's newest facts and the best matches for what they just said (seed 000, 3)."""
+    if user is None:
+        return []
+    last = next(m for m in reversed(messages) if m.role == "user")
+    try:
+        return await asyncio.to_thread(hub.memory.preload, user.id, "\n".join(last.texts))
+    except Exception:
+        log.warning("memory pre-load failed; answering without it", exc_info=True)
+        return []
 
 
 _TINY_ERRORS: dict[int, type[web.HTTPException]] = {

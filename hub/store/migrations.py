@@ -49,6 +49,10 @@ def current_version(db: sqlite_utils.Database) -> int:
     return int(row[0] or 0)
 
 
+def _applied(db: sqlite_utils.Database) -> set[int]:
+    return {int(row[0]) for row in db.execute("SELECT version FROM schema_version")}
+
+
 def migrate(db: sqlite_utils.Database, migrations: list[Migration] | None = None) -> list[int]:
     """Apply what is missing; return the versions applied."""
     pending_all = bundled_migrations() if migrations is None else migrations
@@ -67,8 +71,9 @@ def migrate(db: sqlite_utils.Database, migrations: list[Migration] | None = None
     for migration in pending_all:
         conn.execute("BEGIN IMMEDIATE")
         try:
-            # Re-read inside the lock: another process may have applied it meanwhile.
-            if migration.version <= current_version(db):
+            # Re-read inside the lock: another process may have applied it meanwhile. A set,
+            # not the highest number: a version that arrived late (a merge) is still applied.
+            if migration.version in _applied(db):
                 conn.execute("COMMIT")
                 continue
             for statement in _statements(migration.sql):

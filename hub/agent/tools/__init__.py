@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from strands.types.tools import AgentTool
 
 from hub import contracts as c
-from hub.agent.tools import followups, manage, native, skills, tinys
+from hub.agent.tools import followups, manage, memory, native, skills, tinys
 from hub.agent.tools.context import ToolContext
 from hub.agent.tools.http import make_http_tool
 from hub.preferences import disabled_tools
@@ -37,6 +37,7 @@ def _http(ctx: ToolContext) -> list[AgentTool]:
 
 
 BUILTIN: tuple[ToolGroup, ...] = (
+    memory.tools,
     tinys.tools,
     _http,
     followups.tools,

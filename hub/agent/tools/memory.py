@@ -1,0 +1,154 @@
+"""learn, recall, unlearn, memory_graph, memory_conflicts: the person's memory, for the model.
+
+All are account tools: memory belongs to a person, so an anonymous caller gets ``Login required``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from strands import tool
+from strands.types.tools import AgentTool
+from strands.types.tools import ToolContext as StrandsToolContext
+
+from hub.agent.tools.context import ToolContext, failed, login_required, ok, turn_context
+from hub.memory.graph import Fact, MemoryRefused, parse_ids, parse_links
+
+
+def _lines(facts: list[Fact]) -> str:
+    return "\n".join(f"[{f.id}] {f.text}" for f in facts) or "(nothing)"
+
+
+@tool(name="learn", context=True)
+def learn(
+    fact: str,
+    tool_context: StrandsToolContext,
+    supersedes: list[str] | None = None,
+    links: list[dict[str, str]] | None = None,
+    visibility: str = "private",
+) -> dict[str, Any]:
+    """Store one self-contained fact about the user, readable on its own later.
+
+    Args:
+        fact: the fact, in a full sentence ("Ada's sister Mia lives in Lyon").
+        supersedes: ids of facts this one replaces; they are closed and linked to it.
+        links: connections to existing facts: [{"rel": "part_of|authored|relates_to|about",
+            "dst": "<fact id>", "scope": "<context, optional>"}].
+        visibility: private (default); public only when the person asked to share it.
+    """
+    ctx = turn_context(tool_context)
+    if ctx.caller is None:
+        return login_required()
+    try:
+        stored = ctx.hub.memory.learn(
+            ctx.caller.id,
+            fact,
+            supersedes=parse_ids(supersedes, "supersedes"),
+            links=parse_links(links),
+            visibility=visibility,
+        )
+    except MemoryRefused as exc:
+        return failed(str(exc))
+    return ok(f"Learned [{stored.id}].", fact=stored.as_json())
+
+
+@tool(name="recall", context=True)
+def recall(
+    query: str, tool_context: StrandsToolContext, limit: int = 5, hops: int = 0
+) -> dict[str, Any]:
+    """Search everything learned about the user by meaning.
+
+    Args:
+        query: what to look for, in plain words.
+        limit: how many facts, 1-20.
+        hops: 1 also returns facts linked to the matches.
+    """
+    ctx = turn_context(tool_context)
+    if ctx.caller is None:
+        return login_required()
+    if not 1 <= limit <= 20 or hops not in (0, 1):
+        return failed("limit must be 1-20 and hops 0 or 1")
+    facts = ctx.hub.memory.recall(ctx.caller.id, query, limit=limit, hops=hops)
+    return ok(_lines(facts), facts=[f.as_json() for f in facts])
+
+
+@tool(name="unlearn", context=True)
+def unlearn(tool_context: StrandsToolContext, id: str = "", scope: str = "") -> dict[str, Any]:
+    """Close one fact by id (it stays as history), or forget everything with scope "all".
+
+    Args:
+        id: the fact to close.
+        scope: "all" to delete every fact for good; only when the person asked for exactly that.
+    """
+    ctx = turn_context(tool_context)
+    if ctx.caller is None:
+        return login_required()
+    if scope == "all":
+        cleared = ctx.hub.memory.clear_all(ctx.caller.id)
+        return ok(f"Forgot everything: {cleared} fact(s) deleted.", cleared=cleared)
+    if scope or not id:
+        return failed('give the id of one fact, or scope "all" to forget everything')
+    try:
+        closed = ctx.hub.memory.unlearn(ctx.caller.id, id)
+    except MemoryRefused as exc:
+        return failed(str(exc))
+    return ok(f"Closed [{closed.id}]; it stays in the history.", fact=closed.as_json())
+
+
+@tool(name="memory_graph", context=True)
+def memory_graph(
+    id: str,
+    tool_context: StrandsToolContext,
+    mode: str = "neighbors",
+    depth: int = 1,
+    relations: list[str] | None = None,
+) -> dict[str, Any]:
+    """The subgraph around a fact: what it supersedes, is part of, relates to or is about.
+
+    Args:
+        id: the fact at the centre.
+        mode: neighbors (social and feed come with the community features).
+        depth: 1 or 2 steps out.
+        relations: only these relations (e.g. ["part_of", "supersedes"]).
+    """
+    ctx = turn_context(tool_context)
+    if ctx.caller is None:
+        return login_required()
+    if mode != "neighbors":
+        return failed("only the neighbors mode is available on this hub so far")
+    try:
+        facts, edges = ctx.hub.memory.neighbors(ctx.caller.id, id, depth, relations or ())
+    except MemoryRefused as exc:
+        return failed(str(exc))
+    text = _lines(facts) + "\n" + "\n".join(f"{e.src} -{e.rel}-> {e.dst}" for e in edges)
+    return ok(text, nodes=[f.as_json() for f in facts], edges=[e.as_json() for e in edges])
+
+
+@tool(name="memory_conflicts", context=True)
+def memory_conflicts(
+    tool_context: StrandsToolContext, action: str = "list", keep: int = 0
+) -> dict[str, Any]:
+    """Contradiction candidates: the same subject and relation pointing at different facts in
+    one scope. Resolve one by keeping a link; the others in its group are closed.
+
+    Args:
+        action: list, or resolve.
+        keep: with resolve, the id of the link to keep.
+    """
+    ctx = turn_context(tool_context)
+    if ctx.caller is None:
+        return login_required()
+    if action == "list":
+        groups = ctx.hub.memory.conflicts(ctx.caller.id)
+        return ok(f"{len(groups)} conflict group(s).", conflicts=groups)
+    if action != "resolve" or not keep:
+        return failed("action must be list, or resolve with keep=<link id>")
+    try:
+        closed = ctx.hub.memory.resolve_conflict(ctx.caller.id, keep)
+    except MemoryRefused as exc:
+        return failed(str(exc))
+    return ok(f"Kept link {keep}; closed {len(closed)}.", closed=closed)
+
+
+def tools(ctx: ToolContext) -> list[AgentTool]:
+    return [learn, recall, unlearn, memory_graph, memory_conflicts]

@@ -1,0 +1,133 @@
+"""/archive and /share: owner-private conversation snapshots and their public counterparts.
+
+``POST /archive`` keeps a full-fidelity snapshot (tool calls, usage, model ids; credentials
+redacted here as well as by the client); ``GET /archive`` lists the caller's own, newest first;
+``GET /archive/{id}`` fetches one; ``POST /archive/{id}/restore`` gives its messages in the shape
+``POST /api/chat`` takes; ``DELETE /archive/{id}`` removes it. Someone else's archive answers 404,
+exactly like one that does not exist.
+
+``POST /share`` makes a sanitised copy (title and user/assistant text) of one of the caller's
+archives (``{"archiveId": ...}``) or of a conversation body; ``GET /share/{id}`` reads it without
+signing in; ``DELETE /share/{id}`` is for its owner. Limits and redaction: see hub/archives.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from hub.api.auth import Access, access, caller
+from hub.api.body import read_json_body
+from hub.api.errors import http_error
+from hub.api.keys import HUB
+from hub.archives import ArchiveError, ArchiveStore, restore_messages
+from hub.identity import User
+
+routes = web.RouteTableDef()
+
+_STATUS: dict[int, type[web.HTTPException]] = {
+    400: web.HTTPBadRequest,
+    404: web.HTTPNotFound,
+    413: web.HTTPRequestEntityTooLarge,
+}
+
+
+def _raise(exc: ArchiveError) -> web.HTTPException:
+    return http_error(_STATUS.get(exc.status, web.HTTPBadRequest), str(exc))
+
+
+def _store(request: web.Request) -> ArchiveStore:
+    return ArchiveStore(request.app[HUB].db)
+
+
+def _user(request: web.Request) -> User:
+    user = caller(request)
+    assert user is not None  # Access.USER routes only run for a signed-in caller
+    return user
+
+
+async def _body(request: web.Request) -> Any:
+    try:
+        return await read_json_body(request)
+    except RecursionError:
+        raise http_error(web.HTTPBadRequest, "body is nested too deeply") from None
+
+
+@routes.post("/archive")
+@access(Access.USER)
+async def create_archive(request: web.Request) -> web.Response:
+    body = await _body(request)
+    try:
+        archive = _store(request).create_archive(_user(request), body)
+    except ArchiveError as exc:
+        raise _raise(exc) from None
+    return web.json_response({"ok": True, "id": archive.id}, status=201)
+
+
+@routes.get("/archive")
+@access(Access.USER)
+async def list_archives(request: web.Request) -> web.Response:
+    archives = _store(request).list_archives(_user(request))
+    return web.json_response({"archives": [a.summary() for a in archives]})
+
+
+@routes.get("/archive/{id}")
+@access(Access.USER)
+async def get_archive(request: web.Request) -> web.Response:
+    try:
+        archive = _store(request).get_archive(_user(request), request.match_info["id"])
+    except ArchiveError as exc:
+        raise _raise(exc) from None
+    return web.json_response(archive.full())
+
+
+@routes.post("/archive/{id}/restore")
+@access(Access.USER)
+async def restore_archive(request: web.Request) -> web.Response:
+    try:
+        archive = _store(request).get_archive(_user(request), request.match_info["id"])
+    except ArchiveError as exc:
+        raise _raise(exc) from None
+    return web.json_response({"messages": restore_messages(archive.body)})
+
+
+@routes.delete("/archive/{id}")
+@access(Access.USER)
+async def delete_archive(request: web.Request) -> web.Response:
+    try:
+        _store(request).delete_archive(_user(request), request.match_info["id"])
+    except ArchiveError as exc:
+        raise _raise(exc) from None
+    return web.json_response({"ok": True})
+
+
+@routes.post("/share")
+@access(Access.USER)
+async def create_share(request: web.Request) -> web.Response:
+    body = await _body(request)
+    try:
+        share = _store(request).create_share(_user(request), body)
+    except ArchiveError as exc:
+        raise _raise(exc) from None
+    return web.json_response({"ok": True, "id": share.id, "url": f"/share/{share.id}"}, status=201)
+
+
+@routes.get("/share/{id}")
+@access(Access.ANONYMOUS)
+async def get_share(request: web.Request) -> web.Response:
+    try:
+        share = _store(request).get_share(request.match_info["id"])
+    except ArchiveError as exc:
+        raise _raise(exc) from None
+    return web.json_response(share.public_dict())
+
+
+@routes.delete("/share/{id}")
+@access(Access.USER)
+async def delete_share(request: web.Request) -> web.Response:
+    try:
+        _store(request).delete_share(_user(request), request.match_info["id"])
+    except ArchiveError as exc:
+        raise _raise(exc) from None
+    return web.json_response({"ok": True})

@@ -1,0 +1,119 @@
+"""/learnings: the caller's own facts over HTTP (seed 003). ``userId`` may name only the caller.
+
+Memory calls embed text and touch Chroma, so they run in a worker thread; the store is safe
+to call from one (its own connection and lock).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from aiohttp import web
+
+from hub.api.auth import Access, access, caller
+from hub.api.body import read_json_body
+from hub.api.errors import http_error
+from hub.api.keys import HUB
+from hub.contracts import MAX_ENTRIES
+from hub.memory.graph import MemoryRefused, parse_ids, parse_links
+
+routes = web.RouteTableDef()
+T = TypeVar("T")
+
+_STATUS: dict[int, type[web.HTTPException]] = {
+    400: web.HTTPBadRequest,
+    404: web.HTTPNotFound,
+    409: web.HTTPConflict,
+}
+
+
+async def _run(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    try:
+        return await asyncio.to_thread(function, *args, **kwargs)
+    except MemoryRefused as exc:
+        raise http_error(_STATUS.get(exc.status, web.HTTPBadRequest), str(exc)) from None
+
+
+def _owner(request: web.Request) -> str:
+    user = caller(request)
+    assert user is not None  # every route here needs a signed-in user
+    asked = request.query.get("userId")
+    if asked not in (None, "", user.id):
+        raise http_error(web.HTTPForbidden, "you can read and write only your own facts")
+    return user.id
+
+
+def _limit(request: web.Request) -> int:
+    raw = request.query.get("limit", "30")
+    if not re.fullmatch(r"[0-9]{1,5}", raw) or not 1 <= int(raw) <= MAX_ENTRIES:
+        raise http_error(
+            web.HTTPBadRequest, f"limit must be a whole number from 1 to {MAX_ENTRIES}"
+        )
+    return int(raw)
+
+
+@routes.get("/learnings")
+@access(Access.USER)
+async def list_learnings(request: web.Request) -> web.Response:
+    owner, limit = _owner(request), _limit(request)
+    memory = request.app[HUB].memory
+    facts = await _run(memory.listing, owner, limit, request.query.get("q", ""))
+    return web.json_response({"learnings": [f.as_json() for f in facts]})
+
+
+@routes.post("/learnings")
+@access(Access.USER)
+async def learn(request: web.Request) -> web.Response:
+    owner = _owner(request)
+    body = await read_json_body(request)
+    if not isinstance(body, dict):
+        raise http_error(web.HTTPBadRequest, 'body must be a JSON object: {"fact": "..."}')
+    unknown = sorted(set(body) - {"fact", "supersedes", "links", "visibility", "kind"})
+    if unknown:
+        raise http_error(web.HTTPBadRequest, f"unknown field(s): {', '.join(unknown)}")
+    try:
+        supersedes = parse_ids(body.get("supersedes"), "supersedes")
+        links = parse_links(body.get("links"))
+    except MemoryRefused as exc:
+        raise http_error(web.HTTPBadRequest, str(exc)) from None
+    fact = await _run(
+        request.app[HUB].memory.learn,
+        owner,
+        body.get("fact"),
+        kind=body.get("kind", "fact"),
+        supersedes=supersedes,
+        links=links,
+        visibility=body.get("visibility", "private"),
+    )
+    return web.json_response({"ok": True, "id": fact.id})
+
+
+@routes.delete("/learnings")
+@access(Access.USER)
+async def forget(request: web.Request) -> web.Response:
+    owner = _owner(request)
+    memory = request.app[HUB].memory
+    fact_id, scope = request.query.get("id"), request.query.get("scope")
+    if scope == "all" and fact_id is None:
+        cleared = await _run(memory.clear_all, owner)
+        return web.json_response({"ok": True, "cleared": cleared})
+    if fact_id and scope is None:
+        closed = await _run(memory.unlearn, owner, fact_id)
+        return web.json_response({"ok": True, "closed": closed.as_json()})
+    raise http_error(
+        web.HTTPBadRequest, "give ?id=<fact> to close one fact, or ?scope=all to clear everything"
+    )
+
+
+@routes.get("/learnings/history")
+@access(Access.USER)
+async def history(request: web.Request) -> web.Response:
+    owner = _owner(request)
+    fact_id = request.query.get("id")
+    if not fact_id:
+        raise http_error(web.HTTPBadRequest, "give ?id=<fact>")
+    trail = await _run(request.app[HUB].memory.history, owner, fact_id)
+    return web.json_response({"history": [f.as_json() for f in trail]})
