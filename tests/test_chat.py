@@ -182,10 +182,13 @@ async def test_client_disconnect_closes_the_model_stream(
 
 
 async def test_deeply_nested_json_is_a_400(hub_on_ollama: RunningServer) -> None:
-    async with aiohttp.ClientSession() as http, http.post(
-        f"{hub_on_ollama.url}/api/chat",
-        data=b"[" * 100_000,
-        headers={"content-type": "application/json"},
-    ) as response:
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(
+            f"{hub_on_ollama.url}/api/chat",
+            data=b"[" * 100_000,
+            headers={"content-type": "application/json"},
+        ) as response,
+    ):
         assert response.status == 400
         assert "nested too deeply" in (await response.json())["error"]
