@@ -113,6 +113,14 @@ class Settings:
         "a Chroma server for memory vectors (a household's hubs can share one); "
         "empty means embedded Chroma in the data dir",
     )
+    devices_allow_private: tuple[str, ...] = _setting(
+        "devices",
+        "allow_private",
+        "TINY_HUB_DEVICES_ALLOW_PRIVATE",
+        (),
+        "private hosts or CIDR ranges endpoint devices may be dialled at (comma-separated in "
+        "the variable); nothing else private is ever dialled",
+    )
     http_allow_hosts: tuple[str, ...] = _setting(
         "http",
         "allow_hosts",
@@ -132,6 +140,10 @@ class Settings:
     @property
     def chroma_path(self) -> Path:
         return self.home / "chroma"
+
+    @property
+    def media_path(self) -> Path:
+        return self.home / "media"
 
     @property
     def owner_token_path(self) -> Path:

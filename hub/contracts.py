@@ -111,6 +111,8 @@ DELTA_CITATIONS: Final = "citationsDelta"
 # --- Chat request body -------------------------------------------------------------------------
 CHAT_ROLES: Final = ("user", "assistant", "system")
 MAX_CHAT_BODY_BYTES: Final = 4 * 1024 * 1024
+# The largest body any route takes: a media upload (8 MB, base64) and its JSON envelope.
+MAX_REQUEST_BYTES: Final = 12 * 1024 * 1024
 
 # --- Identity ----------------------------------------------------------------------------------
 SESSION_COOKIE: Final = "tiny_session"

@@ -53,6 +53,12 @@ class Identity:
         rows = list(self._db["users"].rows_where("role = 'owner'", limit=1))
         return _user(rows[0]) if rows else None
 
+    def user(self, user_id: str) -> User:
+        rows = list(self._db["users"].rows_where("id = ?", [user_id], limit=1))
+        if not rows:
+            raise KeyError(user_id)
+        return _user(rows[0])
+
     def add_user(self, name: str, role: Role = "member") -> User:
         user = User(id=uuid.uuid4().hex, name=name, role=role)
         self._db.table("users").insert(

@@ -10,6 +10,8 @@ import sqlite_utils
 from hub import __version__
 from hub.agent.models import ModelRouter
 from hub.config import Settings
+from hub.devices.endpoint import EndpointPolicy
+from hub.devices.service import Devices
 from hub.identity import Identity, User
 from hub.memory.graph import MemoryStore
 from hub.memory.vectors import VectorIndex
@@ -26,6 +28,7 @@ class Hub:
     models: ModelRouter
     tinys: TinyStore
     memory: MemoryStore
+    devices: Devices
     version: str = __version__
     started_at: float = field(default_factory=time.monotonic)
 
@@ -40,7 +43,13 @@ class Hub:
         tinys.ensure_default(owner)
         vectors = VectorIndex(settings.chroma_path, settings.memory_chroma_url)
         memory = MemoryStore(settings.db_path, vectors)
-        return cls(settings, db, identity, owner, ModelRouter(settings), tinys, memory)
+        devices = Devices(
+            db,
+            settings.media_path,
+            EndpointPolicy(allow_private=settings.devices_allow_private),
+            hub_hosts=(settings.host,),
+        )
+        return cls(settings, db, identity, owner, ModelRouter(settings), tinys, memory, devices)
 
     @property
     def uptime_s(self) -> float:

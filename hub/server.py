@@ -31,6 +31,7 @@ class RunningServer:
     host: str
     port: int
     maintenance: asyncio.Task[None] | None = None
+    sweeper: asyncio.Task[None] | None = None
 
     @property
     def url(self) -> str:
@@ -38,6 +39,8 @@ class RunningServer:
         return f"http://{host}:{self.port}"
 
     async def stop(self) -> None:
+        if self.sweeper is not None:
+            self.sweeper.cancel()
         if self.maintenance is not None:
             await self.maintenance  # a thread cannot be interrupted; it finishes its batch
         await self.runner.cleanup()
@@ -67,7 +70,23 @@ async def start_server(
     await web.SockSite(runner, sock).start()
     server = RunningServer(hub, runner, host, int(sock.getsockname()[1]))
     server.maintenance = asyncio.create_task(_index_missing_vectors(hub))
+    server.sweeper = asyncio.create_task(_sweep_mailbox(hub))
     return server
+
+
+SWEEP_EVERY_S = 60.0
+
+
+async def _sweep_mailbox(hub: Hub) -> None:
+    """Dead-letter envelopes nobody pulled within an hour; forget replies after a day."""
+    while True:
+        try:
+            dead, forgotten = hub.devices.mailbox.sweep()
+            if dead or forgotten:
+                log.info("relay sweep: %d dead-lettered, %d old replies dropped", dead, forgotten)
+        except Exception:
+            log.warning("relay sweep failed", exc_info=True)
+        await asyncio.sleep(SWEEP_EVERY_S)
 
 
 async def _index_missing_vectors(hub: Hub) -> None:

@@ -21,6 +21,7 @@ WEB_BUILTINS = {
     "unlearn",
     "memory_graph",
     "memory_conflicts",
+    "use_device",
     "create_ai",
     "modify_ai",
     "get_tiny",

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from hub.api import archives, chat, health, learnings, model, tinys
+from hub.api import archives, chat, devices, endpoint, health, learnings, model, tinys
 from hub.api.auth import auth_middleware
 from hub.api.errors import error_middleware
 from hub.api.keys import HUB
-from hub.contracts import MAX_CHAT_BODY_BYTES
+from hub.contracts import MAX_REQUEST_BYTES
 from hub.runtime import Hub
 
 
 def create_app(hub: Hub) -> web.Application:
     app = web.Application(
-        middlewares=[error_middleware, auth_middleware], client_max_size=MAX_CHAT_BODY_BYTES
+        middlewares=[error_middleware, auth_middleware], client_max_size=MAX_REQUEST_BYTES
     )
     app[HUB] = hub
     app.add_routes(health.routes)
@@ -23,4 +23,6 @@ def create_app(hub: Hub) -> web.Application:
     app.add_routes(model.routes)
     app.add_routes(learnings.routes)
     app.add_routes(archives.routes)
+    app.add_routes(devices.routes)
+    app.add_routes(endpoint.routes)
     return app

@@ -8,16 +8,24 @@ from typing import Any
 from aiohttp import web
 
 from hub.api.errors import http_error
+from hub.contracts import MAX_CHAT_BODY_BYTES
+
+MAX_JSON_BODY_BYTES = MAX_CHAT_BODY_BYTES
 
 JSON_TYPES = ("application/json", "application/x-www-form-urlencoded", "")
 
 
-async def read_json_body(request: web.Request) -> Any:
-    """The body as JSON: 400 when it claims JSON and is not, 415 when it is something else.
+async def read_json_body(request: web.Request, max_bytes: int = MAX_JSON_BODY_BYTES) -> Any:
+    """The body as JSON: 400 when it claims JSON and is not, 415 when it is something else,
+    413 above ``max_bytes`` (the application's own cap is the largest route's).
 
     ``curl -d`` labels JSON as a form, so a form type that parses as JSON is accepted.
     """
+    if (request.content_length or 0) > max_bytes:
+        raise _too_large(max_bytes, request.content_length or 0)
     raw = await request.read()
+    if len(raw) > max_bytes:
+        raise _too_large(max_bytes, len(raw))
     try:
         return json.loads(raw)
     except RecursionError:
@@ -29,3 +37,12 @@ async def read_json_body(request: web.Request) -> Any:
             web.HTTPUnsupportedMediaType,
             f"body must be JSON (application/json), not {request.content_type}",
         ) from None
+
+
+def _too_large(max_bytes: int, size: int) -> web.HTTPException:
+    return web.HTTPRequestEntityTooLarge(
+        max_size=max_bytes,
+        actual_size=size,
+        text=json.dumps({"error": f"body too large (limit {max_bytes} bytes)"}),
+        content_type="application/json",
+    )

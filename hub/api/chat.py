@@ -17,20 +17,14 @@ from typing import Any
 from aiohttp import web
 
 from hub import contracts as c
+from hub.agent.compose import AnswerFailed, answer, compose_turn
 from hub.agent.models import ModelUnavailable
-from hub.agent.prompt import system_prompt
 from hub.agent.stream import Event, error_event
-from hub.agent.tools import mount_tools
-from hub.agent.tools.context import STATE_KEY, ToolContext
 from hub.agent.turn import ChatMessage, Turn, run_turn
 from hub.api.auth import Access, access, caller
 from hub.api.body import read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
-from hub.identity import User
-from hub.memory.graph import Fact
-from hub.preferences import saved_model
-from hub.runtime import Hub
 from hub.tinys.records import TinyError
 
 log = logging.getLogger(__name__)
@@ -113,49 +107,41 @@ def _block_text(where: str, block: Any) -> str:
 @routes.post("/api/chat")
 @access(Access.ANONYMOUS)
 async def chat(request: web.Request) -> web.StreamResponse:
-    hub = request.app[HUB]
-    messages = parse_messages(await read_json_body(request))
-    user = caller(request)
-    headers = request.headers
+    body = await read_json_body(request)
+    if isinstance(body, dict) and "prompt" in body and "messages" not in body:
+        return await endpoint_chat(request, body)
+    messages = parse_messages(body)
+    turn = await _compose(request, messages)
+    return await stream_turn(request, turn, request.app[HUB].settings.ping_interval_s)
+
+
+async def _compose(request: web.Request, messages: list[ChatMessage]) -> Turn:
     try:
-        tiny = hub.tinys.resolve(
-            headers.get(c.H_NAME, "").strip() or c.DEFAULT_TINY, user, headers.get(c.H_KEY)
-        )
-        choice = await hub.models.resolve(headers, saved_model(hub.db, user))
-        model = hub.models.build(choice)
+        return await compose_turn(request.app[HUB], caller(request), messages, request.headers)
     except TinyError as exc:
         raise http_error(_TINY_ERRORS[exc.status], str(exc)) from None
     except ModelUnavailable as exc:
         raise http_error(web.HTTPBadRequest, str(exc)) from None
-    memory = await _preload(hub, user, messages)
-    context = ToolContext(hub, user, tiny, headers.get(c.H_SESSION, ""))
-    tools = mount_tools(context).tools if choice.tools else []
-    turn = Turn(
-        messages=messages,
-        model=model,
-        model_id=choice.model_id,
-        system_prompt=system_prompt(
-            tiny,
-            override=headers.get(c.H_SYSTEM_PROMPT, ""),
-            metadata=headers.get(c.H_METADATA) or headers.get(c.H_IP_LEGACY) or "",
-            memory=memory,
-        ),
-        tools=tools,
-        invocation_state={STATE_KEY: context},
-    )
-    return await stream_turn(request, turn, hub.settings.ping_interval_s)
 
 
-async def _preload(hub: Hub, user: User | None, messages: list[ChatMessage]) -> list[Fact]:
-    """The caller's newest facts and the best matches for what they just said (seed 000, 3)."""
+async def endpoint_chat(request: web.Request, body: dict[str, Any]) -> web.Response:
+    """The hub as an endpoint device (seed 001, Path A): ``{prompt}`` → ``{reply}``, for a
+    signed-in caller only (the cloud dials it with the bearer it was enrolled with)."""
+    user = caller(request)
     if user is None:
-        return []
-    last = next(m for m in reversed(messages) if m.role == "user")
+        raise http_error(web.HTTPUnauthorized, "Authorization: Bearer <secret> is required")
+    prompt = body.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise http_error(web.HTTPBadRequest, "prompt must be a non-empty string")
     try:
-        return await asyncio.to_thread(hub.memory.preload, user.id, "\n".join(last.texts))
-    except Exception:
-        log.warning("memory pre-load failed; answering without it", exc_info=True)
-        return []
+        reply = await answer(request.app[HUB], user, prompt, request.headers)
+    except TinyError as exc:
+        raise http_error(_TINY_ERRORS[exc.status], str(exc)) from None
+    except ModelUnavailable as exc:
+        raise http_error(web.HTTPBadRequest, str(exc)) from None
+    except AnswerFailed as exc:
+        raise http_error(web.HTTPBadGateway, str(exc)) from None
+    return web.json_response({"reply": reply})
 
 
 _TINY_ERRORS: dict[int, type[web.HTTPException]] = {

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from hub.contracts import MAX_CHAT_BODY_BYTES
+from hub.contracts import MAX_REQUEST_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         message = {
             404: f"no route {request.method} {request.path}",
             405: f"method {request.method} not allowed on {request.path}",
-            413: f"body too large (limit {MAX_CHAT_BODY_BYTES} bytes)",
+            413: f"body too large (limit {MAX_REQUEST_BYTES} bytes)",
         }.get(exc.status, exc.reason)
         return json_error(exc.status, message)
     except Exception:

@@ -1,0 +1,292 @@
+"""Devices over HTTP (seed 001): the owner's enrollment routes, and the dial-in protocol.
+
+Dial-in calls carry ``{deviceId, token}`` in the body and no user: they are anonymous to the
+auth middleware and authenticated here, and each acts only inside the device owner's world.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+
+from hub import contracts as c
+from hub.agent.compose import AnswerFailed, answer
+from hub.api.auth import Access, access, caller
+from hub.api.body import read_json_body
+from hub.api.errors import http_error
+from hub.api.keys import HUB
+from hub.devices.endpoint import EndpointError, check_endpoint_url
+from hub.devices.events import DEVICE_EVENT_KINDS, RingEvent
+from hub.devices.registry import Device, DeviceError
+from hub.devices.service import Devices
+from hub.identity import User
+
+routes = web.RouteTableDef()
+
+_STATUS: dict[int, type[web.HTTPException]] = {
+    400: web.HTTPBadRequest,
+    401: web.HTTPUnauthorized,
+    403: web.HTTPForbidden,
+    404: web.HTTPNotFound,
+}
+MAX_TEXT = 4000
+
+
+def _devices(request: web.Request) -> Devices:
+    return request.app[HUB].devices
+
+
+def _user(request: web.Request) -> User:
+    user = caller(request)
+    assert user is not None  # the route's access rule already required one
+    return user
+
+
+def _fail(exc: DeviceError | EndpointError) -> web.HTTPException:
+    status = getattr(exc, "status", 400)
+    return http_error(_STATUS.get(status, web.HTTPBadRequest), str(exc))
+
+
+async def _run(action: Callable[[], Any]) -> Any:
+    try:
+        result = action()
+        return await result if asyncio.iscoroutine(result) else result
+    except (DeviceError, EndpointError) as exc:
+        raise _fail(exc) from None
+
+
+async def _object(request: web.Request) -> dict[str, Any]:
+    body = await read_json_body(request, c.MAX_REQUEST_BYTES)
+    if not isinstance(body, dict):
+        raise http_error(web.HTTPBadRequest, "body must be a JSON object")
+    return body
+
+
+async def _dial_in(request: web.Request) -> tuple[Device, dict[str, Any]]:
+    body = await _object(request)
+    device = await _run(lambda: _devices(request).registry.authenticate(body))
+    return device, body
+
+
+# --- the owner's routes ---------------------------------------------------------------------
+
+
+@routes.post("/api/devices")
+@access(Access.OWNER)
+async def enroll(request: web.Request) -> web.Response:
+    body = await _object(request)
+    devices, owner = _devices(request), _user(request)
+    url = body.get("url")
+    if body.get("kind") == "endpoint":
+        if not isinstance(url, str):
+            raise http_error(web.HTTPBadRequest, "an endpoint device needs its https url")
+        given: str = url
+        url = await _run(lambda: check_endpoint_url(given, devices.endpoint.policy))
+    device, token = await _run(
+        lambda: devices.registry.enroll(
+            owner.id,
+            name=body.get("name"),
+            kind=body.get("kind"),
+            platform=body.get("platform", ""),
+            capabilities=body.get("capabilities"),
+            url=url,
+            secret=body.get("secret"),
+        )
+    )
+    if token is None:
+        return web.json_response(
+            {"ok": True, "device_id": device.id, "kind": "endpoint", "url": device.url}
+        )
+    return web.json_response({"ok": True, "device_id": device.id, "device_token": token})
+
+
+@routes.get("/api/devices")
+@access(Access.USER)
+async def list_devices(request: web.Request) -> web.Response:
+    devices, now = _devices(request), _devices(request).now()
+    listed = devices.registry.list(_user(request).id)
+    return web.json_response({"devices": [d.as_json(now) for d in listed]})
+
+
+@routes.delete("/api/devices")
+@access(Access.USER)
+async def remove_device(request: web.Request) -> web.Response:
+    device_id = request.query.get("id", "")
+    owner = _user(request).id
+    await _run(lambda: _devices(request).registry.remove(owner, device_id))
+    return web.json_response({"ok": True})
+
+
+@routes.post("/api/devices/adopt")
+@access(Access.USER)
+async def adopt(request: web.Request) -> web.Response:
+    body, owner = await _object(request), _user(request).id
+    device_id = body.get("deviceId")
+    if not isinstance(device_id, str):
+        raise http_error(web.HTTPBadRequest, "deviceId is required")
+    token = await _run(lambda: _devices(request).registry.adopt(owner, device_id))
+    return web.json_response({"ok": True, "device_id": device_id, "device_token": token})
+
+
+@routes.get("/api/devices/endpoint")
+@access(Access.USER)
+async def endpoint_call(request: web.Request) -> web.StreamResponse:
+    """Dial an endpoint device now: ``?deviceId=&action=telemetry|snapshot|chat&prompt=``."""
+    devices, owner = _devices(request), _user(request).id
+    device = await _run(lambda: devices.registry.get(owner, request.query.get("deviceId", "")))
+    if device.dial_in or device.url is None:
+        raise http_error(web.HTTPBadRequest, f"{device.name} is a dial-in device, not an endpoint")
+    secret, action = devices.registry.secret_of(device), request.query.get("action", "telemetry")
+    if action == "telemetry":
+        data = await _run(lambda: devices.endpoint.telemetry(device.url or "", secret))
+        return web.json_response({"ok": True, "telemetry": data})
+    if action == "snapshot":
+        image, content_type = await _run(
+            lambda: devices.endpoint.snapshot(device.url or "", secret)
+        )
+        return web.Response(body=image, content_type=content_type)
+    if action == "chat":
+        prompt = request.query.get("prompt", "")
+        reply = await _run(lambda: devices.endpoint.chat(device.url or "", secret, prompt))
+        return web.json_response({"ok": True, "reply": reply})
+    raise http_error(web.HTTPBadRequest, "action must be telemetry, snapshot or chat")
+
+
+@routes.get("/api/events")
+@access(Access.USER)
+async def events(request: web.Request) -> web.StreamResponse:
+    """The caller's event ring as SSE: what is stored after ``?after=``, then live events."""
+    after = request.query.get("after", "0")
+    if not after.isdecimal() or len(after) > 18:
+        raise http_error(web.HTTPBadRequest, "after must be an event id")
+    response = web.StreamResponse(
+        headers={"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache"}
+    )
+    await response.prepare(request)
+    ring = _devices(request).events
+    with contextlib.suppress(ConnectionResetError):
+        async for event in ring.follow(_user(request).id, int(after)):
+            await response.write(_frame(event))
+    return response
+
+
+def _frame(event: RingEvent) -> bytes:
+    return f"id: {event.id}\ndata: {json.dumps(event.as_json())}\n\n".encode()
+
+
+@routes.get("/media/{key}")
+@access(Access.USER)
+async def media(request: web.Request) -> web.Response:
+    owner = _user(request).id
+    data, content_type = await _run(
+        lambda: _devices(request).media.get(owner, request.match_info["key"])
+    )
+    return web.Response(
+        body=data, content_type=content_type, headers={"X-Content-Type-Options": "nosniff"}
+    )
+
+
+# --- the dial-in protocol -----------------------------------------------------------------------
+
+
+@routes.post("/api/devices/heartbeat")
+@access(Access.ANONYMOUS)
+async def heartbeat(request: web.Request) -> web.Response:
+    device, body = await _dial_in(request)
+    devices = _devices(request)
+    await _run(
+        lambda: devices.registry.heartbeat(device, body.get("capabilities"), body.get("lanUrl"))
+    )
+    answer_body: dict[str, Any] = {"ok": True}
+    if body.get("wantUnread"):
+        answer_body["unread"] = devices.mailbox.unread(device)
+    return web.json_response(answer_body)
+
+
+@routes.put("/api/devices/relay")
+@access(Access.ANONYMOUS)
+async def pull(request: web.Request) -> web.Response:
+    device, body = await _dial_in(request)
+    messages = await _run(lambda: _devices(request).mailbox.pull(device, body.get("max")))
+    return web.json_response({"ok": True, "messages": [m.as_json() for m in messages]})
+
+
+@routes.patch("/api/devices/relay")
+@access(Access.ANONYMOUS)
+async def reply(request: web.Request) -> web.Response:
+    device, body = await _dial_in(request)
+    if "payload" not in body:
+        raise http_error(web.HTTPBadRequest, "payload is required")
+    await _run(
+        lambda: _devices(request).mailbox.reply(device, body.get("inReplyTo"), body["payload"])
+    )
+    return web.json_response({"ok": True})
+
+
+@routes.post("/api/media")
+@access(Access.ANONYMOUS)
+async def upload(request: web.Request) -> web.Response:
+    device, body = await _dial_in(request)
+    key = await _run(
+        lambda: _devices(request).media.put_base64(
+            device, body.get("data"), body.get("contentType")
+        )
+    )
+    return web.json_response({"key": key, "url": f"/media/{key}"})
+
+
+@routes.post("/api/devices/event")
+@access(Access.ANONYMOUS)
+async def device_event(request: web.Request) -> web.Response:
+    device, body = await _dial_in(request)
+    kind = body.get("kind")
+    if kind not in DEVICE_EVENT_KINDS:
+        raise http_error(web.HTTPBadRequest, f"kind must be one of {', '.join(DEVICE_EVENT_KINDS)}")
+    detail = body.get("detail")
+    if len(json.dumps(detail)) > c.RELAY_PAYLOAD_MAX_BYTES:
+        raise http_error(web.HTTPBadRequest, f"detail is over {c.RELAY_PAYLOAD_MAX_BYTES} bytes")
+    event = _devices(request).events.publish(device.owner, kind, device.id, detail)
+    return web.json_response({"ok": True, "id": event.id})
+
+
+@routes.post("/api/devices/task-result")
+@access(Access.ANONYMOUS)
+async def task_result(request: web.Request) -> web.Response:
+    device, body = await _dial_in(request)
+    task_id = body.get("taskId")
+    if not isinstance(task_id, str) or not task_id:
+        raise http_error(web.HTTPBadRequest, "taskId is required")
+    summary, result = body.get("summary"), body.get("result")
+    if summary is not None and not isinstance(summary, str):
+        raise http_error(web.HTTPBadRequest, "summary must be a string")
+    detail = {"taskId": task_id, "summary": summary, "result": result, "device": device.name}
+    if len(json.dumps(detail)) > c.RELAY_PAYLOAD_MAX_BYTES:
+        raise http_error(web.HTTPBadRequest, f"result is over {c.RELAY_PAYLOAD_MAX_BYTES} bytes")
+    event = _devices(request).events.publish(device.owner, "task_result", device.id, detail)
+    return web.json_response({"ok": True, "id": event.id})
+
+
+@routes.post("/api/devices/ask")
+@access(Access.ANONYMOUS)
+async def ask(request: web.Request) -> web.Response:
+    """A device asks its owner's tiny: ``{text}`` or ``{mediaId}`` → ``{text}``."""
+    device, body = await _dial_in(request)
+    hub = request.app[HUB]
+    text, media_id = body.get("text"), body.get("mediaId")
+    if isinstance(media_id, str) and text is None:
+        data, content_type = await _run(lambda: hub.devices.media.get(device.owner, media_id))
+        text = f"[{device.name} sent {content_type}, {len(data)} bytes]"
+    if not isinstance(text, str) or not text.strip() or len(text) > MAX_TEXT:
+        raise http_error(web.HTTPBadRequest, f"text must be 1-{MAX_TEXT} characters (or mediaId)")
+    owner = hub.identity.user(device.owner)
+    prompt = f"(from your device {device.name}) {text}"
+    try:
+        reply_text = await answer(hub, owner, prompt)
+    except AnswerFailed as exc:
+        raise http_error(web.HTTPBadGateway, str(exc)) from None
+    return web.json_response({"text": reply_text})

@@ -1,0 +1,1 @@
+"""Devices: enrollment, presence, the relay mailbox, events, media and endpoint dial-out."""

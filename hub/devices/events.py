@@ -1,0 +1,86 @@
+"""The owner's event ring: what devices noticed (a wake word, a finished job), kept and pushed.
+
+Events are stored (the last 1000 per owner) and handed to every live subscriber — the
+``GET /api/events`` streams of the TUI and the phones — in the order they were published.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import sqlite_utils
+
+from hub.devices.registry import Clock
+
+RING_SIZE = 1000
+DEVICE_EVENT_KINDS = ("nicla_wake", "nicla_sentry", "nicla_transcript", "device_note")
+
+
+@dataclass(frozen=True)
+class RingEvent:
+    id: int
+    kind: str
+    device_id: str | None
+    detail: Any
+    created_at: float
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "deviceId": self.device_id,
+            "detail": self.detail,
+            "created_at": self.created_at,
+        }
+
+
+class EventRing:
+    def __init__(self, db: sqlite_utils.Database, clock: Clock) -> None:
+        self._db = db
+        self._clock = clock
+        self._subscribers: dict[str, set[asyncio.Queue[RingEvent]]] = defaultdict(set)
+
+    def publish(self, owner: str, kind: str, device_id: str | None, detail: Any) -> RingEvent:
+        stamp = self._clock()
+        cursor = self._db.execute(
+            "INSERT INTO events (owner, kind, device_id, detail_json, created_at)"
+            " VALUES (?, ?, ?, ?, ?)",
+            [owner, kind, device_id, json.dumps(detail), stamp],
+        )
+        event = RingEvent(int(cursor.lastrowid or 0), kind, device_id, detail, stamp)
+        self._db.execute(
+            "DELETE FROM events WHERE owner = ? AND id <= ?", [owner, event.id - RING_SIZE]
+        )
+        for queue in self._subscribers.get(owner, ()):
+            queue.put_nowait(event)
+        return event
+
+    def recent(self, owner: str, limit: int = 50, after: int = 0) -> list[RingEvent]:
+        rows = self._db.execute(
+            "SELECT id, kind, device_id, detail_json, created_at FROM events"
+            " WHERE owner = ? AND id > ? ORDER BY id DESC LIMIT ?",
+            [owner, after, limit],
+        ).fetchall()
+        return [RingEvent(r[0], r[1], r[2], json.loads(r[3]), r[4]) for r in reversed(rows)]
+
+    async def follow(self, owner: str, after: int = 0) -> AsyncIterator[RingEvent]:
+        """Events after ``after`` from the ring, then live ones as they are published."""
+        queue: asyncio.Queue[RingEvent] = asyncio.Queue()
+        self._subscribers[owner].add(queue)
+        try:
+            last = after
+            for event in self.recent(owner, RING_SIZE, after):
+                last = event.id
+                yield event
+            while True:
+                event = await queue.get()
+                if event.id > last:
+                    last = event.id
+                    yield event
+        finally:
+            self._subscribers[owner].discard(queue)
