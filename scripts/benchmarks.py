@@ -602,6 +602,141 @@ def _compare_search(hub: Any, me: str, targets: list[str]) -> tuple[int, int]:
     return exact, approx
 
 
+def bench_devices(runs: int) -> list[Figure]:
+    return asyncio.run(_devices(runs))
+
+
+@contextlib.asynccontextmanager
+async def _served_hub() -> AsyncIterator[tuple[str, dict[str, str]]]:
+    """A real ``tiny-hub serve`` process, so the load generator does not share its CPU time."""
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp) / "home"
+        process = await asyncio.create_subprocess_exec(
+            str(SCRIPT),
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            env=hub_env(home),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        assert process.stdout is not None
+        line = (await process.stdout.readline()).decode()
+        match = re.search(r":(\d+) \(model", line)
+        if not match:
+            raise RuntimeError(f"the hub did not start: {line!r}")
+        token = (home / "owner.token").read_text().strip()
+        try:
+            yield f"http://127.0.0.1:{match.group(1)}", {"Authorization": f"Bearer {token}"}
+        finally:
+            process.terminate()
+            await process.wait()
+
+
+async def _devices(runs: int) -> list[Figure]:
+    import aiohttp
+
+    async with _served_hub() as (url, auth), aiohttp.ClientSession() as http:
+        devices = []
+        for i in range(100):
+            async with http.post(
+                f"{url}/api/devices", headers=auth, json={"name": f"d{i}", "kind": "daemon"}
+            ) as response:
+                enrolled = await response.json()
+            devices.append({"deviceId": enrolled["device_id"], "token": enrolled["device_token"]})
+        rate = await _heartbeat_rate(http, url, devices)
+        alone = await _round_trips(http, url, auth, devices[:1], runs)
+        crowd = await _round_trips(http, url, auth, devices, runs)
+    how = (
+        "POST /api/devices/invoke (use_device's path): envelope queued → the target daemon "
+        "(polling every 0.1 s when idle) pulls and replies → the answer returned"
+    )
+    return [
+        Figure("invoke_round_trip_p50_1_device", percentile(alone, 0.5), "ms", how, alone),
+        Figure(
+            "invoke_round_trip_p50_100_devices",
+            percentile(crowd, 0.5),
+            "ms",
+            how + "; 99 other daemons heartbeat every 20 s and poll every 3 s",
+            crowd,
+        ),
+        Figure(
+            "heartbeats_per_s",
+            rate,
+            "/s",
+            "POST /api/devices/heartbeat from 16 concurrent "
+            "clients for 5 s against a tiny-hub serve process",
+            [rate],
+        ),
+    ]
+
+
+async def _heartbeat_rate(http: Any, url: str, devices: list[dict[str, str]]) -> float:
+    done, deadline = 0, time.perf_counter() + 5.0
+
+    async def worker(index: int) -> None:
+        nonlocal done
+        while time.perf_counter() < deadline:
+            async with http.post(
+                f"{url}/api/devices/heartbeat", json=devices[index % len(devices)]
+            ) as response:
+                await response.read()
+            done += 1
+
+    await asyncio.gather(*(worker(i) for i in range(16)))
+    return done / 5.0
+
+
+async def _round_trips(
+    http: Any, url: str, auth: dict[str, str], devices: list[dict[str, str]], runs: int
+) -> list[float]:
+    """Invoke the first device ``runs`` times; the others behave like the seed's daemon."""
+    stop = asyncio.Event()
+
+    async def daemon(creds: dict[str, str], idle_s: float) -> None:
+        beat_at = 0.0
+        while not stop.is_set():
+            if time.perf_counter() >= beat_at:
+                async with http.post(f"{url}/api/devices/heartbeat", json=creds) as response:
+                    await response.read()
+                beat_at = time.perf_counter() + 20
+            async with http.put(f"{url}/api/devices/relay", json=creds) as response:
+                messages = (await response.json())["messages"]
+            for message in messages:
+                async with http.patch(
+                    f"{url}/api/devices/relay",
+                    json={**creds, "inReplyTo": message["id"], "payload": '{"result":"ok"}'},
+                ) as r:
+                    await r.read()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 0 if messages else idle_s)
+
+    tasks = [
+        asyncio.create_task(daemon(creds, 0.1 if i == 0 else 3.0))
+        for i, creds in enumerate(devices)
+    ]
+    target = devices[0]["deviceId"]
+    times = []
+    for _ in range(runs):
+        times.append(await _invoke_once(http, url, auth, target))
+    stop.set()
+    await asyncio.gather(*tasks)
+    return times
+
+
+async def _invoke_once(http: Any, url: str, auth: dict[str, str], target: str) -> float:
+    started = time.perf_counter()
+    async with http.post(
+        f"{url}/api/devices/invoke", headers=auth, json={"deviceId": target, "prompt": "ping"}
+    ) as response:
+        answer = await response.json()
+    if answer.get("result") != "ok":
+        raise RuntimeError(f"unexpected answer {answer}")
+    return (time.perf_counter() - started) * 1000
+
+
 BENCHMARKS: dict[str, tuple[Callable[[int], list[Figure]], int]] = {
     "cold_start": (bench_cold_start, 5),
     "embedded_direct": (bench_embedded_direct, 5),
@@ -610,6 +745,7 @@ BENCHMARKS: dict[str, tuple[Callable[[int], list[Figure]], int]] = {
     "sse_frames": (bench_sse_frames, 5),
     "first_token_ratio": (bench_first_token_ratio, 10),
     "memory": (bench_memory, 1),
+    "devices": (bench_devices, 30),
 }
 
 

@@ -23,7 +23,7 @@ from hub.api.keys import HUB
 from hub.devices.endpoint import EndpointError, check_endpoint_url
 from hub.devices.events import DEVICE_EVENT_KINDS, RingEvent
 from hub.devices.registry import Device, DeviceError
-from hub.devices.service import Devices
+from hub.devices.service import DeviceAnswer, Devices
 from hub.identity import User
 
 routes = web.RouteTableDef()
@@ -155,6 +155,34 @@ async def endpoint_call(request: web.Request) -> web.StreamResponse:
         reply = await _run(lambda: devices.endpoint.chat(device.url or "", secret, prompt))
         return web.json_response({"ok": True, "reply": reply})
     raise http_error(web.HTTPBadRequest, "action must be telemetry, snapshot or chat")
+
+
+@routes.post("/api/devices/invoke")
+@access(Access.USER)
+async def invoke(request: web.Request) -> web.Response:
+    """What ``use_device`` does, for the TUI and scripts: ``{deviceId, prompt}`` → the answer,
+    or ``{pending: true, id}`` after about 45 s (redeem with ``GET /api/devices/invoke?id=``)."""
+    body, owner = await _object(request), _user(request).id
+    devices, prompt = _devices(request), body.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip() or len(prompt) > MAX_TEXT:
+        raise http_error(web.HTTPBadRequest, f"prompt must be 1-{MAX_TEXT} characters")
+    device = await _run(lambda: devices.registry.get(owner, str(body.get("deviceId", ""))))
+    answered = await _run(lambda: devices.ask_device(device, prompt))
+    return web.json_response(_answer_json(answered))
+
+
+@routes.get("/api/devices/invoke")
+@access(Access.USER)
+async def invoke_result(request: web.Request) -> web.Response:
+    owner, message_id = _user(request).id, request.query.get("id", "")
+    answered = await _run(lambda: _devices(request).result(owner, message_id))
+    return web.json_response(_answer_json(answered))
+
+
+def _answer_json(answered: DeviceAnswer) -> dict[str, Any]:
+    if answered.pending_id:
+        return {"ok": True, "pending": True, "id": answered.pending_id}
+    return {"ok": True, "result": answered.text, "images": len(answered.images)}
 
 
 @routes.get("/api/events")

@@ -69,7 +69,10 @@ class Devices:
         return self.clock()
 
     async def ask(self, owner: str, name: str, prompt: str) -> DeviceAnswer:
-        device = self.registry.by_name(owner, name)
+        return await self.ask_device(self.registry.by_name(owner, name), prompt)
+
+    async def ask_device(self, device: Device, prompt: str) -> DeviceAnswer:
+        owner = device.owner
         if not device.dial_in:
             return await self._ask_endpoint(device, prompt)
         message_id = self.mailbox.send(device, {"type": "invoke", "prompt": prompt})
