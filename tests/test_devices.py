@@ -574,3 +574,29 @@ async def node_daemon(server: RunningServer, http: aiohttp.ClientSession) -> Asy
 async def test_the_seeds_node_daemon_answers(node_daemon: None, server: RunningServer) -> None:
     result = await call_use_device(server, action="ask", name="node-box", prompt="uptime")
     assert result["content"][0]["text"] == "node ran: uptime"
+
+
+async def test_invoke_over_http(server: RunningServer, http: aiohttp.ClientSession) -> None:
+    enrolled = await enroll(http, server)
+    auth, url = owner_headers(server), f"{server.url}/api/devices/invoke"
+    with PythonDaemon(server.url, enrolled["device_id"], enrolled["device_token"], echo_status):
+        status, answer = await send(
+            http, "POST", url, {"deviceId": enrolled["device_id"], "prompt": "df -h"}, auth
+        )
+    assert (status, answer) == (
+        200,
+        {"ok": True, "result": "disk 42% full; you asked: df -h", "images": 0},
+    )
+    server.hub.devices.invoke_wait_s = 0.05
+    status, pending = await send(
+        http, "POST", url, {"deviceId": enrolled["device_id"], "prompt": "later"}, auth
+    )
+    assert pending["pending"] is True
+    status, still = await send(http, "GET", f"{url}?id={pending['id']}", None, auth)
+    assert still == {"ok": True, "pending": True, "id": pending["id"]}
+    for body, code in (
+        ({"deviceId": enrolled["device_id"], "prompt": ""}, 400),
+        ({"deviceId": "dev_nope", "prompt": "x"}, 404),
+    ):
+        assert (await send(http, "POST", url, body, auth))[0] == code
+    assert (await send(http, "GET", f"{url}?id=msg_nope", None, auth))[0] == 404

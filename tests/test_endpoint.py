@@ -36,6 +36,7 @@ from hub.devices.endpoint import (
     EndpointRefused,
     check_endpoint_url,
 )
+from tests.conftest import StartHub
 
 SECRET = "s3cr3t-Bearer-Value-0xC0FFEE"
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(92)
@@ -888,3 +889,57 @@ async def test_the_secret_never_appears_in_an_error_or_a_log_line(
     assert SECRET.lower() not in caplog.text.lower()
     for record in caplog.records:
         assert SECRET.lower() not in record.getMessage().lower()
+
+
+# --- an endpoint device enrolled in a real hub, reached by use_device --------------------------
+
+
+async def test_an_enrolled_endpoint_answers_use_device(
+    device: Device, policy: EndpointPolicy, start_hub: StartHub, closed_port: int
+) -> None:
+    import aiohttp
+
+    from hub.agent.tools.context import ToolContext
+    from hub.agent.tools.devices import use_device
+    from tests.conftest import owner_headers
+    from tests.toolcall import call_tool
+
+    server = await start_hub(
+        ollama_host=f"http://127.0.0.1:{closed_port}", devices_allow_private=("127.0.0.1",)
+    )
+    server.hub.devices.endpoint = EndpointClient(policy)  # trusts the test certificate
+    auth = owner_headers(server)
+    async with aiohttp.ClientSession() as http:
+        async with http.post(
+            f"{server.url}/api/devices",
+            headers=auth,
+            json={
+                "name": "robot",
+                "kind": "endpoint",
+                "url": device.url + "/",
+                "secret": SECRET,
+                "capabilities": ["move", "camera"],
+            },
+        ) as response:
+            enrolled = await response.json()
+        assert enrolled == {
+            "ok": True,
+            "device_id": enrolled["device_id"],
+            "kind": "endpoint",
+            "url": device.url,
+        }
+        async with http.get(f"{server.url}/api/devices", headers=auth) as response:
+            listed = (await response.json())["devices"][0]
+        assert (listed["online"], listed["capabilities"]) == (None, ["move", "camera"])
+        assert SECRET not in str(listed)
+        async with http.get(
+            f"{server.url}/api/devices/endpoint?deviceId={enrolled['device_id']}&action=telemetry",
+            headers=auth,
+        ) as response:
+            assert (await response.json())["telemetry"] == TELEMETRY
+    tiny = server.hub.tinys.get("tiny")
+    assert tiny is not None
+    ctx = ToolContext(server.hub, server.hub.owner, tiny)
+    result = await call_tool(use_device, ctx, action="ask", name="robot", prompt="reply:status")
+    assert result["content"][0]["text"] == "reply status"
+    assert device.prompts == ["reply:status"]
