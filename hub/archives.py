@@ -25,6 +25,7 @@ from typing import Any
 import sqlite_utils
 
 from hub.contracts import CHAT_ROLES, MAX_CHAT_BODY_BYTES
+from hub.errors import Refused
 from hub.identity import User
 
 MAX_MESSAGES = 2000
@@ -66,7 +67,7 @@ _SECRET_TEXT: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
-class ArchiveError(Exception):
+class ArchiveError(Refused):
     """A request about an archive or share that cannot be met; ``status`` is the HTTP answer."""
 
     status = 400

@@ -21,20 +21,10 @@ from hub.api.auth import Access, access, caller
 from hub.api.body import read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
-from hub.archives import ArchiveError, ArchiveStore, restore_messages
+from hub.archives import ArchiveStore, restore_messages
 from hub.identity import User
 
 routes = web.RouteTableDef()
-
-_STATUS: dict[int, type[web.HTTPException]] = {
-    400: web.HTTPBadRequest,
-    404: web.HTTPNotFound,
-    413: web.HTTPRequestEntityTooLarge,
-}
-
-
-def _raise(exc: ArchiveError) -> web.HTTPException:
-    return http_error(_STATUS.get(exc.status, web.HTTPBadRequest), str(exc))
 
 
 def _store(request: web.Request) -> ArchiveStore:
@@ -58,10 +48,7 @@ async def _body(request: web.Request) -> Any:
 @access(Access.USER)
 async def create_archive(request: web.Request) -> web.Response:
     body = await _body(request)
-    try:
-        archive = _store(request).create_archive(_user(request), body)
-    except ArchiveError as exc:
-        raise _raise(exc) from None
+    archive = _store(request).create_archive(_user(request), body)
     return web.json_response({"ok": True, "id": archive.id}, status=201)
 
 
@@ -75,30 +62,21 @@ async def list_archives(request: web.Request) -> web.Response:
 @routes.get("/archive/{id}")
 @access(Access.USER)
 async def get_archive(request: web.Request) -> web.Response:
-    try:
-        archive = _store(request).get_archive(_user(request), request.match_info["id"])
-    except ArchiveError as exc:
-        raise _raise(exc) from None
+    archive = _store(request).get_archive(_user(request), request.match_info["id"])
     return web.json_response(archive.full())
 
 
 @routes.post("/archive/{id}/restore")
 @access(Access.USER)
 async def restore_archive(request: web.Request) -> web.Response:
-    try:
-        archive = _store(request).get_archive(_user(request), request.match_info["id"])
-    except ArchiveError as exc:
-        raise _raise(exc) from None
+    archive = _store(request).get_archive(_user(request), request.match_info["id"])
     return web.json_response({"messages": restore_messages(archive.body)})
 
 
 @routes.delete("/archive/{id}")
 @access(Access.USER)
 async def delete_archive(request: web.Request) -> web.Response:
-    try:
-        _store(request).delete_archive(_user(request), request.match_info["id"])
-    except ArchiveError as exc:
-        raise _raise(exc) from None
+    _store(request).delete_archive(_user(request), request.match_info["id"])
     return web.json_response({"ok": True})
 
 
@@ -106,28 +84,19 @@ async def delete_archive(request: web.Request) -> web.Response:
 @access(Access.USER)
 async def create_share(request: web.Request) -> web.Response:
     body = await _body(request)
-    try:
-        share = _store(request).create_share(_user(request), body)
-    except ArchiveError as exc:
-        raise _raise(exc) from None
+    share = _store(request).create_share(_user(request), body)
     return web.json_response({"ok": True, "id": share.id, "url": f"/share/{share.id}"}, status=201)
 
 
 @routes.get("/share/{id}")
 @access(Access.ANONYMOUS)
 async def get_share(request: web.Request) -> web.Response:
-    try:
-        share = _store(request).get_share(request.match_info["id"])
-    except ArchiveError as exc:
-        raise _raise(exc) from None
+    share = _store(request).get_share(request.match_info["id"])
     return web.json_response(share.public_dict())
 
 
 @routes.delete("/share/{id}")
 @access(Access.USER)
 async def delete_share(request: web.Request) -> web.Response:
-    try:
-        _store(request).delete_share(_user(request), request.match_info["id"])
-    except ArchiveError as exc:
-        raise _raise(exc) from None
+    _store(request).delete_share(_user(request), request.match_info["id"])
     return web.json_response({"ok": True})

@@ -25,7 +25,6 @@ from hub.api.auth import Access, access, caller
 from hub.api.body import read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
-from hub.tinys.records import TinyError
 
 log = logging.getLogger(__name__)
 routes = web.RouteTableDef()
@@ -118,8 +117,6 @@ async def chat(request: web.Request) -> web.StreamResponse:
 async def _compose(request: web.Request, messages: list[ChatMessage]) -> Turn:
     try:
         return await compose_turn(request.app[HUB], caller(request), messages, request.headers)
-    except TinyError as exc:
-        raise http_error(_TINY_ERRORS[exc.status], str(exc)) from None
     except ModelUnavailable as exc:
         raise http_error(web.HTTPBadRequest, str(exc)) from None
 
@@ -135,20 +132,11 @@ async def endpoint_chat(request: web.Request, body: dict[str, Any]) -> web.Respo
         raise http_error(web.HTTPBadRequest, "prompt must be a non-empty string")
     try:
         reply = await answer(request.app[HUB], user, prompt, request.headers)
-    except TinyError as exc:
-        raise http_error(_TINY_ERRORS[exc.status], str(exc)) from None
     except ModelUnavailable as exc:
         raise http_error(web.HTTPBadRequest, str(exc)) from None
     except AnswerFailed as exc:
         raise http_error(web.HTTPBadGateway, str(exc)) from None
     return web.json_response({"reply": reply})
-
-
-_TINY_ERRORS: dict[int, type[web.HTTPException]] = {
-    400: web.HTTPBadRequest,
-    403: web.HTTPForbidden,
-    404: web.HTTPNotFound,
-}
 
 
 async def stream_turn(request: web.Request, turn: Turn, ping_s: float) -> web.StreamResponse:

@@ -20,20 +20,14 @@ from hub.api.auth import Access, access, caller
 from hub.api.body import read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
-from hub.devices.endpoint import EndpointError, check_endpoint_url
+from hub.devices.endpoint import EndpointError, EndpointRefused, check_endpoint_url
 from hub.devices.events import DEVICE_EVENT_KINDS, RingEvent
-from hub.devices.registry import Device, DeviceError
+from hub.devices.registry import Device
 from hub.devices.service import DeviceAnswer, Devices
 from hub.identity import User
 
 routes = web.RouteTableDef()
 
-_STATUS: dict[int, type[web.HTTPException]] = {
-    400: web.HTTPBadRequest,
-    401: web.HTTPUnauthorized,
-    403: web.HTTPForbidden,
-    404: web.HTTPNotFound,
-}
 MAX_TEXT = 4000
 
 
@@ -47,17 +41,15 @@ def _user(request: web.Request) -> User:
     return user
 
 
-def _fail(exc: DeviceError | EndpointError) -> web.HTTPException:
-    status = getattr(exc, "status", 400)
-    return http_error(_STATUS.get(status, web.HTTPBadRequest), str(exc))
-
-
 async def _run(action: Callable[[], Any]) -> Any:
+    """Run a store call or a dial-out; a device that fails us is a 502, a refused URL a 400."""
     try:
         result = action()
         return await result if asyncio.iscoroutine(result) else result
-    except (DeviceError, EndpointError) as exc:
-        raise _fail(exc) from None
+    except EndpointRefused as exc:
+        raise http_error(web.HTTPBadRequest, str(exc)) from None
+    except EndpointError as exc:
+        raise http_error(web.HTTPBadGateway, str(exc)) from None
 
 
 async def _object(request: web.Request) -> dict[str, Any]:

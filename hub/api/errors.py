@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from hub.contracts import MAX_REQUEST_BYTES
+from hub.errors import Refused
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +29,8 @@ def http_error(exc_class: type[web.HTTPException], message: str) -> web.HTTPExce
 async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     try:
         return await handler(request)
+    except Refused as exc:
+        return json_error(exc.status, str(exc))
     except web.HTTPException as exc:
         if exc.content_type == "application/json" or exc.status < 400:
             raise

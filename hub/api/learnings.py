@@ -23,18 +23,9 @@ from hub.memory.graph import MemoryRefused, parse_ids, parse_links
 routes = web.RouteTableDef()
 T = TypeVar("T")
 
-_STATUS: dict[int, type[web.HTTPException]] = {
-    400: web.HTTPBadRequest,
-    404: web.HTTPNotFound,
-    409: web.HTTPConflict,
-}
-
 
 async def _run(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    try:
-        return await asyncio.to_thread(function, *args, **kwargs)
-    except MemoryRefused as exc:
-        raise http_error(_STATUS.get(exc.status, web.HTTPBadRequest), str(exc)) from None
+    return await asyncio.to_thread(function, *args, **kwargs)
 
 
 def _owner(request: web.Request) -> str:

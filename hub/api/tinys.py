@@ -16,19 +16,9 @@ from hub.api.auth import Access, access, caller
 from hub.api.body import read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
-from hub.tinys.records import MAX_LIST, Tiny, TinyError
+from hub.tinys.records import MAX_LIST, Tiny
 
 routes = web.RouteTableDef()
-
-_STATUS: dict[int, type[web.HTTPException]] = {
-    400: web.HTTPBadRequest,
-    403: web.HTTPForbidden,
-    404: web.HTTPNotFound,
-}
-
-
-def _raise(exc: TinyError) -> web.HTTPException:
-    return http_error(_STATUS.get(exc.status, web.HTTPBadRequest), str(exc))
 
 
 def _whole(request: web.Request, name: str, default: int, low: int, high: int) -> int:
@@ -62,12 +52,9 @@ async def list_tinys(request: web.Request) -> web.Response:
 @routes.get("/api/tinys/{name}")
 @access(Access.ANONYMOUS)
 async def get_tiny(request: web.Request) -> web.Response:
-    try:
-        tiny = request.app[HUB].tinys.resolve(
-            request.match_info["name"], caller(request), request.headers.get(c.H_KEY)
-        )
-    except TinyError as exc:
-        raise _raise(exc) from None
+    tiny = request.app[HUB].tinys.resolve(
+        request.match_info["name"], caller(request), request.headers.get(c.H_KEY)
+    )
     return web.json_response({"tiny": tiny.public_dict()})
 
 
@@ -83,10 +70,7 @@ async def _object_body(request: web.Request) -> dict[str, Any]:
 async def create_tiny(request: web.Request) -> web.Response:
     user = caller(request)
     assert user is not None
-    try:
-        tiny, key = request.app[HUB].tinys.create(user, await _object_body(request))
-    except TinyError as exc:
-        raise _raise(exc) from None
+    tiny, key = request.app[HUB].tinys.create(user, await _object_body(request))
     return _answer(tiny, key, status=201)
 
 
@@ -95,12 +79,9 @@ async def create_tiny(request: web.Request) -> web.Response:
 async def modify_tiny(request: web.Request) -> web.Response:
     user = caller(request)
     assert user is not None
-    try:
-        tiny, key = request.app[HUB].tinys.modify(
-            user, request.match_info["name"], await _object_body(request)
-        )
-    except TinyError as exc:
-        raise _raise(exc) from None
+    tiny, key = request.app[HUB].tinys.modify(
+        user, request.match_info["name"], await _object_body(request)
+    )
     return _answer(tiny, key)
 
 

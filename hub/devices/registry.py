@@ -20,6 +20,7 @@ from typing import Any
 import sqlite_utils
 
 from hub.contracts import PRESENCE_WINDOW_S
+from hub.errors import Refused
 from hub.identity import hash_token, new_token
 
 Clock = Callable[[], float]
@@ -45,7 +46,7 @@ NAME = re.compile(r"^[\w .'-]{1,64}$")
 MAX_CAPABILITIES = 50
 
 
-class DeviceError(Exception):
+class DeviceError(Refused):
     """A device request that cannot be met; ``status`` is its HTTP answer."""
 
     status = 400
@@ -57,6 +58,12 @@ class DeviceAuthError(DeviceError):
 
 class DeviceNotFound(DeviceError):
     status = 404
+
+
+class DeviceUnreachable(DeviceError):
+    """The device was asked and failed us (refused, timed out, rejected our credential)."""
+
+    status = 502
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from hub.devices.registry import (
     DeviceError,
     DeviceNotFound,
     DeviceRegistry,
+    DeviceUnreachable,
 )
 from hub.devices.relay import Mailbox
 
@@ -110,7 +111,7 @@ class Devices:
         try:
             reply = await self.endpoint.chat(device.url, self.registry.secret_of(device), prompt)
         except EndpointError as exc:
-            raise DeviceError(f"{device.name}: {exc}") from None
+            raise DeviceUnreachable(f"{device.name}: {exc}") from None
         return DeviceAnswer(device.name, text=reply)
 
     def _own_media(self, owner: str, url: Any) -> tuple[bytes, str] | None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hub.contracts import MAX_ENTRIES, MAX_ENTRY_CHARS
+from hub.errors import Refused
 from hub.memory.vectors import VectorIndex, VectorItem
 from hub.store.db import connect
 
@@ -35,7 +36,7 @@ INDEX_BATCH = 256
 _FACT_COLUMNS = "id, owner, kind, label, attrs_json, vec_id, visibility, valid_from, valid_to"
 
 
-class MemoryRefused(Exception):
+class MemoryRefused(Refused):
     """A memory request that cannot be met; ``status`` is its HTTP answer."""
 
     status = 400

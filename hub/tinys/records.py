@@ -17,6 +17,7 @@ from typing import Any
 import sqlite_utils
 
 from hub.contracts import DEFAULT_TINY
+from hub.errors import Refused
 from hub.identity import User, hash_token, new_token
 
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{1,39}$")
@@ -56,7 +57,7 @@ COLUMNS: Mapping[str, str] = {
 URL_FIELDS = ("worker", "hero", "logo")
 
 
-class TinyError(Exception):
+class TinyError(Refused):
     """A request about a tiny that cannot be met; ``status`` is the HTTP answer."""
 
     status = 400
