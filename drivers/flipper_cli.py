@@ -43,7 +43,7 @@ def raise_for_error(output: bytes | str) -> None:
         unknown = UNKNOWN_COMMAND.search(line)
         if unknown:
             raise CliError(f"this firmware has no command `{unknown.group('command')}`")
-        if "illegal option" in line or line.startswith("usage:"):
+        if "illegal option" in line or line.strip().lower().startswith("usage:"):
             raise CliError(line.strip())
 
 
@@ -121,20 +121,45 @@ def ir_signals(output: bytes | str) -> list[dict[str, object]]:
 
 
 SUBGHZ_NOISE = ("Listening at frequency", "Press CTRL+C", "Packets received")
+PACKET_HEADER = re.compile(r"^\S+ \d+bit\b")
 
 
 def subghz_packets(output: bytes | str) -> tuple[list[str], int | None]:
-    """Decoded packet lines, and the count the trailer reports (None if it is missing)."""
-    lines = clean_lines(output)
+    """Decoded packets (each a protocol header line and its detail lines, joined with "; "),
+    and the count the trailer reports (None if it is missing). "." lines are signal resets."""
     count = None
-    packets = []
-    for line in lines:
-        trailer = PACKETS.search(line)
+    packets: list[list[str]] = []
+    for line in clean_lines(output):
+        text = line.strip()
+        trailer = PACKETS.search(text)
         if trailer:
             count = int(trailer.group("count"))
-        elif line.strip() not in (".", "") and not line.strip().startswith(SUBGHZ_NOISE):
-            packets.append(line.strip())
-    return packets, count
+        elif text in (".", "") or text.startswith(SUBGHZ_NOISE):
+            continue
+        elif PACKET_HEADER.match(text) or not packets:
+            packets.append([text])
+        else:
+            packets[-1].append(text)
+    return ["; ".join(packet) for packet in packets], count
+
+
+def nfc_protocols(output: bytes | str) -> list[str]:
+    """Both firmware styles: ``Protocols detected: a, b`` (scanner) and ``Detected N
+    protocols:`` followed by one name a line (detect)."""
+    found: list[str] = []
+    listing = False
+    for line in clean_lines(output):
+        text = line.strip()
+        if text.lower().startswith("protocols detected:"):
+            found += [p.strip() for p in text.split(":", 1)[1].split(",") if p.strip()]
+            listing = False
+        elif re.match(r"Detected \d+ protocols?:", text):
+            listing = True
+        elif listing and re.fullmatch(r"[A-Za-z0-9_\-]+", text):
+            found.append(text)
+        else:
+            listing = False
+    return list(dict.fromkeys(found))
 
 
 def encode_varint(value: int) -> bytes:

@@ -109,6 +109,21 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["reindex", "stats"],
         help="reindex: rebuild the Chroma collection from SQLite; stats: count facts and vectors",
     )
+    emulate = sub.add_parser(
+        "emulate",
+        help="run a software device to try the drivers without hardware",
+        description="Run a byte-faithful software device on a pseudo-terminal and print its "
+        "path; point the hub at it with drivers.flipper.port or TINY_HUB_FLIPPER_PORT.",
+    )
+    emulate.add_argument("device", choices=["flipper"], help="which device")
+    emulate.add_argument("--link", help="keep a symlink here to the current pseudo-terminal")
+    emulate.add_argument("--name", default="Unyana", help="the Flipper's name")
+    emulate.add_argument(
+        "--nfc-style",
+        choices=["detect", "scanner"],
+        default="scanner",
+        help="which NFC command set its firmware has",
+    )
     sub.add_parser("version", help="print the version", description="Print the version.")
     return parser
 
@@ -119,6 +134,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command == "version":
         print(f"tiny-hub {__version__}")
         return 0
+    if command == "emulate":
+        from firmware_bridges.emulators import flipper
+
+        forwarded = ["--name", args.name, "--nfc-style", args.nfc_style]
+        return flipper.main(forwarded + (["--link", args.link] if args.link else []))
     try:
         if command == "doctor":
             return doctor(args)

@@ -121,6 +121,23 @@ class Settings:
         "private hosts or CIDR ranges endpoint devices may be dialled at (comma-separated in "
         "the variable); nothing else private is ever dialled",
     )
+    flipper_port: str = _setting(
+        "drivers.flipper",
+        "port",
+        "TINY_HUB_FLIPPER_PORT",
+        "",
+        "pin the Flipper to this path (a port, a pseudo-terminal or a symlink); empty finds it",
+    )
+    flipper_enabled: bool = _setting(
+        "drivers.flipper", "enabled", "TINY_HUB_FLIPPER_ENABLED", True, "use the Flipper driver"
+    )
+    flipper_deny: tuple[str, ...] = _setting(
+        "drivers.flipper",
+        "deny",
+        "TINY_HUB_FLIPPER_DENY",
+        (),
+        "serial numbers of Flippers the hub must leave alone",
+    )
     http_allow_hosts: tuple[str, ...] = _setting(
         "http",
         "allow_hosts",
@@ -191,7 +208,7 @@ def _read_file(path: Path) -> dict[str, Any]:
     by_place = {(f.metadata["section"], f.metadata["key"]): f for f in setting_fields()}
     known_sections = sorted({section for section, _ in by_place})
     values: dict[str, Any] = {}
-    for section, table in document.items():
+    for section, table in _sections(document):
         if not isinstance(table, dict):
             line = _line_of(text, None, section)
             raise ConfigError(
@@ -208,6 +225,17 @@ def _read_file(path: Path) -> dict[str, Any]:
     return values
 
 
+def _sections(document: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Top-level tables, with nested ones (``[drivers.flipper]``) as dotted sections."""
+    found: list[tuple[str, Any]] = []
+    for name, table in document.items():
+        if isinstance(table, dict) and table and all(isinstance(v, dict) for v in table.values()):
+            found += [(f"{name}.{inner}", value) for inner, value in table.items()]
+        else:
+            found.append((name, table))
+    return found
+
+
 def _read_environ(env: Mapping[str, str]) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for f in setting_fields():
@@ -222,7 +250,7 @@ def _read_environ(env: Mapping[str, str]) -> dict[str, Any]:
 def _kind(f: dataclasses.Field[Any]) -> type:
     """The declared type of a setting (annotations are strings under postponed evaluation)."""
     declared = str(f.type)
-    for name, kind in (("int", int), ("float", float), ("tuple", tuple)):
+    for name, kind in (("int", int), ("float", float), ("tuple", tuple), ("bool", bool)):
         if declared.startswith(name):
             return kind
     return str
@@ -232,6 +260,11 @@ def _parse_env(raw: str, f: dataclasses.Field[Any]) -> Any:
     kind = _kind(f)
     if kind is tuple:
         return [part.strip() for part in raw.split(",") if part.strip()]
+    if kind is bool:
+        lowered = raw.strip().lower()
+        return {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}.get(
+            lowered, raw
+        )
     if kind in (int, float):
         try:
             return kind(raw.strip())
@@ -240,15 +273,26 @@ def _parse_env(raw: str, f: dataclasses.Field[Any]) -> Any:
     return raw
 
 
-_NOUNS = {int: "a whole number", float: "a number", str: "a string", tuple: "a list of strings"}
+_NOUNS = {
+    int: "a whole number",
+    float: "a number",
+    str: "a string",
+    tuple: "a list of strings",
+    bool: "true or false",
+}
 
 
 def _check_type(where: str, f: dataclasses.Field[Any], value: Any) -> Any:
     kind = _kind(f)
-    ok = not isinstance(value, bool) and (
-        isinstance(value, kind)
-        or (kind is float and isinstance(value, int))
-        or (kind is tuple and isinstance(value, list) and all(isinstance(v, str) for v in value))
+    ok = (kind is bool and isinstance(value, bool)) or (
+        not isinstance(value, bool)
+        and (
+            isinstance(value, kind)
+            or (kind is float and isinstance(value, int))
+            or (
+                kind is tuple and isinstance(value, list) and all(isinstance(v, str) for v in value)
+            )
+        )
     )
     if not ok:
         raise ConfigError(f"{where}: expected {_NOUNS[kind]}, got {value!r}")

@@ -12,6 +12,8 @@ from hub.agent.models import ModelRouter
 from hub.config import Settings
 from hub.devices.endpoint import EndpointPolicy
 from hub.devices.service import Devices
+from hub.drivers import DriverManager
+from hub.hardware import AuditLog, build_manager
 from hub.identity import Identity, User
 from hub.memory.graph import MemoryStore
 from hub.memory.vectors import VectorIndex
@@ -29,6 +31,8 @@ class Hub:
     tinys: TinyStore
     memory: MemoryStore
     devices: Devices
+    audit: AuditLog
+    drivers: DriverManager
     version: str = __version__
     started_at: float = field(default_factory=time.monotonic)
 
@@ -49,7 +53,20 @@ class Hub:
             EndpointPolicy(allow_private=settings.devices_allow_private),
             hub_hosts=(settings.host,),
         )
-        return cls(settings, db, identity, owner, ModelRouter(settings), tinys, memory, devices)
+        audit = AuditLog(db)
+        drivers = build_manager(settings, audit)
+        return cls(
+            settings,
+            db,
+            identity,
+            owner,
+            ModelRouter(settings),
+            tinys,
+            memory,
+            devices,
+            audit,
+            drivers,
+        )
 
     @property
     def uptime_s(self) -> float:

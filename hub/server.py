@@ -39,6 +39,7 @@ class RunningServer:
         return f"http://{host}:{self.port}"
 
     async def stop(self) -> None:
+        await self.hub.drivers.stop()
         if self.sweeper is not None:
             self.sweeper.cancel()
         if self.maintenance is not None:
@@ -71,6 +72,7 @@ async def start_server(
     server = RunningServer(hub, runner, host, int(sock.getsockname()[1]))
     server.maintenance = asyncio.create_task(_index_missing_vectors(hub))
     server.sweeper = asyncio.create_task(_sweep_mailbox(hub))
+    await hub.drivers.start()
     return server
 
 
@@ -82,6 +84,7 @@ async def _sweep_mailbox(hub: Hub) -> None:
     while True:
         try:
             dead, forgotten = hub.devices.mailbox.sweep()
+            hub.audit.trim()
             if dead or forgotten:
                 log.info("relay sweep: %d dead-lettered, %d old replies dropped", dead, forgotten)
         except Exception:

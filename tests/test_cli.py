@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 SCRIPT = Path(sys.executable).with_name("tiny-hub")
-COMMANDS = ("serve", "chat", "tui", "doctor", "config", "memory", "version")
+COMMANDS = ("serve", "chat", "tui", "doctor", "config", "memory", "emulate", "version")
 
 
 def cli_env(home: Path, closed_port: int, **extra: str) -> dict[str, str]:
@@ -284,3 +284,24 @@ def test_seed_smoke_test_with_curl(served: Served) -> None:
         check=True,
     )
     check_smoke_stream(result.stdout)
+
+
+def test_emulate_flipper_prints_a_port_the_driver_can_use(tmp_path: Path) -> None:
+    import serial
+
+    process = subprocess.Popen(
+        [str(SCRIPT), "emulate", "flipper", "--link", str(tmp_path / "flipper")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        path = process.stdout.readline().strip()
+        assert path.startswith("/dev/pts/")
+        with serial.Serial(str(tmp_path / "flipper"), timeout=5) as port:
+            port.write(b"device_info\r")
+            answer = port.read_until(b"protobuf_version_minor")
+        assert b"hardware_model                : Flipper Zero" in answer
+    finally:
+        process.terminate()
+        process.wait(timeout=10)

@@ -15,6 +15,7 @@ from drivers.flipper_cli import (
     encode_varint,
     ir_signals,
     key_values,
+    nfc_protocols,
     storage_list,
     storage_read,
     storage_stat,
@@ -68,6 +69,23 @@ def test_radio_lines() -> None:
         b"Princeton 24bit Key:0x00AABBCC\r\n.\r\n\r\nPackets received 1\r\n"
     )
     assert subghz_packets(output) == (["Princeton 24bit Key:0x00AABBCC"], 1)
+    two = (
+        b"Princeton 24bit\r\nKey:0x00000001\r\nTe:400us\r\n.\r\n"
+        b"Princeton 24bit\r\nKey:0x00000002\r\n\r\nPackets received 2\r\n"
+    )
+    assert subghz_packets(two) == (
+        ["Princeton 24bit; Key:0x00000001; Te:400us", "Princeton 24bit; Key:0x00000002"],
+        2,
+    )
+    assert nfc_protocols(
+        b"Press Ctrl+C to abort\r\n\nProtocols detected: iso14443-3a, mfu\r\n"
+    ) == ["iso14443-3a", "mfu"]
+    assert nfc_protocols(b"Detected 2 protocols:\r\niso14443-3a\r\nmfu\r\n") == [
+        "iso14443-3a",
+        "mfu",
+    ]
+    with pytest.raises(CliError):
+        storage_list(b"Usage:\r\nnfc <cmd>\r\n")
     assert subghz_packets(b"Listening at frequency: 1 device: 0\r\n")[1] is None
 
 

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from hub.api import archives, chat, devices, endpoint, health, learnings, model, tinys
+from hub.api import (
+    archives,
+    chat,
+    devices,
+    drivers,
+    endpoint,
+    health,
+    learnings,
+    model,
+    tinys,
+)
 from hub.api.auth import auth_middleware
 from hub.api.errors import error_middleware
 from hub.api.keys import HUB
@@ -25,4 +35,5 @@ def create_app(hub: Hub) -> web.Application:
     app.add_routes(archives.routes)
     app.add_routes(devices.routes)
     app.add_routes(endpoint.routes)
+    app.add_routes(drivers.routes)
     return app

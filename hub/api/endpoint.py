@@ -37,7 +37,8 @@ async def telemetry(request: web.Request) -> web.Response:
                 }
                 for d in devices
             ],
-            "drivers": [],
+            "drivers": hub.drivers.records(),
+            "capabilities": hub.drivers.capabilities(),
         }
     )
 

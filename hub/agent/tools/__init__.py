@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from strands.types.tools import AgentTool
 
 from hub import contracts as c
-from hub.agent.tools import devices, followups, manage, memory, native, skills, tinys
+from hub.agent.tools import devices, flipper, followups, manage, memory, native, skills, tinys
 from hub.agent.tools.context import ToolContext
 from hub.agent.tools.http import make_http_tool
 from hub.preferences import disabled_tools
@@ -43,6 +43,7 @@ BUILTIN: tuple[ToolGroup, ...] = (
     followups.tools,
     manage.tools,
     devices.tools,
+    flipper.tools,
     native.tools,
 )
 FORGED: tuple[ToolGroup, ...] = ()

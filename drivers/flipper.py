@@ -1,0 +1,286 @@
+"""The Flipper Zero over its USB CLI: status, listening on Sub-GHz / IR / NFC, files, find-me.
+
+The protocol lives here; the agent's tools (``hub/agent/tools/flipper.py``) stay mounted while
+the Flipper is away and answer "Flipper is not connected", which a per-device tool could not.
+Only commands on an allowlist are ever sent — nothing that transmits (``subghz tx``, ``ir tx``,
+``nfc emulate``) is reachable — and every command is handed to the audit sink the hub passes in
+``config["audit"]`` before it is written to the port.
+
+Not yet here: the protobuf RPC path and BLE (next steps of the drivers issue).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import posixpath
+import re
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+from drivers.base import Driver, DriverStatus, UsbMatcher
+from drivers.flipper_cli import (
+    CliError,
+    ir_signals,
+    key_values,
+    nfc_protocols,
+    raise_for_error,
+    storage_list,
+    storage_read,
+    storage_stat,
+    subghz_packets,
+)
+from drivers.transports.serial import NoPrompt, PortGone, SerialLine, SerialLineError
+
+log = logging.getLogger(__name__)
+
+PROMPT = b">: "
+COMMAND_S = 5.0
+LISTEN_DEFAULT_S = 10
+LISTEN_MAX_S = 60
+READ_MAX_BYTES = 64 * 1024
+ROOTS = ("/ext", "/int")
+SUBGHZ_RANGES = ((299_999_755, 348_000_000), (386_999_938, 464_000_000), (778_999_847, 928_000_000))
+SAFE_PATH = re.compile(r"^[A-Za-z0-9 _.\-/()\[\]+,@#&']+$")
+
+# Exact commands, or prefixes ending in a space followed by checked arguments.
+ALLOWED = (
+    "",
+    "device_info",
+    "info device",
+    "info power",
+    "power info",
+    "loader info",
+    "ir rx",
+    "nfc scanner",
+    "nfc detect",
+    "vibro 0",
+    "vibro 1",
+)
+ALLOWED_PREFIXES = ("storage list ", "storage stat ", "storage read ", "subghz rx ", "led ")
+
+
+class NotConnected(Exception):
+    """No Flipper is attached (or it went away mid-command)."""
+
+
+class FlipperRefused(Exception):
+    """A request the driver will not send to the hardware."""
+
+
+def allowed(line: str) -> bool:
+    return line in ALLOWED or line.startswith(ALLOWED_PREFIXES)
+
+
+def checked_path(path: str) -> str:
+    """A path under /ext or /int, with no way out of them and nothing the shell would parse."""
+    if not isinstance(path, str) or not path or len(path) > 255:
+        raise FlipperRefused("give a path under /ext or /int (at most 255 characters)")
+    if not SAFE_PATH.match(path) or '"' in path:
+        raise FlipperRefused(f"the path {path!r} has characters the Flipper's CLI cannot take")
+    parts = path.split("/")
+    if ".." in parts or posixpath.normpath(path) != path.rstrip("/") or "//" in path:
+        raise FlipperRefused(f"the path {path!r} is not a plain absolute path ('..' is refused)")
+    if not any(path == root or path.startswith(root + "/") for root in ROOTS):
+        raise FlipperRefused("only paths under /ext (the SD card) and /int are reachable")
+    return path.rstrip("/") or path
+
+
+def checked_seconds(seconds: Any) -> int:
+    if isinstance(seconds, bool) or not isinstance(seconds, int):
+        raise FlipperRefused("seconds must be a whole number")
+    if not 1 <= seconds <= LISTEN_MAX_S:
+        raise FlipperRefused(f"listen for 1 to {LISTEN_MAX_S} seconds")
+    return seconds
+
+
+def checked_frequency(frequency: Any) -> int:
+    if isinstance(frequency, bool) or not isinstance(frequency, int):
+        raise FlipperRefused("frequency must be in Hz, e.g. 433920000")
+    if not any(low <= frequency <= high for low, high in SUBGHZ_RANGES):
+        raise FlipperRefused(
+            "the Flipper listens at 300-348 MHz, 387-464 MHz or 779-928 MHz (in Hz, e.g. 433920000)"
+        )
+    return frequency
+
+
+class FlipperDriver(Driver):
+    name: ClassVar[str] = "flipper"
+    # 0483:5740 is ST's generic virtual COM port: the Flipper's serial number or product name
+    # must also match, or any STM32 gadget would be taken for a Flipper.
+    usb: ClassVar[tuple[UsbMatcher, ...]] = (
+        UsbMatcher(vid=0x0483, pid=0x5740, serial_number="flip_*"),
+        UsbMatcher(vid=0x0483, pid=0x5740, product="Flipper *"),
+    )
+    capabilities: ClassVar[tuple[str, ...]] = ("flipper", "subghz", "ir", "nfc", "storage")
+
+    def __init__(self, device_id: str, port: str, config: Mapping[str, Any]) -> None:
+        super().__init__(device_id, port, config)
+        self._line = SerialLine()
+        self._audit: Callable[[str, str], None] = config.get("audit") or (lambda _d, _c: None)
+        self.info: dict[str, str] = {}
+        self._nfc_command: str | None = None
+        self._last_ok = 0.0
+
+    # --- the manager's side -------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self._line.open(self.port)
+        await self._line.write(b"\r")
+        await self._line.read_until(PROMPT, within_s=COMMAND_S)
+        self.info = key_values(await self.run("device_info"))
+        if "hardware_model" not in self.info:
+            raise CliError("this device answered device_info without a hardware_model")
+
+    async def stop(self) -> None:
+        await self._line.close()
+
+    def status(self) -> DriverStatus:
+        if not self._line.is_open:
+            return DriverStatus("offline", "Flipper is not connected")
+        return DriverStatus("online", f"Flipper {self.device_name}, firmware {self.firmware}")
+
+    async def probe(self) -> bool:
+        if self._line.busy or time.monotonic() - self._last_ok < 2.0:
+            return True
+        try:
+            await self._line.command("", prompt=PROMPT, within_s=2.0)
+        except SerialLineError:
+            return False
+        self._last_ok = time.monotonic()
+        return True
+
+    # --- what the tools ask -------------------------------------------------------------------
+
+    @property
+    def device_name(self) -> str:
+        return self.info.get("hardware_name", "?")
+
+    @property
+    def firmware(self) -> str:
+        return self.info.get("firmware_version", "?")
+
+    async def run(
+        self, line: str, *, within_s: float = COMMAND_S, stop_after_s: float | None = None
+    ) -> bytes:
+        """Send one allowed command; NotConnected when the port is gone."""
+        if not allowed(line):
+            raise FlipperRefused(f"the hub does not send `{line}` to a Flipper")
+        self._audit(self.device_id, line)
+        try:
+            output = await self._line.command(
+                line, prompt=PROMPT, within_s=within_s, stop_after_s=stop_after_s
+            )
+        except PortGone:
+            raise NotConnected("Flipper is not connected (it went away mid-command)") from None
+        except NoPrompt as exc:
+            raise CliError(f"the Flipper did not finish `{line}`: {exc}") from None
+        self._last_ok = time.monotonic()
+        return output
+
+    async def summary(self) -> dict[str, Any]:
+        power = await self._power()
+        return {
+            "model": self.info.get("hardware_model"),
+            "name": self.device_name,
+            "firmware": self.firmware,
+            "battery": {
+                "level": _number(power.get("charge.level") or power.get("charge_level")),
+                "state": power.get("charge.state") or power.get("charge_state"),
+                "voltage_mV": _number(power.get("battery.voltage") or power.get("battery_voltage")),
+            },
+            "connection": f"USB serial on {self.port}",
+        }
+
+    async def _power(self) -> dict[str, str]:
+        """``info power`` on current firmware, ``power info`` on older ones."""
+        for command in ("info power", "power info"):
+            output = await self.run(command)
+            try:
+                raise_for_error(output)
+            except CliError:
+                continue
+            values = key_values(output)
+            if values:
+                return values
+        return {}
+
+    async def listen(self, kind: str, seconds: int, frequency: int) -> dict[str, Any]:
+        seconds = checked_seconds(seconds)
+        budget = seconds + COMMAND_S
+        if kind == "subghz":
+            frequency = checked_frequency(frequency)
+            output = await self.run(
+                f"subghz rx {frequency} 0", within_s=budget, stop_after_s=seconds
+            )
+            raise_for_error(output)
+            packets, count = subghz_packets(output)
+            return {
+                "kind": kind,
+                "frequency": frequency,
+                "seconds": seconds,
+                "packets": packets,
+                "count": count if count is not None else len(packets),
+            }
+        if kind == "ir":
+            output = await self.run("ir rx", within_s=budget, stop_after_s=seconds)
+            raise_for_error(output)
+            return {"kind": kind, "seconds": seconds, "signals": ir_signals(output)}
+        if kind == "nfc":
+            return {"kind": kind, "seconds": seconds, "found": await self._nfc(seconds)}
+        raise FlipperRefused("listen for subghz, ir or nfc")
+
+    async def _nfc(self, seconds: int) -> list[str]:
+        """``nfc scanner`` on newer firmware, ``nfc detect`` on older: tried once, remembered."""
+        for command in [self._nfc_command] if self._nfc_command else ["nfc scanner", "nfc detect"]:
+            output = await self.run(command, within_s=seconds + COMMAND_S, stop_after_s=seconds)
+            try:
+                raise_for_error(output)
+            except CliError:
+                if self._nfc_command:
+                    raise
+                continue
+            self._nfc_command = command
+            return nfc_protocols(output)
+        raise CliError("this firmware has neither `nfc scanner` nor `nfc detect`")
+
+    async def files(self, action: str, path: str) -> dict[str, Any]:
+        path = checked_path(path)
+        if action == "list":
+            entries = storage_list(await self.run(f"storage list {path}"))
+            return {
+                "path": path,
+                "entries": [{"name": e.name, "dir": e.is_dir, "size": e.size} for e in entries],
+            }
+        if action == "stat":
+            return {"path": path, **storage_stat(await self.run(f"storage stat {path}"))}
+        if action == "read":
+            stat = storage_stat(await self.run(f"storage stat {path}"))
+            if stat.get("type") != "file":
+                raise FlipperRefused(f"{path} is not a file")
+            size = int(str(stat["size"]))
+            if size > READ_MAX_BYTES:
+                raise FlipperRefused(
+                    f"{path} is {size} bytes; reads are limited to {READ_MAX_BYTES}"
+                )
+            data = storage_read(
+                await self.run(f"storage read {path}", within_s=COMMAND_S + size / 10_000)
+            )
+            return {"path": path, "size": size, "text": data.decode("utf-8", "replace")}
+        raise FlipperRefused("action must be list, stat or read")
+
+    async def signal(self) -> None:
+        """Vibrate and blink for a moment so the person can find it in the room."""
+        await self.run("vibro 1")
+        await self.run("led r 255")
+        await asyncio.sleep(1.0)
+        await self.run("vibro 0")
+        await self.run("led r 0")
+
+
+def _number(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None

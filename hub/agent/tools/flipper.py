@@ -1,0 +1,146 @@
+"""flipper_status, flipper_listen, flipper_files, flipper_find (seed 000).
+
+Mounted for everyone, whether or not a Flipper is attached: with none, they say so at once
+("Flipper is not connected") rather than vanish from the model's view or hang. The protocol is
+``drivers/flipper.py``; this module only finds the attached Flipper and shapes the answers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from strands import tool
+from strands.types.tools import AgentTool
+from strands.types.tools import ToolContext as StrandsToolContext
+
+from drivers.flipper import FlipperDriver, FlipperRefused, NotConnected
+from drivers.flipper_cli import CliError
+from hub.agent.tools.context import ToolContext, failed, ok, turn_context
+
+NOT_CONNECTED = "Flipper is not connected"
+
+
+def _attached(ctx: ToolContext) -> FlipperDriver | None:
+    for driver in ctx.hub.drivers.online("flipper"):
+        if isinstance(driver, FlipperDriver):
+            return driver
+    return None
+
+
+async def _use(tool_context: StrandsToolContext, action: Any) -> dict[str, Any]:
+    flipper = _attached(turn_context(tool_context))
+    if flipper is None:
+        return failed(f"{NOT_CONNECTED} to this hub (plug it in over USB)")
+    try:
+        result: dict[str, Any] = await action(flipper)
+    except NotConnected as exc:
+        return failed(str(exc))
+    except (FlipperRefused, CliError) as exc:
+        return failed(str(exc))
+    return result
+
+
+@tool(name="flipper_status", context=True)
+async def flipper_status(tool_context: StrandsToolContext) -> dict[str, Any]:
+    """The Flipper Zero attached to this hub: model, name, firmware, battery, connection."""
+
+    async def status(flipper: FlipperDriver) -> dict[str, Any]:
+        summary = await flipper.summary()
+        battery = summary["battery"]
+        return ok(
+            f"{summary['model']} '{summary['name']}', firmware {summary['firmware']}, battery "
+            f"{battery['level']}% ({battery['state']}), {summary['connection']}.",
+            **summary,
+        )
+
+    return await _use(tool_context, status)
+
+
+@tool(name="flipper_listen", context=True)
+async def flipper_listen(
+    kind: str,
+    tool_context: StrandsToolContext,
+    seconds: int = 10,
+    frequency: int = 433_920_000,
+) -> dict[str, Any]:
+    """Listen with the Flipper for a while and report what it decoded (receive only).
+
+    Args:
+        kind: subghz, ir or nfc.
+        seconds: how long, 1-60 (default 10).
+        frequency: for subghz, in Hz (default 433920000).
+    """
+
+    async def listen(flipper: FlipperDriver) -> dict[str, Any]:
+        heard = await flipper.listen(kind, seconds, frequency)
+        items = heard.get("packets") or heard.get("signals") or heard.get("found") or []
+        return ok(f"Listened {heard['seconds']} s for {kind}: {len(items)} decoded.", **heard)
+
+    return await _use(tool_context, listen)
+
+
+@tool(name="flipper_files", context=True)
+async def flipper_files(action: str, path: str, tool_context: StrandsToolContext) -> dict[str, Any]:
+    """List, stat or read files on the Flipper (under /ext, the SD card, or /int).
+
+    Args:
+        action: list, stat or read (reads are limited to 64 KB).
+        path: an absolute path such as /ext/subghz.
+    """
+
+    async def files(flipper: FlipperDriver) -> dict[str, Any]:
+        found = await flipper.files(action, path)
+        if action == "list":
+            names = ", ".join(e["name"] + ("/" if e["dir"] else "") for e in found["entries"])
+            return ok(f"{path}: {names or 'empty'}", **found)
+        if action == "read":
+            return ok(found["text"], path=found["path"], size=found["size"])
+        return ok(f"{path}: {found}", **found)
+
+    return await _use(tool_context, files)
+
+
+@tool(name="flipper_find", context=True)
+async def flipper_find(tool_context: StrandsToolContext, signal: bool = False) -> dict[str, Any]:
+    """Where the person's Flipper is: attached to this hub, or reported by one of their other
+    devices. With signal, it vibrates and blinks so they can find it in the room.
+
+    Args:
+        signal: make it vibrate and blink (when attached to this hub).
+    """
+    ctx = turn_context(tool_context)
+    flipper = _attached(ctx)
+    if flipper is not None:
+        if signal:
+            try:
+                await flipper.signal()
+            except (NotConnected, CliError) as exc:
+                return failed(str(exc))
+        said = " It vibrated and blinked red." if signal else ""
+        return ok(
+            f"Flipper '{flipper.device_name}' is attached to this hub over USB "
+            f"({flipper.port}).{said}",
+            where="usb",
+            port=flipper.port,
+            signalled=signal,
+        )
+    elsewhere = []
+    if ctx.caller is not None:
+        now = ctx.hub.devices.now()
+        elsewhere = [
+            d.name
+            for d in ctx.hub.devices.registry.list(ctx.caller.id)
+            if "flipper" in d.capabilities and d.online(now) is not False
+        ]
+    if elsewhere:
+        return ok(
+            f"{NOT_CONNECTED} to this hub; your device(s) {', '.join(elsewhere)} report "
+            "a Flipper (ask them with use_device).",
+            where="devices",
+            devices=elsewhere,
+        )
+    return failed(f"{NOT_CONNECTED} to this hub, and none of your devices reports one")
+
+
+def tools(ctx: ToolContext) -> list[AgentTool]:
+    return [flipper_status, flipper_listen, flipper_files, flipper_find]

@@ -1,0 +1,215 @@
+"""The Flipper driver end to end: real pyserial on a pty, the byte-faithful emulator on the
+other end, the driver manager in a real hub, the tools through the agent."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
+from hub import contracts as c
+from hub.agent.tools.context import ToolContext
+from hub.agent.tools.flipper import flipper_files, flipper_find, flipper_listen, flipper_status
+from hub.server import RunningServer
+from tests.conftest import StartHub, owner_headers
+from tests.fakes.ollama import FakeOllama, Reply
+from tests.sse import post_chat
+from tests.toolcall import call_tool
+
+
+@pytest.fixture
+def emulator(tmp_path: Path) -> Iterator[FlipperEmulator]:
+    device = FlipperEmulator(FlipperState(), link=tmp_path / "flipper")
+    device.start()
+    yield device
+    device.stop()
+
+
+async def until(condition: Callable[[], bool], within_s: float = 10.0) -> None:
+    for _ in range(int(within_s / 0.05)):
+        if condition():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("not reached in time")
+
+
+def flipper_state(server: RunningServer) -> str:
+    records = [r for r in server.hub.drivers.records() if r["driver"] == "flipper"]
+    return str(records[0]["status"]) if records else "absent"
+
+
+@pytest.fixture
+async def hub(
+    start_hub: StartHub, fake_ollama: FakeOllama, emulator: FlipperEmulator, tmp_path: Path
+) -> RunningServer:
+    server = await start_hub(ollama_host=fake_ollama.url, flipper_port=str(tmp_path / "flipper"))
+    await until(lambda: flipper_state(server) == "online")
+    return server
+
+
+async def use(server: RunningServer, tool: Any, **arguments: Any) -> dict[str, Any]:
+    tiny = server.hub.tinys.get("tiny")
+    assert tiny is not None
+    ctx = ToolContext(server.hub, server.hub.owner, tiny)
+    return dict(await call_tool(tool, ctx, **arguments))
+
+
+def text(result: dict[str, Any]) -> str:
+    return str(result["content"][0]["text"])
+
+
+async def test_flipper_status_through_a_chat_turn(
+    hub: RunningServer, fake_ollama: FakeOllama
+) -> None:
+    call = {"function": {"name": "flipper_status", "arguments": {}}}
+    fake_ollama.script(Reply(chunks=[], tool_calls=[call]), Reply(chunks=["It is at 87%."]))
+    transcript = await post_chat(
+        hub.url,
+        {"messages": [{"role": "user", "content": "how is my flipper?"}]},
+        owner_headers(hub),
+    )
+    result = transcript.of_type(c.EV_AFTER_TOOL)[0]["toolResult"]
+    assert result["status"] == "success", result
+    summary = result["content"][1]["json"]
+    assert (summary["model"], summary["name"], summary["firmware"]) == (
+        "Flipper Zero",
+        "Unyana",
+        "1.4.3",
+    )
+    assert summary["battery"]["level"] is not None and summary["battery"]["state"]
+
+
+async def test_api_drivers_lists_the_device(hub: RunningServer) -> None:
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(f"{hub.url}/api/drivers", headers=owner_headers(hub)) as response,
+    ):
+        body = await response.json()
+    record = body["drivers"][0]
+    assert (record["driver"], record["status"], record["transport"]) == (
+        "flipper",
+        "online",
+        "serial",
+    )
+    assert "subghz" in record["capabilities"] and "flipper" in body["capabilities"]
+    assert "Unyana" in record["detail"]
+
+
+async def test_files_list_stat_read_and_refusals(hub: RunningServer) -> None:
+    listed = await use(hub, flipper_files, action="list", path="/ext/subghz")
+    assert "garage.sub" in text(listed)
+    stat = await use(hub, flipper_files, action="stat", path="/ext/subghz/garage.sub")
+    assert stat["content"][1]["json"]["type"] == "file"
+    read = await use(hub, flipper_files, action="read", path="/ext/subghz/garage.sub")
+    assert text(read).startswith("Filetype: Flipper SubGhz")
+    for path, problem in (
+        ("/ext/../int/x", ".."),
+        ("/etc/passwd", "only paths under"),
+        ('/ext/a"b', "characters"),
+        ("/ext/nothing.txt", "not exist"),
+    ):
+        refused = await use(hub, flipper_files, action="stat", path=path)
+        assert refused["status"] == "error" and problem in text(refused), (path, text(refused))
+
+
+async def test_listen_subghz_ir_and_nfc(hub: RunningServer, emulator: FlipperEmulator) -> None:
+    heard = await use(hub, flipper_listen, kind="subghz", seconds=1, frequency=433_920_000)
+    details = heard["content"][1]["json"]
+    assert details["count"] >= 1 and details["packets"][0].startswith("Princeton 24bit")
+    ir = await use(hub, flipper_listen, kind="ir", seconds=1)
+    assert ir["content"][1]["json"]["signals"][0]["protocol"] == "NEC"
+    nfc = await use(hub, flipper_listen, kind="nfc", seconds=1)
+    assert nfc["content"][1]["json"]["found"] == ["iso14443-3a", "mfu"]
+    bad = await use(hub, flipper_listen, kind="subghz", seconds=1, frequency=100)
+    assert "MHz" in text(bad)
+    too_long = await use(hub, flipper_listen, kind="ir", seconds=61)
+    assert "1 to 60" in text(too_long)
+
+
+async def test_nfc_on_older_firmware_uses_detect(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    device = FlipperEmulator(FlipperState(nfc_style="detect"), link=tmp_path / "old")
+    device.start()
+    try:
+        server = await start_hub(ollama_host=fake_ollama.url, flipper_port=str(tmp_path / "old"))
+        await until(lambda: flipper_state(server) == "online")
+        nfc = await use(server, flipper_listen, kind="nfc", seconds=1)
+        assert nfc["content"][1]["json"]["found"] == ["iso14443-3a", "mfu"]
+        assert "nfc detect" in device.sent
+    finally:
+        device.stop()
+
+
+async def test_find_signals_and_every_command_is_audited(
+    hub: RunningServer, emulator: FlipperEmulator
+) -> None:
+    found = await use(hub, flipper_find, signal=True)
+    assert "attached to this hub over USB" in text(found)
+    assert True in emulator.state.vibro_log and emulator.state.led_log
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(f"{hub.url}/api/drivers/audit", headers=owner_headers(hub)) as response,
+    ):
+        audited = [row["command"] for row in (await response.json())["commands"]]
+    assert {"device_info", "vibro 1", "vibro 0"} <= set(audited)
+    sent = [line for line in emulator.sent if line]
+    assert sent == [line for line in reversed(audited) if line], "nothing unaudited was sent"
+    assert emulator.state.transmit_log == [], "no transmit command is reachable"
+
+
+async def test_unplug_goes_offline_and_replug_comes_back(
+    hub: RunningServer, emulator: FlipperEmulator
+) -> None:
+    emulator.unplug()
+    await until(lambda: flipper_state(hub) == "offline", within_s=5.0)
+    gone = await use(hub, flipper_status)
+    assert gone["status"] == "error" and "Flipper is not connected" in text(gone)
+    emulator.replug()
+    await until(lambda: flipper_state(hub) == "online")
+    back = await use(hub, flipper_status)
+    assert back["status"] == "success"
+    assert len([r for r in hub.hub.drivers.records() if r["driver"] == "flipper"]) == 1
+
+
+async def test_unplug_mid_command_is_a_clean_error(
+    hub: RunningServer, emulator: FlipperEmulator
+) -> None:
+    listening = asyncio.create_task(use(hub, flipper_listen, kind="subghz", seconds=30))
+    await until(lambda: any(line.startswith("subghz rx") for line in emulator.sent))
+    emulator.unplug()
+    result = await asyncio.wait_for(listening, 10)
+    assert result["status"] == "error" and "not connected" in text(result)
+    assert (await hub_health(hub)) == 200
+
+
+async def test_a_stalled_or_garbled_device_is_an_error_not_a_hang(
+    hub: RunningServer, emulator: FlipperEmulator
+) -> None:
+    emulator.garbage_next(b"\x00\xff\xfe garbage \x1b[99m")
+    garbled = await use(hub, flipper_files, action="list", path="/ext")
+    assert garbled["status"] in ("success", "error")
+    emulator.mute_prompt_next()
+    muted = await use(hub, flipper_files, action="list", path="/ext")
+    assert muted["status"] == "error" and "did not finish" in text(muted)
+    assert (await hub_health(hub)) == 200
+
+
+async def test_without_a_flipper_the_tools_say_so(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url, flipper_port=str(tmp_path / "none"))
+    result = await use(server, flipper_status)
+    assert "Flipper is not connected" in text(result)
+    found = await use(server, flipper_find)
+    assert "none of your devices reports one" in text(found)
+
+
+async def hub_health(server: RunningServer) -> int:
+    async with aiohttp.ClientSession() as http, http.get(f"{server.url}/api/health") as response:
+        return response.status
