@@ -14,6 +14,7 @@ Nothing here touches a port or a radio: that is ``drivers/transports/``.
 from __future__ import annotations
 
 import abc
+import dataclasses
 import fnmatch
 import hashlib
 import logging
@@ -96,6 +97,16 @@ class Advertisement:
     manufacturer_ids: tuple[int, ...] = ()
 
 
+def _constrained(matcher: Any) -> int:
+    """How many of a matcher's fields are set."""
+    return sum(getattr(matcher, f.name) is not None for f in dataclasses.fields(matcher))
+
+
+def _require_a_field(matcher: Any, claims: str) -> None:
+    if _constrained(matcher) == 0:
+        raise ValueError(f"a {type(matcher).__name__} with no field set would claim {claims}")
+
+
 @dataclass(frozen=True)
 class UsbMatcher:
     """A USB serial device a driver handles: every field set must fit; None means any.
@@ -112,21 +123,12 @@ class UsbMatcher:
     product: str | None = None
 
     def __post_init__(self) -> None:
-        if self.specificity == 0:
-            raise ValueError("a UsbMatcher with no field set would claim every USB port")
+        _require_a_field(self, "every USB port")
 
     @property
     def specificity(self) -> int:
         """How many fields this matcher constrains (the most specific matcher wins a port)."""
-        fields = (
-            self.vid,
-            self.pid,
-            self.serial_number,
-            self.manufacturer,
-            self.description,
-            self.product,
-        )
-        return sum(value is not None for value in fields)
+        return _constrained(self)
 
     def matches(self, port: PortInfo) -> bool:
         if not port.is_usb:
@@ -157,13 +159,11 @@ class BleMatcher:
     manufacturer_id: int | None = None
 
     def __post_init__(self) -> None:
-        if self.specificity == 0:
-            raise ValueError("a BleMatcher with no field set would claim every advertisement")
+        _require_a_field(self, "every advertisement")
 
     @property
     def specificity(self) -> int:
-        fields = (self.local_name, self.service_uuid, self.manufacturer_id)
-        return sum(value is not None for value in fields)
+        return _constrained(self)
 
     def matches(self, adv: Advertisement) -> bool:
         if not _fits(self.local_name, adv.local_name):

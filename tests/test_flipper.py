@@ -4,7 +4,7 @@ other end, the driver manager in a real hub, the tools through the agent."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from tests.conftest import StartHub, owner_headers
 from tests.fakes.ollama import FakeOllama, Reply
 from tests.sse import post_chat
 from tests.toolcall import call_tool
+from tests.waits import until
 
 
 @pytest.fixture
@@ -28,14 +29,6 @@ def emulator(tmp_path: Path) -> Iterator[FlipperEmulator]:
     device.start()
     yield device
     device.stop()
-
-
-async def until(condition: Callable[[], bool], within_s: float = 10.0) -> None:
-    for _ in range(int(within_s / 0.05)):
-        if condition():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("not reached in time")
 
 
 def flipper_state(server: RunningServer) -> str:

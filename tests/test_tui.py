@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
-
 from textual.widgets import Input
 
 from tests.conftest import StartHub, owner_headers
 from tests.fakes.ollama import FakeOllama, Reply
+from tests.waits import until
 from tui.app import ChatApp, Notice, ReplyMessage, UserMessage
 from tui.client import HubClient
-
-
-async def wait_until(condition: Callable[[], bool], within_s: float = 10.0) -> None:
-    for _ in range(int(within_s / 0.05)):
-        if condition():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("condition not met in time")
 
 
 async def test_typing_a_message_streams_the_reply(
@@ -29,12 +19,12 @@ async def test_typing_a_message_streams_the_reply(
     fake_ollama.script(Reply(chunks=["**Hello**", " Ada"]))
     app = ChatApp(HubClient(server.url, token))
     async with app.run_test() as pilot:
-        await wait_until(lambda: "qwen3" in app.sub_title)
+        await until(lambda: "qwen3" in app.sub_title)
         await pilot.click("#prompt")
         for key in "hi there":
             await pilot.press(key if key != " " else "space")
         await pilot.press("enter")
-        await wait_until(lambda: not app.busy and len(app.history) == 2)
+        await until(lambda: not app.busy and len(app.history) == 2)
         assert app.query_one(UserMessage).content == "hi there"
         assert app.query_one(ReplyMessage).source == "**Hello** Ada"
         assert app.history[-1] == {"role": "assistant", "content": "**Hello** Ada"}
@@ -51,10 +41,10 @@ async def test_escape_stops_the_reply_and_the_model(
     async with app.run_test() as pilot:
         app.query_one("#prompt", Input).value = "tell me a long story"
         await pilot.press("enter")
-        await wait_until(lambda: "w3" in app.query_one(ReplyMessage).source)
+        await until(lambda: "w3" in app.query_one(ReplyMessage).source)
         await pilot.press("escape")
-        await wait_until(lambda: not app.busy)
-        await wait_until(lambda: fake_ollama.disconnects == 1)
+        await until(lambda: not app.busy)
+        await until(lambda: fake_ollama.disconnects == 1)
         notices = [str(n.content) for n in app.query(Notice)]
         assert "stopped" in notices
 
@@ -62,5 +52,5 @@ async def test_escape_stops_the_reply_and_the_model(
 async def test_unreachable_hub_is_said_plainly(closed_port: int) -> None:
     app = ChatApp(HubClient(f"http://127.0.0.1:{closed_port}", None))
     async with app.run_test():
-        await wait_until(lambda: app.sub_title == "hub unreachable")
+        await until(lambda: app.sub_title == "hub unreachable")
         assert "cannot reach the hub" in str(app.query_one(Notice).content)
