@@ -6,17 +6,24 @@ Only commands on an allowlist are ever sent — nothing that transmits (``subghz
 ``nfc emulate``) is reachable — and every command is handed to the audit sink the hub passes in
 ``config["audit"]`` before it is written to the port.
 
-Not yet here: the protobuf RPC path and BLE (next steps of the drivers issue).
+File reads go over the protobuf RPC on the same port (``drivers/flipper_rpc.py``): binary-safe
+and faster than ``storage read``; everything else stays on the CLI. RPC requests are on an
+allowlist of their own and audited the same way (``rpc storage_read /ext/...``). When an RPC
+exchange breaks (a truncated frame, a corrupt length) the port is closed and reopened, which gives
+a fresh text shell.
+
+Not yet here: BLE (next step of the drivers issue).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import posixpath
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, ClassVar
 
 from drivers.base import Driver, DriverStatus, UsbMatcher
@@ -31,6 +38,7 @@ from drivers.flipper_cli import (
     storage_stat,
     subghz_packets,
 )
+from drivers.flipper_rpc import RpcError, RpcSession
 from drivers.transports.serial import NoPrompt, PortGone, SerialLine, SerialLineError
 
 log = logging.getLogger(__name__)
@@ -59,6 +67,8 @@ ALLOWED = (
     "vibro 1",
 )
 ALLOWED_PREFIXES = ("storage list ", "storage stat ", "storage read ", "subghz rx ", "led ")
+# RPC requests the driver may send (read-only ones), as audited: "rpc <request> [<path>]".
+RPC_ALLOWED = ("storage_stat", "storage_read", "storage_list", "device_info", "power_info", "ping")
 
 
 class NotConnected(Exception):
@@ -122,16 +132,32 @@ class FlipperDriver(Driver):
         self.info: dict[str, str] = {}
         self._nfc_command: str | None = None
         self._last_ok = 0.0
+        self.rpc_within_s = COMMAND_S
+        """How long one RPC frame may take before the exchange counts as broken."""
 
     # --- the manager's side -------------------------------------------------------------------
 
     async def start(self) -> None:
         await self._line.open(self.port)
-        await self._line.write(b"\r")
-        await self._line.read_until(PROMPT, within_s=COMMAND_S)
+        await self._sync()
         self.info = key_values(await self.run("device_info"))
         if "hardware_model" not in self.info:
             raise CliError("this device answered device_info without a hardware_model")
+
+    async def _sync(self) -> None:
+        await self._line.write(b"\r")
+        await self._line.read_until(PROMPT, within_s=COMMAND_S)
+
+    async def _reopen(self) -> None:
+        """Close and reopen the port: the firmware ends the RPC session and starts a new shell."""
+        async with self._line.transaction():
+            await self._line.close()
+            try:
+                await self._line.open(self.port)
+                await self._sync()
+            except SerialLineError as exc:
+                await self._line.close()
+                raise NotConnected(f"Flipper is not connected (reopening failed: {exc})") from None
 
     async def stop(self) -> None:
         await self._line.close()
@@ -256,19 +282,73 @@ class FlipperDriver(Driver):
         if action == "stat":
             return {"path": path, **storage_stat(await self.run(f"storage stat {path}"))}
         if action == "read":
-            stat = storage_stat(await self.run(f"storage stat {path}"))
-            if stat.get("type") != "file":
-                raise FlipperRefused(f"{path} is not a file")
-            size = int(str(stat["size"]))
-            if size > READ_MAX_BYTES:
-                raise FlipperRefused(
-                    f"{path} is {size} bytes; reads are limited to {READ_MAX_BYTES}"
-                )
-            data = storage_read(
-                await self.run(f"storage read {path}", within_s=COMMAND_S + size / 10_000)
-            )
-            return {"path": path, "size": size, "text": data.decode("utf-8", "replace")}
+            data = await self.read_file(path)
+            return {"path": path, "size": len(data), "text": data.decode("utf-8", "replace")}
         raise FlipperRefused("action must be list, stat or read")
+
+    async def read_file(self, path: str) -> bytes:
+        """A file's bytes over RPC (stat, then read, in one session), at most READ_MAX_BYTES."""
+        path = checked_path(path)
+        async with self._rpc() as session:
+            self._audit_rpc("storage_stat", path)
+            stat = await session.storage_stat(path)
+            if stat.is_dir:
+                raise FlipperRefused(f"{path} is not a file")
+            if stat.size > READ_MAX_BYTES:
+                raise FlipperRefused(
+                    f"{path} is {stat.size} bytes; reads are limited to {READ_MAX_BYTES}"
+                )
+            self._audit_rpc("storage_read", path)
+            data = await session.storage_read(path)
+        if len(data) != stat.size:
+            raise CliError(f"storage read was cut short: {len(data)} of {stat.size} bytes")
+        return data
+
+    async def read_file_cli(self, path: str) -> bytes:
+        """The same over the text CLI (``storage read``): kept for comparison and fallback."""
+        path = checked_path(path)
+        stat = storage_stat(await self.run(f"storage stat {path}"))
+        if stat.get("type") != "file":
+            raise FlipperRefused(f"{path} is not a file")
+        size = int(str(stat["size"]))
+        if size > READ_MAX_BYTES:
+            raise FlipperRefused(f"{path} is {size} bytes; reads are limited to {READ_MAX_BYTES}")
+        return storage_read(
+            await self.run(f"storage read {path}", within_s=COMMAND_S + size / 10_000)
+        )
+
+    def _audit_rpc(self, request: str, path: str | None = None) -> None:
+        if request not in RPC_ALLOWED:
+            raise FlipperRefused(f"the hub does not send the RPC request {request} to a Flipper")
+        self._audit(self.device_id, f"rpc {request}" + (f" {path}" if path else ""))
+
+    @contextlib.asynccontextmanager
+    async def _rpc(self) -> AsyncIterator[RpcSession]:
+        """An RPC session holding the line; back to the CLI afterwards, whatever happened.
+
+        A broken exchange (or a session that will not stop cleanly) reopens the port, so the
+        next CLI command finds a fresh shell.
+        """
+        async with self._line.transaction():
+            session = RpcSession(self._line, within_s=self.rpc_within_s, prompt=PROMPT)
+            self._audit(self.device_id, "start_rpc_session")
+            try:
+                try:
+                    await session.start()
+                    yield session
+                finally:
+                    if session.active and not session.broken:
+                        self._audit(self.device_id, "rpc stop_session")
+                        await session.stop()
+            except PortGone:
+                raise NotConnected("Flipper is not connected (it went away mid-command)") from None
+            except BaseException as exc:
+                # broken, or still in RPC mode (the session could not be stopped): start afresh
+                if session.broken or session.active or (isinstance(exc, RpcError) and exc.broken):
+                    log.warning("RPC with %s failed (%s); reopening the port", self.port, exc)
+                    await self._reopen()
+                raise
+        self._last_ok = time.monotonic()
 
     async def signal(self) -> None:
         """Vibrate and blink for a moment so the person can find it in the room."""

@@ -182,22 +182,17 @@ def check_serial_ports() -> Check:
 
 
 def check_bluetooth() -> Check:
-    adapters = sorted(p.name for p in Path("/sys/class/bluetooth").glob("hci*"))
-    if sys.platform.startswith("linux") and not adapters:
+    from drivers.transports.ble import bluetooth_state_blocking
+
+    ready, sentence = bluetooth_state_blocking()
+    if not ready:
         return Check(
             "WARN",
             "bluetooth",
-            "no adapter: BLE devices are unavailable",
-            "plug in a Bluetooth adapter (or enable it in the VM/container)",
+            sentence.split("; fix:")[0],
+            sentence.split("; fix:", 1)[1].strip() if "; fix:" in sentence else "",
         )
-    if sys.platform.startswith("linux") and not Path("/run/dbus/system_bus_socket").exists():
-        return Check(
-            "WARN",
-            "bluetooth",
-            f"adapter {adapters[0]} but no D-Bus system bus",
-            "start dbus and bluetoothd (sudo systemctl start bluetooth)",
-        )
-    return Check("OK", "bluetooth", ", ".join(adapters) or "present")
+    return Check("OK", "bluetooth", sentence)
 
 
 def check_data_dir(home: Path) -> Check:

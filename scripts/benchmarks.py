@@ -737,6 +737,12 @@ async def _invoke_once(http: Any, url: str, auth: dict[str, str], target: str) -
     return (time.perf_counter() - started) * 1000
 
 
+def bench_flipper(runs: int) -> list[Figure]:
+    from scripts.bench_flipper import bench
+
+    return [Figure(name, value, unit, how, [value]) for name, value, unit, how in bench(runs)]
+
+
 BENCHMARKS: dict[str, tuple[Callable[[int], list[Figure]], int]] = {
     "cold_start": (bench_cold_start, 5),
     "embedded_direct": (bench_embedded_direct, 5),
@@ -746,6 +752,7 @@ BENCHMARKS: dict[str, tuple[Callable[[int], list[Figure]], int]] = {
     "first_token_ratio": (bench_first_token_ratio, 10),
     "memory": (bench_memory, 1),
     "devices": (bench_devices, 30),
+    "flipper": (bench_flipper, 10),
 }
 
 

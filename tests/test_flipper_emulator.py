@@ -149,8 +149,6 @@ def test_ctrl_c_at_the_prompt(port: serial.Serial, emulator: FlipperEmulator) ->
 
 def test_unknown_command_is_the_red_line(port: serial.Serial) -> None:
     assert run(port, "frobnicate now") == RED_UNKNOWN % b"frobnicate"
-    # RPC mode is not emulated yet: it answers like any unknown command.
-    assert run(port, "start_rpc_session") == RED_UNKNOWN % b"start_rpc_session"
 
 
 def test_help_lists_commands_in_three_columns(port: serial.Serial) -> None:

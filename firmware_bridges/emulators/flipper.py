@@ -39,8 +39,10 @@ reason; a real host that opens and writes at once races the banner the same way)
 
 Not emulated (yet)
 ------------------
-* The protobuf RPC mode: ``start_rpc_session`` answers with the unknown-command line for now
-  (a later task switches the session to varint-framed PB.Main, hardware.md 1.6).
+* Most of the protobuf RPC: ``start_rpc_session`` switches the session to varint-framed PB.Main
+  (hardware.md 1.6) and answers ping, device info, power info, storage list/read/stat and
+  stop_session; every other request gets ``ERROR_NOT_IMPLEMENTED``. The RPC codec here is the
+  emulator's own (not ``drivers.flipper_rpc``): the two meet on hardware.md's test vectors.
 * The newest official firmware turns ``nfc`` into a sub-shell (prompt ``[nfc]>: ``) that ignores
   its arguments; here ``nfc_style="scanner"`` answers ``nfc scanner`` one-shot (as Momentum does)
   and an unknown NFC sub-command gets the sub-shell's red unknown-command line.
@@ -639,6 +641,134 @@ def _scan(text: str, bases: Sequence[int]) -> list[int]:
 def _usage(cmd: str, usage: str, arg: str) -> str:
     """``cli_print_usage``."""
     return f"{cmd}: illegal option -- {arg}\r\nusage: {cmd} {usage}"
+
+
+# --- protobuf RPC (flipper.proto, system.proto, storage.proto; hardware.md 1.6) ---------------
+# The emulator's own minimal codec: deliberately NOT the driver's, so a bug in one is not hidden
+# by the same bug in the other.
+
+RPC_READ_CHUNK = 512
+"""storage.options: File.data max_size."""
+RPC_LIST_CHUNK = 8
+"""storage.options: ListResponse.file max_count."""
+RPC_OK = 0
+RPC_ERROR_DECODE = 2
+RPC_ERROR_NOT_IMPLEMENTED = 3
+_RPC_FS_STATUS = {
+    FSE_NOT_READY: 5,
+    FSE_EXIST: 6,
+    FSE_NOT_EXIST: 7,
+    FSE_DENIED: 9,
+    FSE_INVALID_NAME: 10,
+    FSE_NOT_IMPLEMENTED: 12,
+}
+# PB.Main content fields used here
+_PB_EMPTY, _PB_STOP = 4, 19
+_PB_PING_REQ, _PB_PING_RESP = 5, 6
+_PB_LIST_REQ, _PB_LIST_RESP = 7, 8
+_PB_READ_REQ, _PB_READ_RESP = 9, 10
+_PB_STAT_REQ, _PB_STAT_RESP = 24, 25
+_PB_INFO_REQ, _PB_INFO_RESP = 32, 33
+_PB_POWER_REQ, _PB_POWER_RESP = 44, 45
+
+
+class _PbError(Exception):
+    """A request that does not decode."""
+
+
+def _pb_varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append(0x80 | (value & 0x7F))
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _pb_uint(number: int, value: int) -> bytes:
+    """A varint field; proto3 leaves out zero."""
+    return _pb_varint(number << 3) + _pb_varint(value) if value else b""
+
+
+def _pb_bytes(number: int, data: bytes) -> bytes:
+    return _pb_varint(number << 3 | 2) + _pb_varint(len(data)) + data
+
+
+def _pb_str(number: int, text: str) -> bytes:
+    return _pb_bytes(number, text.encode()) if text else b""
+
+
+def _pb_file(is_dir: bool, name: str = "", size: int = 0, data: bytes = b"") -> bytes:
+    """PB_Storage.File: type 1 (FILE 0, DIR 1), name 2, size 3, data 4."""
+    return (
+        _pb_uint(1, int(is_dir))
+        + _pb_str(2, name)
+        + _pb_uint(3, size)
+        + (_pb_bytes(4, data) if data else b"")
+    )
+
+
+def _pb_main(
+    command_id: int, content: int, body: bytes, *, status: int = RPC_OK, has_next: bool = False
+) -> bytes:
+    """A framed PB.Main: ``[varint length]`` + command_id 1, command_status 2, has_next 3 and
+    the ``content`` field."""
+    message = (
+        _pb_uint(1, command_id)
+        + _pb_uint(2, status)
+        + _pb_uint(3, int(has_next))
+        + _pb_bytes(content, body)
+    )
+    return _pb_varint(len(message)) + message
+
+
+def _pb_fields(data: bytes) -> dict[int, int | bytes]:
+    """The fields of a message (the last one wins); _PbError when it does not decode."""
+    fields: dict[int, int | bytes] = {}
+    pos = 0
+
+    def varint() -> int:
+        nonlocal pos
+        value = 0
+        for shift in range(0, 70, 7):
+            if pos >= len(data):
+                raise _PbError("truncated varint")
+            byte = data[pos]
+            pos += 1
+            value |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                return value
+        raise _PbError("varint too long")
+
+    while pos < len(data):
+        key = varint()
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            fields[number] = varint()
+        elif wire == 2:
+            size = varint()
+            if pos + size > len(data):
+                raise _PbError("truncated field")
+            fields[number] = data[pos : pos + size]
+            pos += size
+        elif wire in (1, 5):
+            pos += 8 if wire == 1 else 4
+            if pos > len(data):
+                raise _PbError("truncated field")
+        else:
+            raise _PbError(f"wire type {wire}")
+    return fields
+
+
+def _pb_text(fields: dict[int, int | bytes], number: int) -> str:
+    value = fields.get(number, b"")
+    if not isinstance(value, bytes):
+        raise _PbError(f"field {number} is not a string")
+    return value.decode("utf-8", "replace")
+
+
+class _RpcAbort(Exception):
+    """A fault knob cut the answer short: the rest of it is never sent."""
 
 
 Handler = Callable[["_Port", str], None]
@@ -1460,6 +1590,142 @@ class _Port:
 
     # --- Sub-GHz (subghz_cli.c) ---
 
+    # --- protobuf RPC (rpc_cli.c, rpc_system.c, rpc_storage.c) ---
+
+    def cmd_start_rpc_session(self, args: str) -> None:
+        """Speak varint-framed PB.Main until ``stop_session``; the shell then prints its prompt."""
+        while True:
+            body = self._rpc_frame()
+            try:
+                fields = _pb_fields(body)
+                command_id = fields.get(1, 0)
+                if not isinstance(command_id, int):
+                    raise _PbError("command_id is not a varint")
+                command_id &= 0xFFFFFFFF
+            except _PbError:
+                self.out(_pb_main(0, _PB_EMPTY, b"", status=RPC_ERROR_DECODE))
+                continue
+            content = [n for n in fields if 4 <= n <= 62]
+            kind = content[-1] if content else 0
+            payload = fields.get(kind, b"")
+            try:
+                if not isinstance(payload, bytes):
+                    raise _PbError("content is not a message")
+                if kind == _PB_STOP:
+                    self.emu._record_rpc("stop_session")
+                    self.out(_pb_main(command_id, _PB_EMPTY, b""))
+                    return
+                self._rpc_answer(command_id, kind, _pb_fields(payload))
+            except _PbError:
+                self.out(_pb_main(command_id, _PB_EMPTY, b"", status=RPC_ERROR_DECODE))
+            except _RpcAbort:
+                continue
+
+    def _rpc_frame(self) -> bytes:
+        """The next request's bytes (a length prefix over 5 bytes: the rest is dropped)."""
+        length = shift = 0
+        for _ in range(5):
+            byte = self.getc(None)
+            if byte is None:  # pragma: no cover - getc(None) always returns a byte
+                continue
+            length |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:
+                break
+        data = bytearray()
+        while len(data) < length:
+            byte = self.getc(None)
+            if byte is not None:
+                data.append(byte)
+        return bytes(data)
+
+    def _rpc_send(self, frames: list[bytes]) -> None:
+        for frame in frames:
+            fault = self.emu._take_rpc_fault()
+            if fault == "truncate":
+                self.out(frame[: max(1, len(frame) // 2)])
+                raise _RpcAbort
+            if fault == "oversized":
+                self.out(b"\xff" * 9 + b"\x01" + frame)
+                raise _RpcAbort
+            self.out(frame)
+
+    def _rpc_parts(self, command_id: int, content: int, bodies: list[bytes]) -> list[bytes]:
+        """One frame per body, ``has_next`` on all but the last."""
+        last = len(bodies) - 1
+        return [
+            _pb_main(command_id, content, body, has_next=index < last)
+            for index, body in enumerate(bodies)
+        ]
+
+    def _rpc_answer(self, command_id: int, kind: int, request: dict[int, int | bytes]) -> None:
+        state = self.state
+        if kind == _PB_PING_REQ:
+            self.emu._record_rpc("ping")
+            data = request.get(1, b"")
+            body = _pb_bytes(1, data) if isinstance(data, bytes) and data else b""
+            self._rpc_send([_pb_main(command_id, _PB_PING_RESP, body)])
+        elif kind in (_PB_INFO_REQ, _PB_POWER_REQ):
+            info = kind == _PB_INFO_REQ
+            self.emu._record_rpc("device_info" if info else "power_info")
+            rows = state.device_info("_") if info else state.power_info("_")
+            bodies = [_pb_str(1, key) + _pb_str(2, value) for key, value in rows]
+            response = _PB_INFO_RESP if info else _PB_POWER_RESP
+            self._rpc_send(self._rpc_parts(command_id, response, bodies))
+        elif kind in (_PB_LIST_REQ, _PB_READ_REQ, _PB_STAT_REQ):
+            path = _pb_text(request, 1)
+            name = {_PB_LIST_REQ: "list", _PB_READ_REQ: "read", _PB_STAT_REQ: "stat"}[kind]
+            self.emu._record_rpc(f"storage_{name} {path}")
+            storage: dict[int, Callable[[int, str], list[bytes]]] = {
+                _PB_LIST_REQ: self._rpc_storage_list,
+                _PB_READ_REQ: self._rpc_storage_read,
+                _PB_STAT_REQ: self._rpc_storage_stat,
+            }
+            try:
+                frames = storage[kind](command_id, path)
+            except _FsError as exc:
+                status = _RPC_FS_STATUS.get(exc.desc, 1)
+                frames = [_pb_main(command_id, _PB_EMPTY, b"", status=status)]
+            self._rpc_send(frames)
+        else:
+            self.emu._record_rpc(f"unknown {kind}")
+            self._rpc_send([_pb_main(command_id, _PB_EMPTY, b"", status=RPC_ERROR_NOT_IMPLEMENTED)])
+
+    def _rpc_storage_list(self, command_id: int, path: str) -> list[bytes]:
+        if path == "/":
+            files = [_pb_file(True, root) for root in ("int", "ext", "any")]
+        else:
+            directory = self._resolve(path)
+            if self.state.files.get(directory, b"") is not None:
+                raise _FsError(FSE_NOT_EXIST)
+            files = []
+            for child in self.state.children(directory):
+                data = self.state.files[child]
+                name = child.rsplit("/", 1)[1]
+                files.append(_pb_file(data is None, name, len(data or b"")))
+        bodies = [
+            b"".join(_pb_bytes(1, f) for f in files[start : start + RPC_LIST_CHUNK])
+            for start in range(0, len(files), RPC_LIST_CHUNK)
+        ] or [b""]
+        return self._rpc_parts(command_id, _PB_LIST_RESP, bodies)
+
+    def _rpc_storage_read(self, command_id: int, path: str) -> list[bytes]:
+        _, data = self._file(path)
+        chunks = [data[i : i + RPC_READ_CHUNK] for i in range(0, len(data), RPC_READ_CHUNK)]
+        bodies = [_pb_bytes(1, _pb_file(False, size=len(c), data=c)) for c in chunks or [b""]]
+        return self._rpc_parts(command_id, _PB_READ_RESP, bodies)
+
+    def _rpc_storage_stat(self, command_id: int, path: str) -> list[bytes]:
+        if path == "/":
+            file = _pb_file(True)
+        else:
+            resolved = self._resolve(path)
+            if resolved not in self.state.files:
+                raise _FsError(FSE_NOT_EXIST)
+            data = self.state.files[resolved]
+            file = _pb_file(data is None, size=len(data or b""))
+        return [_pb_main(command_id, _PB_STAT_RESP, _pb_bytes(1, file))]
+
     def cmd_subghz(self, args: str) -> None:
         sub, rest = _read_word(args)
         if sub == "rx":
@@ -1701,6 +1967,7 @@ class FlipperEmulator:
         "storage": (_Port.cmd_storage, True),
         "subghz": (_Port.cmd_subghz, False),
         "uptime": (_Port.cmd_uptime, True),
+        "start_rpc_session": (_Port.cmd_start_rpc_session, True),
         "vibro": (_Port.cmd_vibro, False),
     }
     """name -> (handler, parallel safe). Not parallel safe = refused while an app is open."""
@@ -1735,6 +2002,9 @@ class FlipperEmulator:
         self._mute_next = False
         self._stall: bool | None = None
         self._powered_off = False
+        self._rpc_faults: deque[Literal["truncate", "oversized"]] = deque()
+        self.rpc_log: list[str] = []
+        """Every RPC request the device answered, e.g. ``storage_read /ext/a`` or ``ping``."""
 
     # --- plugging ---
 
@@ -1854,6 +2124,25 @@ class FlipperEmulator:
         session), ``unplug``/``replug`` or, with ``ctrl_c_recovers``, an ETX ends the hang."""
         with self._lock:
             self._stall = ctrl_c_recovers
+
+    def truncate_next_rpc_frame(self) -> None:
+        """Send only the first half of the next RPC frame, then nothing more of that answer."""
+        with self._lock:
+            self._rpc_faults.append("truncate")
+
+    def oversized_varint_next_rpc_frame(self) -> None:
+        """Put a 10-byte length varint (over 2^63) in front of the next RPC frame and drop the
+        rest of that answer."""
+        with self._lock:
+            self._rpc_faults.append("oversized")
+
+    def _take_rpc_fault(self) -> Literal["truncate", "oversized"] | None:
+        with self._lock:
+            return _pop(self._rpc_faults)
+
+    def _record_rpc(self, request: str) -> None:
+        with self._lock:
+            self.rpc_log.append(request)
 
     def _take_faults(self) -> tuple[bytes | None, bool, bool | None]:
         with self._lock:
