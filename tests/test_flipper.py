@@ -206,3 +206,26 @@ async def test_without_a_flipper_the_tools_say_so(
 async def hub_health(server: RunningServer) -> int:
     async with aiohttp.ClientSession() as http, http.get(f"{server.url}/api/health") as response:
         return response.status
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "expect"),
+    [
+        ("flipper_listen", {"kind": "ir", "seconds": 1}, "decoded"),
+        ("flipper_files", {"action": "list", "path": "/ext/infrared"}, "tv.ir"),
+        ("flipper_find", {"signal": True}, "vibrated and blinked"),
+        ("flipper_files", {"action": "read", "path": "/ext/../etc/passwd"}, "'..' is refused"),
+    ],
+)
+async def test_every_tool_through_a_chat_turn(
+    hub: RunningServer, fake_ollama: FakeOllama, tool: str, arguments: dict[str, Any], expect: str
+) -> None:
+    call = {"function": {"name": tool, "arguments": arguments}}
+    fake_ollama.script(Reply(chunks=[], tool_calls=[call]), Reply(chunks=["Done."]))
+    transcript = await post_chat(
+        hub.url, {"messages": [{"role": "user", "content": f"use {tool}"}]}, owner_headers(hub)
+    )
+    result = transcript.of_type(c.EV_AFTER_TOOL)[0]["toolResult"]
+    shown = " ".join(block.get("text", "") for block in result["content"])
+    assert expect in shown, result
+    assert transcript.text == "Done."
