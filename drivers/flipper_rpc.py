@@ -17,8 +17,11 @@ the owner of the port should close and reopen it (the firmware then starts a fre
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Protocol, cast
 
 from drivers.flipper_cli import CliError, decode_frame, encode_varint
 from drivers.transports.serial import NoPrompt, SerialLine
@@ -485,27 +488,61 @@ def unframe(buffer: bytes) -> tuple[Main | None, bytes]:
 # --- the session -------------------------------------------------------------------------------
 
 
-class RpcSession:
-    """One RPC session on an open ``SerialLine`` sitting at the shell's prompt.
+class RpcLine(Protocol):
+    """What a session needs of its byte pipe: a ``SerialLine``, or a ``BleSerial`` (BLE)."""
 
-    ``start()`` switches the port to RPC, ``stop()`` back to the text shell. Each call holds the
-    line (``SerialLine.transaction``) for its whole exchange. ``within_s`` bounds the wait for
-    each frame. After an ``RpcError`` with ``broken`` set the session is dead.
+    async def write(self, data: bytes) -> None: ...
+
+    async def read_exactly(self, size: int, *, within_s: float) -> bytes: ...
+
+
+class RpcSession:
+    """One RPC session on an open ``SerialLine`` sitting at the shell's prompt, or on any
+    ``RpcLine`` whose session is already open (``already_open``: the Flipper's BLE serial
+    service carries only RPC, opened by the firmware when the host connects, hardware.md §1.7).
+
+    ``start()`` switches the port to RPC (a no-op when ``already_open``), ``stop()`` back to the
+    text shell (USB only). Each call holds the line (``SerialLine.transaction`` when the line
+    has one, else a lock of the session's own) for its whole exchange. ``within_s`` bounds the
+    wait for each frame. After an ``RpcError`` with ``broken`` set, or any failure of the line
+    mid-exchange, the session is dead (``broken``).
     """
 
-    def __init__(self, line: SerialLine, *, within_s: float = 5.0, prompt: bytes = b">: ") -> None:
+    def __init__(
+        self,
+        line: SerialLine | RpcLine,
+        *,
+        within_s: float = 5.0,
+        prompt: bytes = b">: ",
+        already_open: bool = False,
+    ) -> None:
         self._line = line
         self._within_s = within_s
         self._prompt = prompt
         self._next_id = 1
-        self.active = False
+        self._lock = asyncio.Lock()
+        self.already_open = already_open
+        self.active = already_open
         self.broken = False
 
+    @contextlib.asynccontextmanager
+    async def _held(self) -> AsyncIterator[None]:
+        if isinstance(self._line, SerialLine):
+            async with self._line.transaction():
+                yield
+        else:
+            async with self._lock:
+                yield
+
     async def start(self) -> None:
-        async with self._line.transaction():
+        if self.already_open:
+            return
+        async with self._held():
             await self._line.write(b"start_rpc_session\r")
             try:
-                await self._line.read_until(b"start_rpc_session\r\n", within_s=self._within_s)
+                await cast(SerialLine, self._line).read_until(
+                    b"start_rpc_session\r\n", within_s=self._within_s
+                )
             except NoPrompt as exc:
                 self.broken = True
                 raise RpcError(f"the Flipper did not start an RPC session: {exc}") from None
@@ -517,8 +554,12 @@ class RpcSession:
             raise RpcError("no RPC session is running", broken=self.broken)
         command_id, self._next_id = self._next_id, (self._next_id + 1) & 0xFFFFFFFF or 1
         answers: list[Main] = []
-        async with self._line.transaction():
-            await self._line.write(frame(Main(command_id=command_id, content=request)))
+        async with self._held():
+            try:
+                await self._line.write(frame(Main(command_id=command_id, content=request)))
+            except BaseException:
+                self.broken = True  # part of a frame may have gone out
+                raise
             while True:
                 answer = await self._read_main()
                 if answer.command_id != command_id:
@@ -563,6 +604,9 @@ class RpcSession:
         except RpcError as exc:
             self.broken = True
             raise RpcError(f"corrupt RPC frame: {exc}", broken=True) from None
+        except BaseException:  # the line failed (or we were cancelled) mid-frame
+            self.broken = True
+            raise
 
     async def _content(self, request: Content) -> list[Content]:
         return [m.content for m in await self.call(request) if m.content is not None]
@@ -610,14 +654,16 @@ class RpcSession:
         )
 
     async def stop(self) -> None:
-        """``stop_session``: expects ``Empty``, then reads the shell's prompt."""
+        """``stop_session``: expects ``Empty``, then reads the shell's prompt (USB only)."""
+        if self.already_open:
+            raise RpcError("this session is the link's own (BLE): it is not stopped into a shell")
         answers = await self.call(StopSession())
         self.active = False
         if not any(isinstance(m.content, Empty) for m in answers):
             self.broken = True
             raise RpcError("stop_session was not answered with Empty", broken=True)
         try:
-            await self._line.read_until(self._prompt, within_s=self._within_s)
+            await cast(SerialLine, self._line).read_until(self._prompt, within_s=self._within_s)
         except NoPrompt as exc:
             self.broken = True
             raise RpcError(f"no shell prompt after stop_session: {exc}", broken=True) from None

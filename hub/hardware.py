@@ -12,6 +12,7 @@ from typing import Any
 import sqlite_utils
 
 from drivers.base import load_drivers
+from drivers.flipper_ble import BleAdvertisements
 from hub.config import Settings
 from hub.drivers import DriverManager
 
@@ -55,6 +56,13 @@ def build_manager(settings: Settings, audit: AuditLog, **options: Any) -> Driver
             "enabled": settings.flipper_enabled,
             "deny": list(settings.flipper_deny),
             "audit": audit.sink("flipper"),
-        }
+        },
+        # Device ids over BLE are addresses, not flip_* serial numbers: deny does not apply.
+        "flipper_ble": {
+            "enabled": settings.flipper_enabled,
+            "audit": audit.sink("flipper_ble"),
+            "backend": None,
+        },
     }
+    options.setdefault("advertisements", BleAdvertisements(seconds=2.0))
     return DriverManager(load_drivers(), driver_settings, **options)

@@ -1594,32 +1594,36 @@ class _Port:
 
     def cmd_start_rpc_session(self, args: str) -> None:
         """Speak varint-framed PB.Main until ``stop_session``; the shell then prints its prompt."""
-        while True:
-            body = self._rpc_frame()
-            try:
-                fields = _pb_fields(body)
-                command_id = fields.get(1, 0)
-                if not isinstance(command_id, int):
-                    raise _PbError("command_id is not a varint")
-                command_id &= 0xFFFFFFFF
-            except _PbError:
-                self.out(_pb_main(0, _PB_EMPTY, b"", status=RPC_ERROR_DECODE))
-                continue
-            content = [n for n in fields if 4 <= n <= 62]
-            kind = content[-1] if content else 0
-            payload = fields.get(kind, b"")
-            try:
-                if not isinstance(payload, bytes):
-                    raise _PbError("content is not a message")
-                if kind == _PB_STOP:
-                    self.emu._record_rpc("stop_session")
-                    self.out(_pb_main(command_id, _PB_EMPTY, b""))
-                    return
-                self._rpc_answer(command_id, kind, _pb_fields(payload))
-            except _PbError:
-                self.out(_pb_main(command_id, _PB_EMPTY, b"", status=RPC_ERROR_DECODE))
-            except _RpcAbort:
-                continue
+        while self._rpc_request(self._rpc_frame()):
+            pass
+
+    def _rpc_request(self, body: bytes) -> bool:
+        """Answer one request (a PB.Main without its length); False after ``stop_session``."""
+        try:
+            fields = _pb_fields(body)
+            command_id = fields.get(1, 0)
+            if not isinstance(command_id, int):
+                raise _PbError("command_id is not a varint")
+            command_id &= 0xFFFFFFFF
+        except _PbError:
+            self.out(_pb_main(0, _PB_EMPTY, b"", status=RPC_ERROR_DECODE))
+            return True
+        content = [n for n in fields if 4 <= n <= 62]
+        kind = content[-1] if content else 0
+        payload = fields.get(kind, b"")
+        try:
+            if not isinstance(payload, bytes):
+                raise _PbError("content is not a message")
+            if kind == _PB_STOP:
+                self.emu._record_rpc("stop_session")
+                self.out(_pb_main(command_id, _PB_EMPTY, b""))
+                return False
+            self._rpc_answer(command_id, kind, _pb_fields(payload))
+        except _PbError:
+            self.out(_pb_main(command_id, _PB_EMPTY, b"", status=RPC_ERROR_DECODE))
+        except _RpcAbort:
+            pass
+        return True
 
     def _rpc_frame(self) -> bytes:
         """The next request's bytes (a length prefix over 5 bytes: the rest is dropped)."""
@@ -2180,6 +2184,66 @@ class FlipperEmulator:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class _RpcOverBle(_Port):
+    """The RPC half of a ``_Port`` with no pty under it: what the Flipper's BLE serial service
+    carries (hardware.md §1.7: only RPC, the session open from the moment the host connects).
+
+    It reuses the port's own RPC answers (``_rpc_request`` and what it calls), so USB and BLE
+    answer from one codec and one ``FlipperState``. ``_Port.__init__`` (which opens a pty) is
+    deliberately not called: only ``emu``, ``state`` and ``out`` are used on this path.
+    """
+
+    def __init__(self, emulator: FlipperEmulator) -> None:
+        self.emu = emulator
+        self.state = emulator.state
+        self.inbuf = bytearray()
+        self.answers = bytearray()
+
+    def out(self, data: bytes | str) -> None:
+        self.answers += data.encode() if isinstance(data, str) else data
+
+    def feed(self, data: bytes) -> bytes | None:
+        """Buffer ``data``; answer every complete frame in it; the rest waits for more."""
+        self.inbuf += data
+        while self.inbuf:
+            length = shift = used = 0
+            complete = False
+            for byte in self.inbuf[:5]:
+                used += 1
+                length |= (byte & 0x7F) << shift
+                shift += 7
+                if byte < 0x80:
+                    complete = True
+                    break
+            if not complete and used < 5:
+                break  # the length prefix itself is still arriving
+            if len(self.inbuf) < used + length:
+                break
+            body = bytes(self.inbuf[used : used + length])
+            del self.inbuf[: used + length]
+            # stop_session over BLE: answered with Empty; the link keeps its RPC session
+            self._rpc_request(body)
+        answers, self.answers = bytes(self.answers), bytearray()
+        return answers or None
+
+
+def rpc_responder(
+    state: FlipperState | None = None, *, emulator: FlipperEmulator | None = None
+) -> Callable[[bytes], bytes | None]:
+    """An ``on_receive`` for ``firmware_bridges.emulators.ble.EmulatedPeripheral``: the bytes the
+    host wrote (any split) in, the framed RPC answers out (None while a frame is incomplete).
+
+    ``state`` is the device's (e.g. the one a USB ``FlipperEmulator`` also serves); pass
+    ``emulator`` instead to get its ``rpc_log`` and RPC fault knobs
+    (``truncate_next_rpc_frame``...). A fresh one is made (never started: no pty) otherwise.
+    """
+    if emulator is None:
+        emulator = FlipperEmulator(state)
+    elif state is not None and state is not emulator.state:
+        raise ValueError("give the state or an emulator, not two different states")
+    return _RpcOverBle(emulator).feed
 
 
 @contextlib.contextmanager

@@ -14,23 +14,41 @@ from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
 from drivers.flipper import FlipperDriver, FlipperRefused, NotConnected
+from drivers.flipper_ble import FlipperBleDriver
 from drivers.flipper_cli import CliError
 from hub.agent.tools.context import ToolContext, failed, ok, turn_context
 
 NOT_CONNECTED = "Flipper is not connected"
 
+Flipper = FlipperDriver | FlipperBleDriver
 
-def _attached(ctx: ToolContext) -> FlipperDriver | None:
+
+def _attached(ctx: ToolContext) -> Flipper | None:
+    """The attached Flipper: over USB when it is (the CLI can do more), else over BLE."""
     for driver in ctx.hub.drivers.online("flipper"):
         if isinstance(driver, FlipperDriver):
+            return driver
+    for driver in ctx.hub.drivers.online("flipper_ble"):
+        if isinstance(driver, FlipperBleDriver):
             return driver
     return None
 
 
+def _bluetooth_problem(ctx: ToolContext) -> str:
+    """Why a Flipper seen over Bluetooth is not usable (e.g. it needs pairing), or ""."""
+    problems = [
+        str(r["detail"])
+        for r in ctx.hub.drivers.records()
+        if r["driver"] == FlipperBleDriver.name and r["status"] == "error"
+    ]
+    return f"; over Bluetooth: {'; '.join(problems)}" if problems else ""
+
+
 async def _use(tool_context: StrandsToolContext, action: Any) -> dict[str, Any]:
-    flipper = _attached(turn_context(tool_context))
+    ctx = turn_context(tool_context)
+    flipper = _attached(ctx)
     if flipper is None:
-        return failed(f"{NOT_CONNECTED} to this hub (plug it in over USB)")
+        return failed(f"{NOT_CONNECTED} to this hub (plug it in over USB){_bluetooth_problem(ctx)}")
     try:
         result: dict[str, Any] = await action(flipper)
     except NotConnected as exc:
@@ -44,7 +62,7 @@ async def _use(tool_context: StrandsToolContext, action: Any) -> dict[str, Any]:
 async def flipper_status(tool_context: StrandsToolContext) -> dict[str, Any]:
     """The Flipper Zero attached to this hub: model, name, firmware, battery, connection."""
 
-    async def status(flipper: FlipperDriver) -> dict[str, Any]:
+    async def status(flipper: Flipper) -> dict[str, Any]:
         summary = await flipper.summary()
         battery = summary["battery"]
         return ok(
@@ -71,7 +89,7 @@ async def flipper_listen(
         frequency: for subghz, in Hz (default 433920000).
     """
 
-    async def listen(flipper: FlipperDriver) -> dict[str, Any]:
+    async def listen(flipper: Flipper) -> dict[str, Any]:
         heard = await flipper.listen(kind, seconds, frequency)
         items = heard.get("packets") or heard.get("signals") or heard.get("found") or []
         return ok(f"Listened {heard['seconds']} s for {kind}: {len(items)} decoded.", **heard)
@@ -88,7 +106,7 @@ async def flipper_files(action: str, path: str, tool_context: StrandsToolContext
         path: an absolute path such as /ext/subghz.
     """
 
-    async def files(flipper: FlipperDriver) -> dict[str, Any]:
+    async def files(flipper: Flipper) -> dict[str, Any]:
         found = await flipper.files(action, path)
         if action == "list":
             names = ", ".join(e["name"] + ("/" if e["dir"] else "") for e in found["entries"])
@@ -114,13 +132,14 @@ async def flipper_find(tool_context: StrandsToolContext, signal: bool = False) -
         if signal:
             try:
                 await flipper.signal()
-            except (NotConnected, CliError) as exc:
+            except (NotConnected, FlipperRefused, CliError) as exc:
                 return failed(str(exc))
         said = " It vibrated and blinked red." if signal else ""
+        over = "Bluetooth LE" if isinstance(flipper, FlipperBleDriver) else "USB"
         return ok(
-            f"Flipper '{flipper.device_name}' is attached to this hub over USB "
+            f"Flipper '{flipper.device_name}' is attached to this hub over {over} "
             f"({flipper.port}).{said}",
-            where="usb",
+            where="ble" if isinstance(flipper, FlipperBleDriver) else "usb",
             port=flipper.port,
             signalled=signal,
         )

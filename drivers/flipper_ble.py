@@ -1,0 +1,288 @@
+"""The Flipper Zero over Bluetooth LE: status and files through the protobuf RPC.
+
+Over BLE the Flipper's "serial" GATT service carries ONLY the protobuf RPC (no text CLI), and
+the firmware opens the RPC session itself when the host connects (hardware.md §1.7): so this
+driver never sends ``start_rpc_session`` or ``stop_session``; it speaks ``drivers/flipper_rpc.py``
+frames over a ``BleSerial`` from the moment the link is up. What the RPC cannot do (there is no
+radio receive in it, and the hub's "find me" uses CLI-only ``vibro``/``led``) is refused with
+a sentence that says to plug the Flipper in over USB.
+
+Config (from the driver manager's ``flipper_ble`` section): ``backend`` is bleak's backend seam
+(None in production; tests pass ``firmware_bridges.emulators.ble``'s client backend),
+``audit`` the hub's audit sink, ``pair`` asks bleak to pair while connecting (default False: pair
+once with ``bluetoothctl``, typing the PIN the Flipper shows). Every RPC request is audited as
+``rpc <request> [<path>]`` before it is written, and only read-only requests are sent.
+
+A connected Flipper stops advertising, so a plain scan stops seeing it once this driver holds
+the link, and the manager would take it for gone: :class:`BleAdvertisements` (the manager's
+``advertisements=`` source) keeps reporting every address a running driver holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, ClassVar, TypeVar
+
+from drivers.base import Advertisement, BleMatcher, Driver, DriverStatus
+from drivers.flipper import (
+    COMMAND_S,
+    READ_MAX_BYTES,
+    RPC_ALLOWED,
+    FlipperRefused,
+    NotConnected,
+    checked_path,
+)
+from drivers.flipper_cli import CliError
+from drivers.flipper_rpc import RpcError, RpcSession
+from drivers.transports.ble import (
+    FLIPPER_PROFILE,
+    BleError,
+    BleNotPaired,
+    BleSerial,
+    BleTimeout,
+    BleUnavailable,
+    ClientBackend,
+    ScannerBackend,
+    scan,
+)
+
+log = logging.getLogger(__name__)
+
+USB_ONLY = "not available over Bluetooth; plug the Flipper in over USB"
+PING = b"tiny-hub"
+_T = TypeVar("_T")
+
+# Addresses whose link a running driver holds -> the name to report them under (upper case keys).
+_held: dict[str, str] = {}
+
+
+class NotOverBluetooth(FlipperRefused):
+    """The request needs the USB CLI (radio receive, vibro/LED)."""
+
+
+def _number(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _first(values: Mapping[str, str], *keys: str) -> str | None:
+    """The first key present: RPC info keys are ``_``-joined on older firmware, ``.`` on newer."""
+    return next((values[k] for k in keys if k in values), None)
+
+
+class FlipperBleDriver(Driver):
+    name: ClassVar[str] = "flipper_ble"
+    # The advertised 16-bit UUID is 0x3080 OR'ed with the body colour: match the name instead.
+    ble: ClassVar[tuple[BleMatcher, ...]] = (BleMatcher(local_name="Flipper *"),)
+    capabilities: ClassVar[tuple[str, ...]] = ("flipper", "storage")
+
+    def __init__(self, device_id: str, port: str, config: Mapping[str, Any]) -> None:
+        super().__init__(device_id, port, config)
+        backend: ClientBackend | None = config.get("backend")
+        self._link = BleSerial(FLIPPER_PROFILE, backend=backend, pair=bool(config.get("pair")))
+        self._audit: Callable[[str, str], None] = config.get("audit") or (lambda _d, _c: None)
+        self._session: RpcSession | None = None
+        self._lock = asyncio.Lock()
+        self._last_ok = 0.0
+        self._stopped = False
+        self.info: dict[str, str] = {}
+        self.rpc_within_s = COMMAND_S
+        """How long one RPC frame may take before the exchange counts as broken."""
+
+    # --- the manager's side -------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self._rpc("ping", None, lambda s: s.ping(PING))
+        self.info = await self._rpc("device_info", None, lambda s: s.device_info())
+        if _first(self.info, "hardware_model", "hardware.model") is None:
+            raise CliError("this device answered device_info without a hardware_model")
+        _held[self.port.upper()] = f"Flipper {self.device_name}"
+
+    async def stop(self) -> None:
+        self._stopped = True
+        _held.pop(self.port.upper(), None)
+        self._session = None
+        await self._link.disconnect()
+
+    def status(self) -> DriverStatus:
+        if not self._link.is_connected:
+            return DriverStatus("offline", "Flipper is not connected (the Bluetooth link is down)")
+        return DriverStatus(
+            "online", f"Flipper {self.device_name}, firmware {self.firmware}, over Bluetooth LE"
+        )
+
+    async def probe(self) -> bool:
+        if self._lock.locked() or time.monotonic() - self._last_ok < 2.0:
+            return self._link.is_connected
+        if not self._link.is_connected:
+            return False
+        try:
+            async with asyncio.timeout(2.0):
+                await self._rpc("ping", None, lambda s: s.ping(PING))
+        except (NotConnected, CliError, TimeoutError):
+            return False
+        return True
+
+    # --- what the tools ask -------------------------------------------------------------------
+
+    @property
+    def device_name(self) -> str:
+        return _first(self.info, "hardware_name", "hardware.name") or "?"
+
+    @property
+    def firmware(self) -> str:
+        return _first(self.info, "firmware_version", "firmware.version") or "?"
+
+    async def summary(self) -> dict[str, Any]:
+        power = await self._rpc("power_info", None, lambda s: s.power_info())
+        return {
+            "model": _first(self.info, "hardware_model", "hardware.model"),
+            "name": self.device_name,
+            "firmware": self.firmware,
+            "battery": {
+                "level": _number(_first(power, "charge.level", "charge_level")),
+                "state": _first(power, "charge.state", "charge_state"),
+                "voltage_mV": _number(_first(power, "battery.voltage", "battery_voltage")),
+            },
+            "connection": f"Bluetooth LE {self.port}",
+        }
+
+    async def files(self, action: str, path: str) -> dict[str, Any]:
+        path = checked_path(path)
+        if action == "list":
+            entries = await self._rpc("storage_list", path, lambda s: s.storage_list(path))
+            return {
+                "path": path,
+                "entries": [{"name": e.name, "dir": e.is_dir, "size": e.size} for e in entries],
+            }
+        if action == "stat":
+            stat = await self._rpc("storage_stat", path, lambda s: s.storage_stat(path))
+            # the same shape as the USB driver's (``storage stat`` on the CLI)
+            shape: dict[str, Any] = {"type": "dir"} if stat.is_dir else {"type": "file"}
+            if not stat.is_dir:
+                shape["size"] = stat.size
+            return {"path": path, **shape}
+        if action == "read":
+            data = await self.read_file(path)
+            return {"path": path, "size": len(data), "text": data.decode("utf-8", "replace")}
+        raise FlipperRefused("action must be list, stat or read")
+
+    async def read_file(self, path: str) -> bytes:
+        """A file's bytes (stat, then read), at most READ_MAX_BYTES."""
+        path = checked_path(path)
+        stat = await self._rpc("storage_stat", path, lambda s: s.storage_stat(path))
+        if stat.is_dir:
+            raise FlipperRefused(f"{path} is not a file")
+        if stat.size > READ_MAX_BYTES:
+            raise FlipperRefused(
+                f"{path} is {stat.size} bytes; reads are limited to {READ_MAX_BYTES}"
+            )
+        data = await self._rpc("storage_read", path, lambda s: s.storage_read(path))
+        if len(data) != stat.size:
+            raise CliError(f"storage read was cut short: {len(data)} of {stat.size} bytes")
+        return data
+
+    async def listen(self, kind: str, seconds: int, frequency: int) -> dict[str, Any]:
+        raise NotOverBluetooth(f"listening for {kind} is {USB_ONLY}")
+
+    async def signal(self) -> None:
+        raise NotOverBluetooth(f"vibrating and blinking (find me) is {USB_ONLY}")
+
+    # --- the link -----------------------------------------------------------------------------
+
+    async def _rpc(
+        self, request: str, path: str | None, exchange: Callable[[RpcSession], Awaitable[_T]]
+    ) -> _T:
+        """One audited RPC request; BLE failures become NotConnected / CliError sentences."""
+        if request not in RPC_ALLOWED:
+            raise FlipperRefused(f"the hub does not send the RPC request {request} to a Flipper")
+        async with self._lock, self._ble_errors():
+            session = await self._live_session()
+            self._audit(self.device_id, f"rpc {request}" + (f" {path}" if path else ""))
+            try:
+                result = await exchange(session)
+            except RpcError as exc:
+                if exc.broken or session.broken:
+                    log.warning("RPC with %s failed (%s); reconnecting", self.port, exc)
+                    await self._drop()
+                raise
+            except BaseException:
+                if session.broken:  # the stream is at an unknown place: start afresh
+                    await self._drop()
+                raise
+        self._last_ok = time.monotonic()
+        return result
+
+    async def _live_session(self) -> RpcSession:
+        """The open session; (re)connecting when there is none (the firmware opens it)."""
+        if self._stopped:
+            raise NotConnected("Flipper is not connected (its Bluetooth driver was stopped)")
+        if self._session is not None and not self._session.broken and self._link.is_connected:
+            return self._session
+        await self._drop()
+        await self._link.connect(self.port)
+        self._session = RpcSession(self._link, within_s=self.rpc_within_s, already_open=True)
+        return self._session
+
+    async def _drop(self) -> None:
+        self._session = None
+        await self._link.disconnect()
+
+    @contextlib.asynccontextmanager
+    async def _ble_errors(self) -> AsyncIterator[None]:
+        try:
+            yield
+        except BleTimeout as exc:
+            raise CliError(f"the Flipper did not answer over Bluetooth: {exc}") from None
+        except BleNotPaired as exc:
+            raise NotConnected(str(exc)) from None
+        except BleError as exc:
+            raise NotConnected(f"Flipper is not connected over Bluetooth ({exc})") from None
+
+
+class BleAdvertisements:
+    """The driver manager's ``advertisements=`` source: ``scan(seconds, backend)`` each call.
+
+    No usable Bluetooth (no adapter, no BlueZ, no D-Bus) yields no advertisements and is logged
+    once (and once more when it works again), so USB keeps working on a machine with no radio.
+    A Flipper that a running ``FlipperBleDriver`` holds stops advertising; it is reported under
+    its last advertisement while the driver holds it, so the manager does not take it for gone.
+    """
+
+    def __init__(self, seconds: float = 2.0, backend: ScannerBackend | None = None) -> None:
+        self.seconds = seconds
+        self.backend = backend
+        self._seen: dict[str, Advertisement] = {}
+        self._problem: str | None = None
+
+    async def __call__(self) -> list[Advertisement]:
+        try:
+            found = await scan(self.seconds, self.backend)
+        except BleError as exc:
+            self._say(str(exc), unavailable=isinstance(exc, BleUnavailable))
+            return []
+        self._say(None)
+        for adv in found:
+            self._seen[adv.address.upper()] = adv
+        addresses = {adv.address.upper() for adv in found}
+        for address, name in list(_held.items()):
+            if address not in addresses:
+                found.append(self._seen.get(address) or Advertisement(address, local_name=name))
+        return found
+
+    def _say(self, problem: str | None, *, unavailable: bool = False) -> None:
+        if problem == self._problem:
+            return
+        if problem is None:
+            log.info("Bluetooth scanning works again")
+        elif unavailable:
+            log.warning("Bluetooth LE devices are unreachable: %s", problem)
+        else:
+            log.warning("Bluetooth scan failed (retrying every scan): %s", problem)
+        self._problem = problem
