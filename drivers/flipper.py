@@ -68,7 +68,15 @@ ALLOWED = (
 )
 ALLOWED_PREFIXES = ("storage list ", "storage stat ", "storage read ", "subghz rx ", "led ")
 # RPC requests the driver may send (read-only ones), as audited: "rpc <request> [<path>]".
-RPC_ALLOWED = ("storage_stat", "storage_read", "storage_list", "device_info", "power_info", "ping")
+RPC_ALLOWED = (
+    "storage_stat",
+    "storage_read",
+    "storage_list",
+    "device_info",
+    "power_info",
+    "ping",
+    "play_audiovisual_alert",
+)
 
 
 class NotConnected(Exception):
@@ -351,7 +359,11 @@ class FlipperDriver(Driver):
         self._last_ok = time.monotonic()
 
     async def signal(self) -> None:
-        """Vibrate and blink for a moment so the person can find it in the room."""
+        """Beep, blink and vibrate (the RPC's audiovisual alert), then a second of vibration and
+        red light from the CLI, so the person can find it in the room."""
+        async with self._rpc() as session:
+            self._audit_rpc("play_audiovisual_alert")
+            await session.alert()
         await self.run("vibro 1")
         await self.run("led r 255")
         await asyncio.sleep(1.0)

@@ -192,7 +192,8 @@ class FlipperBleDriver(Driver):
         raise NotOverBluetooth(f"listening for {kind} is {USB_ONLY}")
 
     async def signal(self) -> None:
-        raise NotOverBluetooth(f"vibrating and blinking (find me) is {USB_ONLY}")
+        """The RPC's audiovisual alert: the Flipper beeps, blinks and vibrates."""
+        await self._rpc("play_audiovisual_alert", None, lambda s: s.alert())
 
     # --- the link -----------------------------------------------------------------------------
 

@@ -136,6 +136,11 @@ class DeviceInfoRequest:
 
 
 @dataclass(frozen=True)
+class AudiovisualAlertRequest:
+    """Beep, blink and vibrate: what "find my Flipper" asks for (Main field 38)."""
+
+
+@dataclass(frozen=True)
 class DeviceInfoResponse:
     key: str = ""
     value: str = ""
@@ -197,6 +202,7 @@ Content = (
     | PingResponse
     | DeviceInfoRequest
     | DeviceInfoResponse
+    | AudiovisualAlertRequest
     | PowerInfoRequest
     | PowerInfoResponse
     | ListRequest
@@ -383,6 +389,8 @@ def _encode_content(content: Content) -> tuple[int, bytes]:
             return 6, _bytes_field(1, data)
         case DeviceInfoRequest():
             return 32, b""
+        case AudiovisualAlertRequest():
+            return 38, b""
         case DeviceInfoResponse(key, value):
             return 33, _text_field(1, key) + _text_field(2, value)
         case PowerInfoRequest():
@@ -420,6 +428,7 @@ _DECODERS: dict[int, Callable[[bytes], Content]] = {
     5: lambda b: PingRequest(_one_bytes(b)),
     6: lambda b: PingResponse(_one_bytes(b)),
     32: _no_fields(DeviceInfoRequest),
+    38: _no_fields(AudiovisualAlertRequest),
     33: lambda b: DeviceInfoResponse(*_key_value(b)),
     44: _no_fields(PowerInfoRequest),
     45: lambda b: PowerInfoResponse(*_key_value(b)),
@@ -616,6 +625,10 @@ class RpcSession:
             if isinstance(content, PingResponse):
                 return content.data
         raise RpcError("ping was not answered with a PingResponse")
+
+    async def alert(self) -> None:
+        """Play the audiovisual alert: the Flipper beeps, blinks and vibrates."""
+        await self.call(AudiovisualAlertRequest())
 
     async def device_info(self) -> dict[str, str]:
         return {

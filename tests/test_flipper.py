@@ -145,14 +145,16 @@ async def test_find_signals_and_every_command_is_audited(
     found = await use(hub, flipper_find, signal=True)
     assert "attached to this hub over USB" in text(found)
     assert True in emulator.state.vibro_log and emulator.state.led_log
+    assert emulator.state.alerts == 1, "the RPC alert beeps, blinks and vibrates"
     async with (
         aiohttp.ClientSession() as http,
         http.get(f"{hub.url}/api/drivers/audit", headers=owner_headers(hub)) as response,
     ):
         audited = [row["command"] for row in (await response.json())["commands"]]
-    assert {"device_info", "vibro 1", "vibro 0"} <= set(audited)
+    assert {"device_info", "vibro 1", "vibro 0", "rpc play_audiovisual_alert"} <= set(audited)
     sent = [line for line in emulator.sent if line]
-    assert sent == [line for line in reversed(audited) if line], "nothing unaudited was sent"
+    cli_audited = [line for line in reversed(audited) if line and not line.startswith("rpc ")]
+    assert sent == cli_audited, "nothing unaudited was sent"
     assert emulator.state.transmit_log == [], "no transmit command is reachable"
 
 
@@ -213,7 +215,7 @@ async def hub_health(server: RunningServer) -> int:
     [
         ("flipper_listen", {"kind": "ir", "seconds": 1}, "decoded"),
         ("flipper_files", {"action": "list", "path": "/ext/infrared"}, "tv.ir"),
-        ("flipper_find", {"signal": True}, "vibrated and blinked"),
+        ("flipper_find", {"signal": True}, "beeped, blinked and vibrated"),
         ("flipper_files", {"action": "read", "path": "/ext/../etc/passwd"}, "'..' is refused"),
     ],
 )

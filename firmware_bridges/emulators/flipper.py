@@ -393,6 +393,7 @@ class FlipperState:
     # what the "hardware" did
     vibro: bool = False
     vibro_log: list[bool] = field(default_factory=list)
+    alerts: int = 0  # RPC audiovisual alerts played (beep, blink, vibrate)
     """Every ``vibro 0|1`` that reached the motor (True = on): assert "find my flipper" here."""
     leds: dict[str, int] = field(default_factory=lambda: {"r": 0, "g": 0, "b": 0, "bl": 0})
     led_log: list[tuple[str, int]] = field(default_factory=list)
@@ -670,6 +671,7 @@ _PB_READ_REQ, _PB_READ_RESP = 9, 10
 _PB_STAT_REQ, _PB_STAT_RESP = 24, 25
 _PB_INFO_REQ, _PB_INFO_RESP = 32, 33
 _PB_POWER_REQ, _PB_POWER_RESP = 44, 45
+_PB_ALERT_REQ = 38
 
 
 class _PbError(Exception):
@@ -1691,6 +1693,10 @@ class _Port:
                 status = _RPC_FS_STATUS.get(exc.desc, 1)
                 frames = [_pb_main(command_id, _PB_EMPTY, b"", status=status)]
             self._rpc_send(frames)
+        elif kind == _PB_ALERT_REQ:
+            self.emu._record_rpc("play_audiovisual_alert")
+            state.alerts += 1
+            self._rpc_send([_pb_main(command_id, _PB_EMPTY, b"")])
         else:
             self.emu._record_rpc(f"unknown {kind}")
             self._rpc_send([_pb_main(command_id, _PB_EMPTY, b"", status=RPC_ERROR_NOT_IMPLEMENTED)])

@@ -121,10 +121,10 @@ async def flipper_files(action: str, path: str, tool_context: StrandsToolContext
 @tool(name="flipper_find", context=True)
 async def flipper_find(tool_context: StrandsToolContext, signal: bool = False) -> dict[str, Any]:
     """Where the person's Flipper is: attached to this hub, or reported by one of their other
-    devices. With signal, it vibrates and blinks so they can find it in the room.
+    devices. With signal, it beeps, blinks and vibrates so they can find it in the room.
 
     Args:
-        signal: make it vibrate and blink (when attached to this hub).
+        signal: make it beep, blink and vibrate (when attached to this hub).
     """
     ctx = turn_context(tool_context)
     flipper = _attached(ctx)
@@ -134,7 +134,7 @@ async def flipper_find(tool_context: StrandsToolContext, signal: bool = False) -
                 await flipper.signal()
             except (NotConnected, FlipperRefused, CliError) as exc:
                 return failed(str(exc))
-        said = " It vibrated and blinked red." if signal else ""
+        said = " It beeped, blinked and vibrated." if signal else ""
         over = "Bluetooth LE" if isinstance(flipper, FlipperBleDriver) else "USB"
         return ok(
             f"Flipper '{flipper.device_name}' is attached to this hub over {over} "
