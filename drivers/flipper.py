@@ -17,6 +17,7 @@ Not yet here: BLE (next step of the drivers issue).
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import contextlib
 import logging
@@ -123,7 +124,33 @@ def checked_frequency(frequency: Any) -> int:
     return frequency
 
 
-class FlipperDriver(Driver):
+class FlipperFiles(abc.ABC):
+    """``files(list|stat|read)`` with one path check and one answer shape, whichever way the
+    Flipper is reached (the CLI over USB, the RPC over BLE)."""
+
+    async def files(self, action: str, path: str) -> dict[str, Any]:
+        path = checked_path(path)
+        if action == "list":
+            return {"path": path, "entries": await self._list(path)}
+        if action == "stat":
+            return {"path": path, **await self._stat(path)}
+        if action == "read":
+            data = await self.read_file(path)
+            return {"path": path, "size": len(data), "text": data.decode("utf-8", "replace")}
+        raise FlipperRefused("action must be list, stat or read")
+
+    @abc.abstractmethod
+    async def _list(self, path: str) -> list[dict[str, Any]]: ...
+
+    @abc.abstractmethod
+    async def _stat(self, path: str) -> dict[str, Any]:
+        """``{"type": "file", "size": n}`` or ``{"type": "dir"}``."""
+
+    @abc.abstractmethod
+    async def read_file(self, path: str) -> bytes: ...
+
+
+class FlipperDriver(FlipperFiles, Driver):
     name: ClassVar[str] = "flipper"
     # 0483:5740 is ST's generic virtual COM port: the Flipper's serial number or product name
     # must also match, or any STM32 gadget would be taken for a Flipper.
@@ -279,20 +306,12 @@ class FlipperDriver(Driver):
             return nfc_protocols(output)
         raise CliError("this firmware has neither `nfc scanner` nor `nfc detect`")
 
-    async def files(self, action: str, path: str) -> dict[str, Any]:
-        path = checked_path(path)
-        if action == "list":
-            entries = storage_list(await self.run(f"storage list {path}"))
-            return {
-                "path": path,
-                "entries": [{"name": e.name, "dir": e.is_dir, "size": e.size} for e in entries],
-            }
-        if action == "stat":
-            return {"path": path, **storage_stat(await self.run(f"storage stat {path}"))}
-        if action == "read":
-            data = await self.read_file(path)
-            return {"path": path, "size": len(data), "text": data.decode("utf-8", "replace")}
-        raise FlipperRefused("action must be list, stat or read")
+    async def _list(self, path: str) -> list[dict[str, Any]]:
+        entries = storage_list(await self.run(f"storage list {path}"))
+        return [{"name": e.name, "dir": e.is_dir, "size": e.size} for e in entries]
+
+    async def _stat(self, path: str) -> dict[str, Any]:
+        return storage_stat(await self.run(f"storage stat {path}"))
 
     async def read_file(self, path: str) -> bytes:
         """A file's bytes over RPC (stat, then read, in one session), at most READ_MAX_BYTES."""

@@ -32,6 +32,7 @@ from drivers.flipper import (
     COMMAND_S,
     READ_MAX_BYTES,
     RPC_ALLOWED,
+    FlipperFiles,
     FlipperRefused,
     NotConnected,
     checked_path,
@@ -76,7 +77,7 @@ def _first(values: Mapping[str, str], *keys: str) -> str | None:
     return next((values[k] for k in keys if k in values), None)
 
 
-class FlipperBleDriver(Driver):
+class FlipperBleDriver(FlipperFiles, Driver):
     name: ClassVar[str] = "flipper_ble"
     # The advertised 16-bit UUID is 0x3080 OR'ed with the body colour: match the name instead.
     ble: ClassVar[tuple[BleMatcher, ...]] = (BleMatcher(local_name="Flipper *"),)
@@ -153,25 +154,13 @@ class FlipperBleDriver(Driver):
             "connection": f"Bluetooth LE {self.port}",
         }
 
-    async def files(self, action: str, path: str) -> dict[str, Any]:
-        path = checked_path(path)
-        if action == "list":
-            entries = await self._rpc("storage_list", path, lambda s: s.storage_list(path))
-            return {
-                "path": path,
-                "entries": [{"name": e.name, "dir": e.is_dir, "size": e.size} for e in entries],
-            }
-        if action == "stat":
-            stat = await self._rpc("storage_stat", path, lambda s: s.storage_stat(path))
-            # the same shape as the USB driver's (``storage stat`` on the CLI)
-            shape: dict[str, Any] = {"type": "dir"} if stat.is_dir else {"type": "file"}
-            if not stat.is_dir:
-                shape["size"] = stat.size
-            return {"path": path, **shape}
-        if action == "read":
-            data = await self.read_file(path)
-            return {"path": path, "size": len(data), "text": data.decode("utf-8", "replace")}
-        raise FlipperRefused("action must be list, stat or read")
+    async def _list(self, path: str) -> list[dict[str, Any]]:
+        entries = await self._rpc("storage_list", path, lambda s: s.storage_list(path))
+        return [{"name": e.name, "dir": e.is_dir, "size": e.size} for e in entries]
+
+    async def _stat(self, path: str) -> dict[str, Any]:
+        stat = await self._rpc("storage_stat", path, lambda s: s.storage_stat(path))
+        return {"type": "dir"} if stat.is_dir else {"type": "file", "size": stat.size}
 
     async def read_file(self, path: str) -> bytes:
         """A file's bytes (stat, then read), at most READ_MAX_BYTES."""
