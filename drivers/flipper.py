@@ -252,6 +252,7 @@ class FlipperDriver(FlipperFiles, Driver):
                 "voltage_mV": _number(power.get("battery.voltage") or power.get("battery_voltage")),
             },
             "connection": f"USB serial on {self.port}",
+            "running_app": running_app(await self.run("loader info")),
         }
 
     async def _power(self) -> dict[str, str]:
@@ -388,6 +389,12 @@ class FlipperDriver(FlipperFiles, Driver):
         await asyncio.sleep(1.0)
         await self.run("vibro 0")
         await self.run("led r 0")
+
+
+def running_app(output: bytes) -> str | None:
+    """``loader info``: ``Application "Sub-GHz" is running`` → "Sub-GHz"; nothing running → None."""
+    match = re.search(rb'Application "([^"]+)" is running', output)
+    return match.group(1).decode("utf-8", "replace") if match else None
 
 
 def _number(value: str | None) -> float | None:

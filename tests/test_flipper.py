@@ -75,6 +75,7 @@ async def test_flipper_status_through_a_chat_turn(
         "1.4.3",
     )
     assert summary["battery"]["level"] is not None and summary["battery"]["state"]
+    assert summary["running_app"] is None
 
 
 async def test_api_drivers_lists_the_device(hub: RunningServer) -> None:

@@ -123,3 +123,10 @@ def test_hostile_frames_are_refused() -> None:
     assert decode_frame(bytes([8, 42, 6, 10, 4, 1, 2, 3, 4]))[0] == bytes(
         [42, 6, 10, 4, 1, 2, 3, 4]
     )
+
+
+def test_loader_info() -> None:
+    from drivers.flipper import running_app
+
+    assert running_app(b'Application "Sub-GHz" is running\r\n') == "Sub-GHz"
+    assert running_app(b"No application is running\r\n") is None
