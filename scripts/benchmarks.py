@@ -551,14 +551,16 @@ def bench_memory(runs: int) -> list[Figure]:
             hits / questions,
             "ratio",
             f"{questions} paraphrased "
-            f"questions for {len(PARAPHRASES)} facts among 5000; HNSW ef 200, M 32",
+            f"questions for {len(PARAPHRASES)} facts among 5000; the hub's recall (exact search "
+            "over the person's cached vectors, then the SQL owner check)",
             [hits / questions],
         ),
         Figure(
             "memory_recall_at_5_exact",
             exact_hits / questions,
             "ratio",
-            "the same questions, exact cosine search over the person's vectors (numpy)",
+            "the same questions, reference: exact cosine search in numpy on the vectors read "
+            "back from Chroma",
             [exact_hits / questions],
         ),
         Figure(
