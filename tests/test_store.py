@@ -83,3 +83,37 @@ def test_a_migration_that_arrives_late_is_still_applied(tmp_path: Path) -> None:
     two = Migration(2, "b", "CREATE TABLE b (x);")
     assert migrate(db, [one, two, three]) == [2]
     assert db["b"].exists()
+
+
+def test_threads_sharing_the_connection_do_not_break_each_others_transactions(
+    tmp_path: Path,
+) -> None:
+    """Tools run in worker threads on the hub's connection while the event loop uses it too."""
+    import threading
+
+    db = connect(tmp_path / "hub.db")
+    db.execute("CREATE TABLE rows (who TEXT, n INTEGER)")
+    failures: list[BaseException] = []
+
+    def transactions() -> None:
+        try:
+            for n in range(200):
+                db["rows"].insert_all([{"who": "atomic", "n": n}, {"who": "atomic", "n": -n}])
+        except BaseException as exc:
+            failures.append(exc)
+
+    def statements() -> None:
+        try:
+            for n in range(400):
+                db.execute("INSERT INTO rows VALUES ('single', ?)", [n])
+        except BaseException as exc:
+            failures.append(exc)
+
+    workers = [threading.Thread(target=transactions), threading.Thread(target=statements)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert failures == []
+    counts = dict(db.execute("SELECT who, COUNT(*) FROM rows GROUP BY who").fetchall())
+    assert counts == {"atomic": 400, "single": 400}
