@@ -352,6 +352,13 @@ def _body() -> dict[str, Any]:
 
 @contextlib.asynccontextmanager
 async def _hub(**overrides: Any) -> AsyncIterator[str]:
+    async with _running_hub(**overrides) as server:
+        yield server.url
+
+
+@contextlib.asynccontextmanager
+async def _running_hub(**overrides: Any) -> AsyncIterator[Any]:
+    """An in-process hub on a free loopback port, in a throwaway data dir."""
     from hub.config import load_settings
     from hub.runtime import Hub
     from hub.server import start_server
@@ -363,7 +370,7 @@ async def _hub(**overrides: Any) -> AsyncIterator[str]:
         hub = Hub.open(settings)
         server = await start_server(hub, "127.0.0.1", 0)
         try:
-            yield server.url
+            yield server
         finally:
             await server.stop()
             hub.close()
@@ -579,12 +586,12 @@ def _compare_search(hub: Any, me: str, targets: list[str]) -> tuple[int, int]:
 
     from hub.memory.embedder import shared_embedder
 
-    collection = hub.memory.vectors._collection
+    collection = hub.memory.vectors.collection
     everything = collection.get(include=["embeddings", "metadatas"])
     mine = [i for i, m in enumerate(everything["metadatas"]) if m["userId"] == me]
     ids = [everything["ids"][i] for i in mine]
     matrix = np.asarray([everything["embeddings"][i] for i in mine], dtype=np.float32)
-    default = hub.memory.vectors._client.create_collection(
+    default = hub.memory.vectors.client.create_collection(
         "bench_default_hnsw", configuration={"hnsw": {"space": "cosine"}}, embedding_function=None
     )
     for start in range(0, len(everything["ids"]), 4000):
@@ -739,6 +746,113 @@ async def _invoke_once(http: Any, url: str, auth: dict[str, str], target: str) -
     return (time.perf_counter() - started) * 1000
 
 
+def bench_cancel(runs: int) -> list[Figure]:
+    return asyncio.run(_cancel(runs))
+
+
+async def _cancel(runs: int) -> list[Figure]:
+    """Client closes its /api/chat stream → the (fake) model sees its connection closed."""
+    import aiohttp
+
+    from tests.fakes.ollama import FakeOllama, Reply
+
+    closes: dict[str, list[float]] = {"streaming": [], "prompt_eval": []}
+    async with aiohttp.ClientSession() as http:
+        for _ in range(runs):
+            for case, reply in (
+                ("streaming", Reply(chunks=["w "] * 2000, delay_s=0.01)),
+                ("prompt_eval", Reply(first_delay_s=30.0)),
+            ):
+                fake = FakeOllama()
+                await fake.start()
+                fake.script(reply)
+                async with _hub(ollama_host=fake.url) as url:
+                    response = await http.post(f"{url}/api/chat", json=_body())
+                    if case == "streaming":
+                        async for line in response.content:
+                            if b"textDelta" in line:
+                                break
+                    else:
+                        await fake.chat_seen.wait()
+                        await asyncio.sleep(0.2)
+                    left = time.monotonic()
+                    response.close()
+                    await asyncio.wait_for(fake.disconnected.wait(), 30)
+                    closes[case].append((fake.disconnected_at[0] - left) * 1000)
+                await fake.stop()
+    how = "client closes POST /api/chat → the fake Ollama's handler sees its connection closed"
+    return [
+        Figure(
+            "cancel_close_ms_streaming",
+            statistics.median(closes["streaming"]),
+            "ms",
+            how + ", mid-stream",
+            closes["streaming"],
+        ),
+        Figure(
+            "cancel_close_ms_prompt_eval",
+            statistics.median(closes["prompt_eval"]),
+            "ms",
+            how + ", before the first token",
+            closes["prompt_eval"],
+        ),
+    ]
+
+
+def bench_flipper_offline(runs: int) -> list[Figure]:
+    return asyncio.run(_flipper_offline(runs))
+
+
+async def _flipper_offline(runs: int) -> list[Figure]:
+    """Unplug the emulated Flipper → its record shows offline; replug → online again."""
+    from firmware_bridges.emulators.flipper import FlipperEmulator
+
+    offline, online = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        link = Path(tmp) / "flipper"
+        device = FlipperEmulator(link=link)
+        device.start()
+        async with _running_hub(flipper_port=str(link)) as server:
+            hub = server.hub
+            await _state(hub, "online")
+            for _ in range(runs):
+                started = time.monotonic()
+                device.unplug()
+                await _state(hub, "offline")
+                offline.append(time.monotonic() - started)
+                started = time.monotonic()
+                device.replug()
+                await _state(hub, "online")
+                online.append(time.monotonic() - started)
+        device.stop()
+    how = "emulated Flipper on a pty behind a pinned symlink, driver manager scanning every 1 s"
+    return [
+        Figure(
+            "flipper_offline_s",
+            statistics.median(offline),
+            "s",
+            "unplug → /api/drivers says offline; " + how,
+            offline,
+        ),
+        Figure(
+            "flipper_back_online_s",
+            statistics.median(online),
+            "s",
+            "replug → online again, no restart; " + how,
+            online,
+        ),
+    ]
+
+
+async def _state(hub: Any, wanted: str) -> None:
+    """Poll the manager's records every 10 ms (it has no change event to wait on)."""
+    for _ in range(6000):
+        if any(r["status"] == wanted for r in hub.drivers.records() if r["driver"] == "flipper"):
+            return
+        await asyncio.sleep(0.01)
+    raise RuntimeError(f"the Flipper never became {wanted}")
+
+
 def bench_flipper(runs: int) -> list[Figure]:
     from scripts.bench_flipper import bench
 
@@ -755,6 +869,8 @@ BENCHMARKS: dict[str, tuple[Callable[[int], list[Figure]], int]] = {
     "memory": (bench_memory, 1),
     "devices": (bench_devices, 30),
     "flipper": (bench_flipper, 10),
+    "cancel": (bench_cancel, 5),
+    "flipper_offline": (bench_flipper_offline, 5),
 }
 
 

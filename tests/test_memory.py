@@ -133,7 +133,7 @@ def test_the_sql_owner_check_holds_when_the_vector_filter_is_wrong(hub: Hub) -> 
     recycled id, a shared Chroma server) is dropped by the SQL owner check."""
     me, bea = hub.owner.id, member(hub).id
     secret = hub.memory.learn(me, "My passport number ends in 4471.")
-    collection = hub.memory.vectors._collection
+    collection = hub.memory.vectors.collection
     stored = collection.get(ids=[secret.id], include=["embeddings"])
     collection.upsert(ids=[secret.id], embeddings=stored["embeddings"], metadatas=[{"userId": bea}])
     assert hub.memory.vectors.query(bea, "passport number", 5)[0][0] == secret.id

@@ -24,12 +24,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-import chromadb
 import numpy as np
 import numpy.typing as npt
-from chromadb.config import Settings as ChromaSettings
-
-from hub.memory.embedder import MiniLMEmbeddingFunction, shared_embedder
 
 log = logging.getLogger(__name__)
 
@@ -48,28 +44,55 @@ class VectorItem:
 
 
 class VectorIndex:
+    """Opened on first use: importing chromadb and opening its store costs about half a second,
+    which the hub's start (and every command that never touches memory) should not pay."""
+
     def __init__(self, path: Path | None = None, url: str = "") -> None:
+        if not url and path is None:
+            raise ValueError("give a Chroma path or a Chroma server URL")
+        self._path, self._url = path, url
+        self.where = url or str(path)
+        self._chroma: tuple[Any, Any] | None = None  # (client, collection)
+        self._open_lock = threading.Lock()
+        # userId -> (vec ids, their unit vectors as rows); least recently used dropped first.
+        self._people: OrderedDict[str, tuple[list[str], Matrix]] = OrderedDict()
+        self._people_lock = threading.Lock()
+
+    @property
+    def client(self) -> Any:
+        return self._opened()[0]
+
+    @property
+    def collection(self) -> Any:
+        return self._opened()[1]
+
+    def _opened(self) -> tuple[Any, Any]:
+        with self._open_lock:
+            if self._chroma is None:
+                client = self._connect()
+                self._chroma = (client, self._open(client))
+            return self._chroma
+
+    def _connect(self) -> Any:
+        import chromadb
+        from chromadb.config import Settings as ChromaSettings
+
         settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
-        if url:
-            parsed = urlparse(url)
-            self._client: Any = chromadb.HttpClient(
+        if self._url:
+            parsed = urlparse(self._url)
+            return chromadb.HttpClient(
                 host=parsed.hostname or "127.0.0.1",
                 port=parsed.port or (443 if parsed.scheme == "https" else 8000),
                 ssl=parsed.scheme == "https",
                 settings=settings,
             )
-            self.where = url
-        else:
-            assert path is not None
-            self._client = chromadb.PersistentClient(path=str(path), settings=settings)
-            self.where = str(path)
-        self._collection = self._open()
-        # userId -> (vec ids, their unit vectors as rows); least recently used dropped first.
-        self._people: OrderedDict[str, tuple[list[str], Matrix]] = OrderedDict()
-        self._people_lock = threading.Lock()
+        return chromadb.PersistentClient(path=str(self._path), settings=settings)
 
-    def _open(self) -> Any:
-        return self._client.get_or_create_collection(
+    @staticmethod
+    def _open(client: Any) -> Any:
+        from hub.memory.embedder import MiniLMEmbeddingFunction
+
+        return client.get_or_create_collection(
             COLLECTION,
             embedding_function=MiniLMEmbeddingFunction(),
             configuration={"hnsw": HNSW},
@@ -78,8 +101,8 @@ class VectorIndex:
     def add(self, items: Sequence[VectorItem]) -> None:
         if not items:
             return
-        vectors = shared_embedder().embed([item.text for item in items])
-        self._collection.upsert(
+        vectors = _embed([item.text for item in items])
+        self.collection.upsert(
             ids=[item.vec_id for item in items],
             embeddings=vectors,
             metadatas=[{"userId": item.user_id} for item in items],
@@ -98,7 +121,7 @@ class VectorIndex:
         ids, matrix = self._person(user_id)
         if not ids:
             return []
-        scores = matrix @ shared_embedder().embed([text])[0]
+        scores = matrix @ _embed([text])[0]
         n = min(n, len(ids))
         top = np.argpartition(-scores, n - 1)[:n]
         top = top[np.argsort(-scores[top])]
@@ -107,25 +130,27 @@ class VectorIndex:
     def delete(self, vec_ids: Sequence[str]) -> None:
         if not vec_ids:
             return
-        self._collection.delete(ids=list(vec_ids))
+        self.collection.delete(ids=list(vec_ids))
         with self._people_lock:
             for user_id, person in self._people.items():
                 self._people[user_id] = self._without(person, set(vec_ids))
 
     def delete_user(self, user_id: str) -> None:
-        self._collection.delete(where={"userId": user_id})
+        self.collection.delete(where={"userId": user_id})
         with self._people_lock:
             self._people.pop(user_id, None)
 
     def count(self, user_id: str | None = None) -> int:
         if user_id is None:
-            return int(self._collection.count())
-        return len(self._collection.get(where={"userId": user_id}, include=[])["ids"])
+            return int(self.collection.count())
+        return len(self.collection.get(where={"userId": user_id}, include=[])["ids"])
 
     def rebuild(self) -> None:
         """Drop the collection and make it anew (SQLite then refills it)."""
-        self._client.delete_collection(COLLECTION)
-        self._collection = self._open()
+        client = self.client
+        client.delete_collection(COLLECTION)
+        with self._open_lock:
+            self._chroma = (client, self._open(client))
         with self._people_lock:
             self._people.clear()
 
@@ -133,7 +158,7 @@ class VectorIndex:
         # Fetched under the lock, so a vector added meanwhile cannot be missed by the cache.
         with self._people_lock:
             if user_id not in self._people:
-                found = self._collection.get(where={"userId": user_id}, include=["embeddings"])
+                found = self.collection.get(where={"userId": user_id}, include=["embeddings"])
                 matrix = np.asarray(found["embeddings"], dtype=np.float32).reshape(-1, 384)
                 self._people[user_id] = (list(found["ids"]), matrix)
                 while len(self._people) > CACHED_PEOPLE:
@@ -148,3 +173,9 @@ class VectorIndex:
         if len(keep) == len(ids):
             return person
         return [ids[i] for i in keep], matrix[keep]
+
+
+def _embed(texts: Sequence[str]) -> Matrix:
+    from hub.memory.embedder import shared_embedder
+
+    return shared_embedder().embed(texts)
