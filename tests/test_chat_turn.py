@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import time
 from typing import Any
 
 import aiohttp
@@ -156,12 +154,14 @@ async def test_no_retry_with_fewer_than_four_history_messages(
 
 
 @pytest.mark.parametrize("first_delay_s", [0.0, 30.0], ids=["mid-stream", "before-first-token"])
-async def test_disconnect_closes_the_model_connection_within_a_second(
+async def test_disconnect_closes_the_model_connection(
     hub: RunningServer, fake_ollama: FakeOllama, first_delay_s: float
 ) -> None:
-    fake_ollama.script(
-        Reply(chunks=[f"w{i} " for i in range(2000)], delay_s=0.01, first_delay_s=first_delay_s)
-    )
+    """The model stops generating: its connection is closed long before the scripted reply
+    could have finished (2000 chunks, or a 30 s prompt evaluation). How fast is measured by
+    ``scripts/bench`` (cancel_close_ms), not asserted here."""
+    chunks = [f"w{i} " for i in range(2000)]
+    fake_ollama.script(Reply(chunks=chunks, delay_s=0.01, first_delay_s=first_delay_s))
     async with aiohttp.ClientSession() as http:
         response = await http.post(f"{hub.url}/api/chat", json=body("tell me everything"))
         if first_delay_s:
@@ -171,12 +171,12 @@ async def test_disconnect_closes_the_model_connection_within_a_second(
             async for line in response.content:
                 if b"textDelta" in line:
                     break
-        left_at = time.monotonic()
         response.close()
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(fake_ollama.disconnected.wait(), 1.0)
-    assert fake_ollama.disconnected_at, "the model's connection must be closed within 1 s"
-    assert fake_ollama.disconnected_at[0] - left_at < 1.0
+    await asyncio.wait_for(fake_ollama.disconnected.wait(), 10)
+    if first_delay_s:
+        assert fake_ollama.chunks_sent == 0, "closed during the prompt evaluation"
+    else:
+        assert 0 < fake_ollama.chunks_sent < len(chunks), "closed mid-stream, not at the end"
 
 
 async def test_unknown_tiny_is_404_before_any_stream(hub: RunningServer) -> None:

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
+from bleak.exc import BleakDBusError
 
 from drivers.flipper_ble import BleAdvertisements, FlipperBleDriver, _held
 from drivers.flipper_rpc import RpcSession
@@ -242,12 +243,21 @@ async def test_the_responder_buffers_split_frames() -> None:
         await link.disconnect()
 
 
-@pytest.mark.skipif(not NO_SYSTEM_BUS, reason="this machine has a D-Bus system bus")
 async def test_no_bluetooth_yields_no_advertisements_logged_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    source = BleAdvertisements(0.01)  # no backend: this machine's real stack (none here)
-    assert await source() == []
-    assert await source() == []
-    said = [r for r in caplog.records if "Bluetooth LE devices are unreachable" in r.message]
-    assert len(said) == 1 and "no Bluetooth adapter" in said[0].message
+    """Through a backend that fails as BlueZ-less D-Bus does, and, where this machine has no
+    system bus, through its real stack too."""
+    from tests.test_ble import _BrokenScanner
+
+    no_bluez = BleakDBusError("org.freedesktop.DBus.Error.ServiceUnknown", ["no org.bluez"])
+    broken = type("NoBlueZ", (_BrokenScanner,), {"failure": no_bluez})
+    sources = [BleAdvertisements(0.01, backend=broken)]
+    if NO_SYSTEM_BUS:
+        sources.append(BleAdvertisements(0.01))  # no backend: this machine's real stack
+    for source in sources:
+        caplog.clear()
+        assert await source() == []
+        assert await source() == []
+        said = [r for r in caplog.records if "Bluetooth LE devices are unreachable" in r.message]
+        assert len(said) == 1 and "no Bluetooth adapter" in said[0].message

@@ -5,7 +5,6 @@ its pty (the emulator has its own codec: the two only meet on the wire)."""
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -351,11 +350,9 @@ async def test_truncated_frame_breaks_the_session(
     session = RpcSession(line, within_s=0.5)
     await session.start()
     emulator.truncate_next_rpc_frame()
-    started = time.monotonic()
     with pytest.raises(RpcError, match="truncated") as caught:
         await session.device_info()
     assert caught.value.broken and session.broken
-    assert time.monotonic() - started < 3.0
     with pytest.raises(RpcError):
         await session.ping()
 

@@ -51,6 +51,7 @@ class FakeOllama:
         self.requests: list[dict[str, Any]] = []
         self.disconnects = 0
         self.disconnected_at: list[float] = []
+        self.chunks_sent = 0  # across all replies: how far generation got
         self.chat_seen = asyncio.Event()
         self.disconnected = asyncio.Event()
         self._runner: web.AppRunner | None = None
@@ -147,6 +148,7 @@ class FakeOllama:
                     await _line(response, {"error": reply.error})
                     return response
                 await _line(response, _chunk(body["model"], chunk))
+                self.chunks_sent += 1
                 if reply.delay_s:
                     await asyncio.sleep(reply.delay_s)
             if reply.tool_calls:
