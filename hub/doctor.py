@@ -10,7 +10,6 @@ import asyncio
 import importlib
 import importlib.util
 import os
-import socket
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -220,18 +219,18 @@ def check_data_dir(home: Path) -> Check:
 
 
 def check_port(host: str, port: int) -> Check:
+    """Binds exactly as ``serve`` will (``hub.server.bind_socket``), then lets go."""
     if port == 0:
         return Check("OK", "port", "0: a free port is picked at start")
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return Check(
-                "WARN",
-                "port",
-                f"{host}:{port} is in use (a hub already running?)",
-                "stop it, or choose another with --port or TINY_HUB_PORT",
-            )
+    from hub.server import StartError, bind_socket
+
+    try:
+        bind_socket(host, port).close()
+    except StartError as exc:
+        return Check(
+            "WARN",
+            "port",
+            str(exc).split(" (")[0],
+            "stop it, or choose another with --port or TINY_HUB_PORT (0 picks any free port)",
+        )
     return Check("OK", "port", f"{host}:{port} is free")

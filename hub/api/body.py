@@ -1,8 +1,9 @@
-"""Reading request bodies: one set of answers for every route that takes JSON."""
+"""Reading requests: one set of answers for every route that takes JSON or a number."""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from aiohttp import web
@@ -46,3 +47,13 @@ def _too_large(max_bytes: int, size: int) -> web.HTTPException:
         text=json.dumps({"error": f"body too large (limit {max_bytes} bytes)"}),
         content_type="application/json",
     )
+
+
+def query_int(request: web.Request, name: str, default: int, low: int, high: int) -> int:
+    """A whole-number query parameter within [low, high]; a 400 naming it otherwise."""
+    raw = request.query.get(name)
+    if raw is None:
+        return default
+    if not re.fullmatch(r"[0-9]{1,18}", raw) or not low <= int(raw) <= high:
+        raise http_error(web.HTTPBadRequest, f"{name} must be a whole number from {low} to {high}")
+    return int(raw)

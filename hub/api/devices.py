@@ -17,7 +17,7 @@ from aiohttp import web
 from hub import contracts as c
 from hub.agent.compose import AnswerFailed, answer
 from hub.api.auth import Access, access, caller
-from hub.api.body import read_json_body
+from hub.api.body import query_int, read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
 from hub.devices.endpoint import EndpointError, EndpointRefused, check_endpoint_url
@@ -181,16 +181,14 @@ def _answer_json(answered: DeviceAnswer) -> dict[str, Any]:
 @access(Access.USER)
 async def events(request: web.Request) -> web.StreamResponse:
     """The caller's event ring as SSE: what is stored after ``?after=``, then live events."""
-    after = request.query.get("after", "0")
-    if not after.isdecimal() or len(after) > 18:
-        raise http_error(web.HTTPBadRequest, "after must be an event id")
+    after = query_int(request, "after", 0, 0, 2**62)
     response = web.StreamResponse(
         headers={"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache"}
     )
     await response.prepare(request)
     ring = _devices(request).events
     with contextlib.suppress(ConnectionResetError):
-        async for event in ring.follow(_user(request).id, int(after)):
+        async for event in ring.follow(_user(request).id, after):
             await response.write(_frame(event))
     return response
 

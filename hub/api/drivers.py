@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
 from aiohttp import web
 
 from hub.api.auth import Access, access
-from hub.api.errors import http_error
+from hub.api.body import query_int
 from hub.api.keys import HUB
 
 routes = web.RouteTableDef()
@@ -25,7 +23,5 @@ async def list_drivers(request: web.Request) -> web.Response:
 @routes.get("/api/drivers/audit")
 @access(Access.OWNER)
 async def audit(request: web.Request) -> web.Response:
-    raw = request.query.get("limit", "200")
-    if not re.fullmatch(r"[0-9]{1,5}", raw) or not 1 <= int(raw) <= 10_000:
-        raise http_error(web.HTTPBadRequest, "limit must be a whole number from 1 to 10000")
-    return web.json_response({"commands": request.app[HUB].audit.recent(int(raw))})
+    limit = query_int(request, "limit", 200, 1, 10_000)
+    return web.json_response({"commands": request.app[HUB].audit.recent(limit)})

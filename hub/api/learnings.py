@@ -7,14 +7,13 @@ to call from one (its own connection and lock).
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from aiohttp import web
 
 from hub.api.auth import Access, access, caller
-from hub.api.body import read_json_body
+from hub.api.body import query_int, read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
 from hub.contracts import MAX_ENTRIES
@@ -37,19 +36,10 @@ def _owner(request: web.Request) -> str:
     return user.id
 
 
-def _limit(request: web.Request) -> int:
-    raw = request.query.get("limit", "30")
-    if not re.fullmatch(r"[0-9]{1,5}", raw) or not 1 <= int(raw) <= MAX_ENTRIES:
-        raise http_error(
-            web.HTTPBadRequest, f"limit must be a whole number from 1 to {MAX_ENTRIES}"
-        )
-    return int(raw)
-
-
 @routes.get("/learnings")
 @access(Access.USER)
 async def list_learnings(request: web.Request) -> web.Response:
-    owner, limit = _owner(request), _limit(request)
+    owner, limit = _owner(request), query_int(request, "limit", 30, 1, MAX_ENTRIES)
     memory = request.app[HUB].memory
     facts = await _run(memory.listing, owner, limit, request.query.get("q", ""))
     return web.json_response({"learnings": [f.as_json() for f in facts]})

@@ -6,14 +6,13 @@ a signed-in user, and changing a tiny needs its owner or the hub's owner.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from aiohttp import web
 
 from hub import contracts as c
 from hub.api.auth import Access, access, caller
-from hub.api.body import read_json_body
+from hub.api.body import query_int, read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
 from hub.tinys.records import MAX_LIST, Tiny
@@ -21,20 +20,11 @@ from hub.tinys.records import MAX_LIST, Tiny
 routes = web.RouteTableDef()
 
 
-def _whole(request: web.Request, name: str, default: int, low: int, high: int) -> int:
-    raw = request.query.get(name)
-    if raw is None:
-        return default
-    if not re.fullmatch(r"[0-9]{1,12}", raw) or not low <= int(raw) <= high:
-        raise http_error(web.HTTPBadRequest, f"{name} must be a whole number from {low} to {high}")
-    return int(raw)
-
-
 @routes.get("/api/tinys")
 @access(Access.ANONYMOUS)
 async def list_tinys(request: web.Request) -> web.Response:
-    limit = _whole(request, "limit", 20, 1, MAX_LIST)
-    offset = _whole(request, "offset", 0, 0, 10**9)
+    limit = query_int(request, "limit", 20, 1, MAX_LIST)
+    offset = query_int(request, "offset", 0, 0, 10**9)
     mine = request.query.get("mine", "").lower() in ("1", "true", "yes")
     items, total = request.app[HUB].tinys.list(
         caller(request), query=request.query.get("q", ""), mine=mine, limit=limit, offset=offset
