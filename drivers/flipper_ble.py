@@ -14,8 +14,10 @@ once with ``bluetoothctl``, typing the PIN the Flipper shows). Every RPC request
 ``rpc <request> [<path>]`` before it is written, and only read-only requests are sent.
 
 A connected Flipper stops advertising, so a plain scan stops seeing it once this driver holds
-the link, and the manager would take it for gone: :class:`BleAdvertisements` (the manager's
-``advertisements=`` source) keeps reporting every address a running driver holds.
+the link, and the manager would take it for gone: the driver holds its address in
+``drivers/ble_presence.py``, whose :class:`BleAdvertisements` (the manager's
+``advertisements=`` source, re-exported here) keeps reporting every address a running driver
+holds.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, ClassVar, TypeVar
 
-from drivers.base import Advertisement, BleMatcher, Driver, DriverStatus
+from drivers.base import BleMatcher, Driver, DriverStatus
+from drivers.ble_presence import BleAdvertisements as BleAdvertisements
+from drivers.ble_presence import held, hold, release
 from drivers.flipper import (
     COMMAND_S,
     READ_MAX_BYTES,
@@ -45,10 +49,7 @@ from drivers.transports.ble import (
     BleNotPaired,
     BleSerial,
     BleTimeout,
-    BleUnavailable,
     ClientBackend,
-    ScannerBackend,
-    scan,
 )
 
 log = logging.getLogger(__name__)
@@ -57,8 +58,8 @@ USB_ONLY = "not available over Bluetooth; plug the Flipper in over USB"
 PING = b"tiny-hub"
 _T = TypeVar("_T")
 
-# Addresses whose link a running driver holds -> the name to report them under (upper case keys).
-_held: dict[str, str] = {}
+# The addresses running BLE drivers hold (a live view; kept under its old name for callers).
+_held = held()
 
 
 class NotOverBluetooth(FlipperRefused):
@@ -103,11 +104,11 @@ class FlipperBleDriver(FlipperFiles, Driver):
         self.info = await self._rpc("device_info", None, lambda s: s.device_info())
         if _first(self.info, "hardware_model", "hardware.model") is None:
             raise CliError("this device answered device_info without a hardware_model")
-        _held[self.port.upper()] = f"Flipper {self.device_name}"
+        hold(self.port, f"Flipper {self.device_name}")
 
     async def stop(self) -> None:
         self._stopped = True
-        _held.pop(self.port.upper(), None)
+        release(self.port)
         self._session = None
         await self._link.disconnect()
 
@@ -234,45 +235,3 @@ class FlipperBleDriver(FlipperFiles, Driver):
             raise NotConnected(str(exc)) from None
         except BleError as exc:
             raise NotConnected(f"Flipper is not connected over Bluetooth ({exc})") from None
-
-
-class BleAdvertisements:
-    """The driver manager's ``advertisements=`` source: ``scan(seconds, backend)`` each call.
-
-    No usable Bluetooth (no adapter, no BlueZ, no D-Bus) yields no advertisements and is logged
-    once (and once more when it works again), so USB keeps working on a machine with no radio.
-    A Flipper that a running ``FlipperBleDriver`` holds stops advertising; it is reported under
-    its last advertisement while the driver holds it, so the manager does not take it for gone.
-    """
-
-    def __init__(self, seconds: float = 2.0, backend: ScannerBackend | None = None) -> None:
-        self.seconds = seconds
-        self.backend = backend
-        self._seen: dict[str, Advertisement] = {}
-        self._problem: str | None = None
-
-    async def __call__(self) -> list[Advertisement]:
-        try:
-            found = await scan(self.seconds, self.backend)
-        except BleError as exc:
-            self._say(str(exc), unavailable=isinstance(exc, BleUnavailable))
-            return []
-        self._say(None)
-        for adv in found:
-            self._seen[adv.address.upper()] = adv
-        addresses = {adv.address.upper() for adv in found}
-        for address, name in list(_held.items()):
-            if address not in addresses:
-                found.append(self._seen.get(address) or Advertisement(address, local_name=name))
-        return found
-
-    def _say(self, problem: str | None, *, unavailable: bool = False) -> None:
-        if problem == self._problem:
-            return
-        if problem is None:
-            log.info("Bluetooth scanning works again")
-        elif unavailable:
-            log.warning("Bluetooth LE devices are unreachable: %s", problem)
-        else:
-            log.warning("Bluetooth scan failed (retrying every scan): %s", problem)
-        self._problem = problem

@@ -5,7 +5,9 @@
 one GATT "serial" link (a write characteristic in, an indicate/notify characteristic out, and
 optionally a flow-control characteristic) described by a :class:`GattSerialProfile` —
 ``FLIPPER_PROFILE`` for the Flipper Zero's serial service (hardware.md §1.7), and the same class
-can carry the Nordic UART service later.
+can carry the Nordic UART service later. ``BleLink`` is one GATT connection spoken to by
+characteristic UUID (subscribe, read, write) for devices whose protocol is several
+characteristics rather than a byte pipe (the Nicla Voice).
 
 Every bleak call takes an optional ``backend=`` (a ``BaseBleakClient``/``BaseBleakScanner``
 subclass, bleak's own seam): tests pass the emulated peripheral of
@@ -36,11 +38,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import re
 import sys
 import warnings
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -59,6 +62,8 @@ from bleak.exc import (
 )
 
 from drivers.base import Advertisement
+
+log = logging.getLogger(__name__)
 
 ClientBackend = type[BaseBleakClient]
 ScannerBackend = type[BaseBleakScanner]
@@ -577,3 +582,178 @@ def _att_payload(client: BleakClient, rx: BleakGATTCharacteristic) -> int:
         with contextlib.suppress(BleakError, NotImplementedError):
             payload = max(payload, client.mtu_size - 3)
     return payload
+
+
+# -- a link by characteristic ------------------------------------------------------------------
+
+Received = Callable[[bytes], None]
+"""What a subscription calls with each notified/indicated value (on the event loop)."""
+LinkLost = Callable[[str], None]
+"""What a link calls once when the peripheral ends it (with a sentence saying so)."""
+
+
+class BleLink:
+    """One GATT connection, spoken to by characteristic UUID.
+
+    ``connect`` connects and discovers the services; ``has``/``has_service`` say what the
+    peripheral offers (so a driver can tell its firmware apart from a stock example);
+    ``subscribe``, ``read`` and ``write`` take a characteristic UUID, optionally within a service
+    (two services may reuse a characteristic UUID). ``on_lost`` is called once, on the event
+    loop, when the PERIPHERAL ends the link (out of range, reset); never for our own
+    ``disconnect``. After a loss every call raises :class:`BleLinkLost`; a new ``connect`` starts
+    afresh. Failures are this module's :class:`BleError` family, mapped as for ``BleSerial``.
+    """
+
+    def __init__(
+        self,
+        *,
+        backend: ClientBackend | None = None,
+        connect_timeout_s: float = 20.0,
+        pair: bool = False,
+        on_lost: LinkLost | None = None,
+    ) -> None:
+        self._backend = backend
+        self._connect_timeout_s = connect_timeout_s
+        self._pair = pair
+        self._on_lost = on_lost
+        self._client: BleakClient | None = None
+        self._address: str | None = None
+        self._lost: str | None = None
+
+    @property
+    def address(self) -> str | None:
+        return self._address
+
+    @property
+    def name(self) -> str | None:
+        """The peripheral's name as the OS knows it (None when not connected)."""
+        if self._client is None:
+            return None
+        with contextlib.suppress(BleakError, OSError, AttributeError):
+            return self._client.name
+        return None
+
+    @property
+    def is_connected(self) -> bool:
+        return self._client is not None and self._lost is None and self._client.is_connected
+
+    async def connect(self, address: str | BLEDevice) -> None:
+        """Connect and discover the services (the link is closed again if that fails)."""
+        if self._client is not None:
+            await self.disconnect()
+        label = address.address if isinstance(address, BLEDevice) else address
+        self._address, self._lost = label, None
+        client = BleakClient(
+            address,
+            disconnected_callback=self._on_disconnect,
+            timeout=self._connect_timeout_s,
+            pair=self._pair,
+            backend=self._backend,
+        )
+        async with _guard(label, "connect"):
+            await client.connect()
+        self._client = client
+        try:
+            async with _guard(label, "service discovery"):
+                client.services  # noqa: B018  (raises when discovery did not happen)
+        except BaseException:
+            await self.disconnect()
+            raise
+
+    async def disconnect(self) -> None:
+        """Drop the link. Safe to call twice, and after the peripheral dropped it."""
+        client, self._client = self._client, None
+        if client is None:
+            return
+        with contextlib.suppress(BleakError, OSError, EOFError, TimeoutError):
+            await client.disconnect()
+
+    def has_service(self, service: str) -> bool:
+        client = self._live()
+        try:
+            return client.services.get_service(service) is not None
+        except BleakError as exc:  # the UUID appears twice: it is there
+            log.debug("%s: %s", self._address, exc)
+            return True
+
+    def has(self, char: str, *, service: str | None = None) -> bool:
+        """Whether the peripheral offers characteristic ``char`` (within ``service``)."""
+        try:
+            self._resolve(char, service)
+        except BleLinkLost:
+            raise
+        except BleLinkError:
+            return False
+        return True
+
+    def payload_size(self, char: str, *, service: str | None = None) -> int:
+        """The most bytes one write to, or one notification from, ``char`` carries (MTU - 3)."""
+        client, gatt = self._resolve(char, service)
+        return _att_payload(client, gatt)
+
+    async def subscribe(self, char: str, received: Received, *, service: str | None = None) -> None:
+        """Call ``received(value)`` for every notification/indication of ``char``.
+
+        An exception from ``received`` is logged, never raised into bleak's callback machinery.
+        """
+        client, gatt = self._resolve(char, service)
+        address = self._address
+
+        def deliver(_char: BleakGATTCharacteristic, data: bytearray) -> None:
+            try:
+                received(bytes(data))
+            except Exception:
+                log.exception("%s: handling a notification of %s failed", address, char)
+
+        async with _guard(address, f"subscribe to {char}"):
+            await client.start_notify(gatt, deliver)
+
+    async def read(self, char: str, *, service: str | None = None) -> bytes:
+        client, gatt = self._resolve(char, service)
+        async with _guard(self._address, f"read {char}"):
+            return bytes(await client.read_gatt_char(gatt))
+
+    async def write(
+        self, char: str, data: bytes, *, service: str | None = None, response: bool = True
+    ) -> None:
+        """One ATT write of ``data`` (at most ``payload_size`` bytes; nothing is split here)."""
+        client, gatt = self._resolve(char, service)
+        async with _guard(self._address, f"write {char}"):
+            await client.write_gatt_char(gatt, data, response=response)
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _live(self) -> BleakClient:
+        if self._lost is not None:
+            raise BleLinkLost(f"{self._address}: {self._lost}")
+        if self._client is None:
+            raise BleLinkError(f"{self._address or 'BLE link'}: not connected")
+        return self._client
+
+    def _resolve(
+        self, char: str, service: str | None
+    ) -> tuple[BleakClient, BleakGATTCharacteristic]:
+        client = self._live()
+        where = f" in service {service}" if service else ""
+        try:
+            if service is None:
+                found = client.services.get_characteristic(char)
+            else:
+                container = client.services.get_service(service)
+                found = container.get_characteristic(char) if container is not None else None
+        except BleakError as exc:  # the same UUID twice
+            raise BleLinkError(f"{self._address}: characteristic {char}{where}: {exc}") from exc
+        if found is None:
+            raise BleLinkError(f"{self._address}: no characteristic {char}{where}")
+        return client, found
+
+    def _on_disconnect(self, client: BleakClient) -> None:
+        if client is not self._client or self._lost is not None:
+            return  # our own disconnect(), or a link we already replaced
+        self._lost = "the device disconnected"
+        if self._on_lost is None:
+            return
+        try:
+            self._on_lost(self._lost)
+        except Exception:
+            log.exception("%s: the link-lost callback failed", self._address)

@@ -42,12 +42,22 @@ serial_service.c``/``serial_service.h``, ``profiles/serial_profile.c`` and ``rpc
 Approximations: the RPC status value is stored as a little-endian uint32 (a raw C enum);
 enabling indications does not itself require pairing here; timing is the event loop's, not the
 radio's (30-45 ms connection interval).
+
+Other boards
+------------
+What is not Flipper-specific is :class:`GattPeripheral`: an advertising peripheral with a GATT
+table (:class:`GattService` of :class:`GattChar`), one central at a time, notifications cut to
+MTU-3 as an ATT server cuts them, and hooks (``on_connect``, ``on_disconnect``, ``on_read``,
+``on_write``) a board overrides. :class:`EmulatedPeripheral` (the Flipper) is one;
+``firmware_bridges.emulators.nicla_voice`` is another. The client and scanner backends here
+serve any of them.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -72,6 +82,7 @@ from bleak.exc import (
 )
 from bleak.uuids import normalize_uuid_16
 
+from drivers.base import normalize_uuid
 from drivers.transports.ble import (
     FLIPPER_ADVERTISED_UUID,
     FLIPPER_CHAR_MAX,
@@ -85,6 +96,7 @@ from drivers.transports.ble import (
 CCCD_UUID = normalize_uuid_16(0x2902)
 RPC_BUFFER_SIZE = 1024  # applications/services/rpc/rpc.h
 DEFAULT_MTU = 247
+ATT_VALUE_MAX = 512  # the longest attribute value ATT allows (Core spec Vol 3 Part F 3.2.9)
 
 NOT_PAIRED = ("org.bluez.Error.NotPermitted", ["Not paired"])
 PAIRING_FAILED = ("org.bluez.Error.AuthenticationFailed", ["Authentication Failed"])
@@ -106,14 +118,30 @@ class Overflow:
 
 
 @dataclass
-class _Char:
-    """One characteristic of the emulated GATT table (``obj`` of bleak's characteristic)."""
+class GattChar:
+    """One characteristic of an emulated GATT table (``obj`` of bleak's characteristic).
+
+    ``handle`` is the declaration's; a CCCD (handle + 1) is added when it notifies or indicates.
+    ``authenticated``: reads and writes need a paired link.
+    """
 
     uuid: str
     handle: int
     properties: tuple[CharacteristicPropertyName, ...]
-    authenticated: bool
+    authenticated: bool = False
     value: bytes = b""
+
+
+_Char = GattChar  # the name the Flipper's table was first written with
+
+
+@dataclass(frozen=True)
+class GattService:
+    """One primary service: its UUID, its declaration handle and its characteristics."""
+
+    uuid: str
+    handle: int
+    chars: tuple[GattChar, ...]
 
 
 _TX = _Char(FLIPPER_TX, 14, ("read", "indicate"), True)
@@ -121,9 +149,173 @@ _RX = _Char(FLIPPER_RX, 17, ("read", "write", "write-without-response"), True)
 _FLOW = _Char(FLIPPER_FLOW, 19, ("read", "notify"), True)
 _RPC_STATUS = _Char(FLIPPER_RPC_STATUS, 22, ("read", "write", "notify"), True)
 _SERVICE_HANDLE = 12
+_FLIPPER_SERVICE = GattService(
+    FLIPPER_SERIAL_SERVICE, _SERVICE_HANDLE, (_TX, _RX, _FLOW, _RPC_STATUS)
+)
 
 
-class EmulatedPeripheral:
+class GattPeripheral:
+    """One emulated BLE peripheral: what it advertises, its GATT table, one central at a time.
+
+    A board subclasses it and overrides the hooks: ``advertised_uuids`` (what the air sees),
+    ``on_connect``/``on_disconnect`` (session state), ``on_read`` (a value computed on read) and
+    ``on_write`` (what a write does; raise bleak's errors to reject it as the stack would).
+    ``notify`` sends a value to the subscribed central, cut to MTU-3 as an ATT server cuts it
+    (the cut sizes are recorded in ``truncated``). ``client_backend()``/``scanner_backend()``
+    give the classes to pass as bleak's ``backend=``.
+    """
+
+    def __init__(
+        self,
+        *,
+        address: str,
+        name: str,
+        services: Sequence[GattService],
+        paired: bool = True,
+        accept_pairing: bool = False,
+        mtu: int = DEFAULT_MTU,
+        char_max: int = ATT_VALUE_MAX,
+        rssi: int = -58,
+    ) -> None:
+        self.address = address
+        self.name = name
+        self.paired = paired
+        self.accept_pairing = accept_pairing
+        self.mtu = mtu
+        self.char_max = char_max
+        self.rssi = rssi
+        self.advertising = True
+        self.connections = 0
+        self.truncated: list[int] = []
+        self.oversize: list[int] = []
+        # each instance gets its own characteristic objects (their values are its state)
+        self._services = [
+            GattService(s.uuid, s.handle, tuple(dataclasses.replace(c) for c in s.chars))
+            for s in services
+        ]
+        self._chars = {c.handle: c for s in self._services for c in s.chars}
+        self._client: EmulatedBleakClient | None = None
+
+    # -- what the air sees --------------------------------------------------------------------
+
+    @property
+    def connected(self) -> bool:
+        return self._client is not None
+
+    def advertised_uuids(self) -> list[str]:
+        """The service UUIDs in the advertisement (default: every service of the table)."""
+        return [s.uuid for s in self._services]
+
+    def advertisement_data(self) -> AdvertisementData:
+        return AdvertisementData(
+            local_name=self.name,
+            manufacturer_data={},
+            service_data={},
+            service_uuids=self.advertised_uuids(),
+            tx_power=None,
+            rssi=self.rssi,
+            platform_data=("emulated", self.address),
+        )
+
+    def client_backend(self) -> type[EmulatedBleakClient]:
+        """The ``BaseBleakClient`` subclass to pass as ``BleakClient(..., backend=...)``."""
+        return client_backend(self)
+
+    def scanner_backend(self) -> type[EmulatedBleakScanner]:
+        """The ``BaseBleakScanner`` subclass to pass as ``BleakScanner(backend=...)``."""
+        return scanner_backend(self)
+
+    # -- the device side ----------------------------------------------------------------------
+
+    def char(self, uuid: str) -> GattChar:
+        """The characteristic with ``uuid`` (the first, if the table repeats it)."""
+        wanted = normalize_uuid(uuid)
+        for char in self._chars.values():
+            if char.uuid == wanted:
+                return char
+        raise KeyError(f"no characteristic {uuid} in this peripheral's table")
+
+    def subscribed(self, uuid: str) -> bool:
+        """Whether the central enabled notifications/indications of ``uuid``."""
+        client = self._client
+        return client is not None and self.char(uuid).handle in client._subscribed
+
+    def notify(self, uuid: str, data: bytes) -> bool:
+        """Set ``uuid``'s value and notify it (at most MTU-3 bytes arrive); True if delivered."""
+        return self._notify_handle(self.char(uuid).handle, data)
+
+    def drop_connection(self) -> None:
+        """The peripheral ends the link (switched off, out of range, reset)."""
+        client = self._client
+        if client is not None:
+            client._lost()
+
+    # -- hooks --------------------------------------------------------------------------------
+
+    def on_connect(self) -> None:
+        """A central connected (the peripheral has stopped advertising)."""
+
+    def on_disconnect(self) -> None:
+        """The central is gone (either side ended the link); the peripheral advertises again."""
+
+    def on_read(self, char: GattChar) -> bytes:
+        return char.value
+
+    def on_write(self, char: GattChar, data: bytes) -> None:
+        char.value = data
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _notify_handle(self, handle: int, data: bytes) -> bool:
+        limit = self.mtu - 3
+        if len(data) > limit:
+            self.truncated.append(len(data))
+            data = data[:limit]
+        char = self._chars[handle]
+        char.value = data
+        client = self._client
+        if client is None or handle not in client._subscribed:
+            return False
+        client._deliver(handle, data)
+        return True
+
+    def _attach(self, client: EmulatedBleakClient) -> None:
+        self._client = client
+        self.advertising = False
+        self.connections += 1
+        self.on_connect()
+
+    def _detach(self, client: EmulatedBleakClient) -> bool:
+        if self._client is not client:
+            return False
+        self._client = None
+        self.advertising = True
+        self.on_disconnect()
+        return True
+
+    def _build_services(self) -> BleakGATTServiceCollection:
+        services = BleakGATTServiceCollection()
+        for spec in self._services:
+            service = BleakGATTService(self, spec.handle, spec.uuid)
+            services.add_service(service)
+            for char in spec.chars:
+                gatt_char = BleakGATTCharacteristic(
+                    char,
+                    char.handle,
+                    char.uuid,
+                    list(char.properties),
+                    lambda: self.mtu - 3,
+                    service,
+                )
+                services.add_characteristic(gatt_char)
+                if "notify" in char.properties or "indicate" in char.properties:
+                    services.add_descriptor(
+                        BleakGATTDescriptor(None, char.handle + 1, CCCD_UUID, gatt_char)
+                    )
+        return services
+
+
+class EmulatedPeripheral(GattPeripheral):
     """A Flipper Zero advertising its BLE serial service; see the module docstring.
 
     ``client_backend()`` and ``scanner_backend()`` give the classes to pass as bleak's
@@ -148,32 +340,27 @@ class EmulatedPeripheral:
     ) -> None:
         if not 0 <= colour <= 3:
             raise ValueError("colour is 0 (unknown), 1 (black), 2 (white) or 3 (transparent)")
-        self.address = address
-        self.name = name
+        super().__init__(
+            address=address,
+            name=name,
+            services=(_FLIPPER_SERVICE,),
+            paired=paired,
+            accept_pairing=accept_pairing,
+            mtu=mtu,
+            char_max=char_max,
+            rssi=rssi,
+        )
         self.colour = colour
-        self.paired = paired
-        self.accept_pairing = accept_pairing
-        self.mtu = mtu
         self.buffer_size = buffer_size
-        self.char_max = char_max
         self.consume_delay_s = consume_delay_s
         self.on_receive = on_receive
-        self.rssi = rssi
-        self.advertising = True
         self.credit = buffer_size
         self.rpc_status = 0
         self.received = bytearray()
         self.writes: list[int] = []
         self.overflows: list[Overflow] = []
-        self.oversize: list[int] = []
-        self.connections = 0
-        self._chars = {
-            c.handle: _Char(c.uuid, c.handle, c.properties, c.authenticated)
-            for c in (_TX, _RX, _FLOW, _RPC_STATUS)
-        }
         self._buffer = bytearray()
         self._consume: asyncio.Handle | None = None
-        self._client: EmulatedBleakClient | None = None
 
     # -- what the air sees --------------------------------------------------------------------
 
@@ -181,47 +368,16 @@ class EmulatedPeripheral:
     def service_uuid(self) -> str:
         return normalize_uuid_16(FLIPPER_ADVERTISED_UUID | self.colour)
 
-    @property
-    def connected(self) -> bool:
-        return self._client is not None
-
-    def advertisement_data(self) -> AdvertisementData:
-        return AdvertisementData(
-            local_name=self.name,
-            manufacturer_data={},
-            service_data={},
-            service_uuids=[self.service_uuid],
-            tx_power=None,
-            rssi=self.rssi,
-            platform_data=("emulated", self.address),
-        )
-
-    def client_backend(self) -> type[EmulatedBleakClient]:
-        """The ``BaseBleakClient`` subclass to pass as ``BleakClient(..., backend=...)``."""
-        return client_backend(self)
-
-    def scanner_backend(self) -> type[EmulatedBleakScanner]:
-        """The ``BaseBleakScanner`` subclass to pass as ``BleakScanner(backend=...)``."""
-        return scanner_backend(self)
+    def advertised_uuids(self) -> list[str]:
+        return [self.service_uuid]
 
     # -- the device side ----------------------------------------------------------------------
 
     def send_to_host(self, data: bytes) -> None:
         """Indicate ``data`` on TX in chunks of at most min(243, MTU-3) bytes, in order."""
-        client = self._client
         size = max(1, min(self.char_max, self.mtu - 3))
-        tx = self._chars[_TX.handle]
         for start in range(0, len(data), size):
-            chunk = data[start : start + size]
-            tx.value = chunk
-            if client is not None:
-                client._deliver(tx.handle, chunk)
-
-    def drop_connection(self) -> None:
-        """The Flipper ends the link (switched off, out of range)."""
-        client = self._client
-        if client is not None:
-            client._lost()
+            self._notify_handle(_TX.handle, data[start : start + size])
 
     def _flow_value(self) -> bytes:
         return self.credit.to_bytes(4, "big")
@@ -247,10 +403,7 @@ class EmulatedPeripheral:
             self.send_to_host(reply)
         if self.credit == 0:
             self.credit = self.buffer_size
-            flow = self._chars[_FLOW.handle]
-            flow.value = self._flow_value()
-            if self._client is not None:
-                self._client._deliver(flow.handle, flow.value)
+            self._notify_handle(_FLOW.handle, self._flow_value())
 
     def _reset_session(self) -> None:
         if self._consume is not None:
@@ -259,31 +412,39 @@ class EmulatedPeripheral:
         self._buffer.clear()
         self.credit = self.buffer_size
 
-    def _build_services(self) -> BleakGATTServiceCollection:
-        services = BleakGATTServiceCollection()
-        service = BleakGATTService(self, _SERVICE_HANDLE, FLIPPER_SERIAL_SERVICE)
-        services.add_service(service)
-        for char in self._chars.values():
-            gatt_char = BleakGATTCharacteristic(
-                char,
-                char.handle,
-                char.uuid,
-                list(char.properties),
-                lambda: self.mtu - 3,
-                service,
-            )
-            services.add_characteristic(gatt_char)
-            if "notify" in char.properties or "indicate" in char.properties:
-                services.add_descriptor(
-                    BleakGATTDescriptor(None, char.handle + 1, CCCD_UUID, gatt_char)
-                )
-        return services
+    # -- hooks --------------------------------------------------------------------------------
+
+    def on_connect(self) -> None:
+        self.rpc_status = 1  # the serial profile opens an RPC session on connect
+        self._reset_session()
+
+    def on_disconnect(self) -> None:
+        self.rpc_status = 0
+        self._reset_session()
+
+    def on_read(self, char: GattChar) -> bytes:
+        if char.uuid == FLIPPER_FLOW:
+            return self._flow_value()
+        if char.uuid == FLIPPER_RPC_STATUS:
+            return self.rpc_status.to_bytes(4, "little")
+        return char.value
+
+    def on_write(self, char: GattChar, data: bytes) -> None:
+        if char.uuid == FLIPPER_RX:
+            self._accept(data)
+            char.value = data
+        elif char.uuid == FLIPPER_RPC_STATUS:
+            status = int.from_bytes(data[:4].ljust(4, b"\0"), "little")
+            if status == 0:
+                self._reset_session()  # writing 0 asks for an RPC session reset
+                status = 1
+            self.rpc_status = status
 
 
 class EmulatedBleakClient(BaseBleakClient):
-    """bleak's client backend, talking to an :class:`EmulatedPeripheral` instead of an OS."""
+    """bleak's client backend, talking to a :class:`GattPeripheral` instead of an OS."""
 
-    world: ClassVar[tuple[EmulatedPeripheral, ...]] = ()
+    world: ClassVar[tuple[GattPeripheral, ...]] = ()
 
     def __init__(
         self,
@@ -299,7 +460,7 @@ class EmulatedBleakClient(BaseBleakClient):
             timeout=timeout,
             **kwargs,
         )
-        self._peripheral: EmulatedPeripheral | None = None
+        self._peripheral: GattPeripheral | None = None
         self._subscribed: dict[int, NotifyCallback] = {}
 
     @property
@@ -331,11 +492,7 @@ class EmulatedBleakClient(BaseBleakClient):
         if pair and not peripheral.paired:
             _pair(peripheral)
         self._peripheral = peripheral
-        peripheral._client = self
-        peripheral.advertising = False
-        peripheral.connections += 1
-        peripheral.rpc_status = 1  # the serial profile opens an RPC session on connect
-        peripheral._reset_session()
+        peripheral._attach(self)
         self.services = peripheral._build_services()
 
     async def disconnect(self) -> None:
@@ -353,11 +510,7 @@ class EmulatedBleakClient(BaseBleakClient):
     ) -> bytearray:
         peripheral, char = self._char(characteristic, "read")
         await asyncio.sleep(0)
-        if char.uuid == FLIPPER_FLOW:
-            return bytearray(peripheral._flow_value())
-        if char.uuid == FLIPPER_RPC_STATUS:
-            return bytearray(peripheral.rpc_status.to_bytes(4, "little"))
-        return bytearray(char.value)
+        return bytearray(peripheral.on_read(char))
 
     async def read_gatt_descriptor(
         self, descriptor: BleakGATTDescriptor, *, use_cached: bool = False, **kwargs: Any
@@ -377,15 +530,9 @@ class EmulatedBleakClient(BaseBleakClient):
             raise BleakGATTProtocolError(BleakGATTProtocolErrorCode.INVALID_ATTRIBUTE_VALUE_LENGTH)
         if response:
             await asyncio.sleep(0)  # the write response comes back after a round trip
-        if char.uuid == FLIPPER_RX:
-            peripheral._accept(payload)
-            char.value = payload
-        elif char.uuid == FLIPPER_RPC_STATUS:
-            status = int.from_bytes(payload[:4].ljust(4, b"\0"), "little")
-            if status == 0:
-                peripheral._reset_session()  # writing 0 asks for an RPC session reset
-                status = 1
-            peripheral.rpc_status = status
+        if self._peripheral is not peripheral:
+            raise BleakError("Not connected")  # the link dropped during the round trip
+        peripheral.on_write(char, payload)
 
     async def write_gatt_descriptor(
         self, descriptor: BleakGATTDescriptor, data: SizedBuffer
@@ -408,14 +555,14 @@ class EmulatedBleakClient(BaseBleakClient):
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _connected(self) -> EmulatedPeripheral:
+    def _connected(self) -> GattPeripheral:
         if self._peripheral is None:
             raise BleakError("Not connected")
         return self._peripheral
 
     def _char(
         self, characteristic: BleakGATTCharacteristic, needed: CharacteristicPropertyName
-    ) -> tuple[EmulatedPeripheral, _Char]:
+    ) -> tuple[GattPeripheral, GattChar]:
         peripheral = self._connected()
         char = peripheral._chars.get(characteristic.handle)
         if char is None:
@@ -436,22 +583,19 @@ class EmulatedBleakClient(BaseBleakClient):
         if callback is not None:
             asyncio.get_running_loop().call_soon(callback, bytearray(data))
 
-    def _detach(self) -> EmulatedPeripheral | None:
+    def _detach(self) -> GattPeripheral | None:
         peripheral, self._peripheral = self._peripheral, None
         self._subscribed.clear()
-        if peripheral is not None and peripheral._client is self:
-            peripheral._client = None
-            peripheral.advertising = True
-            peripheral.rpc_status = 0
-            peripheral._reset_session()
-        return peripheral
+        if peripheral is not None and peripheral._detach(self):
+            return peripheral
+        return None
 
     def _lost(self) -> None:
         if self._detach() is not None and self._disconnected_callback is not None:
             asyncio.get_running_loop().call_soon(self._disconnected_callback)
 
 
-def _pair(peripheral: EmulatedPeripheral) -> None:
+def _pair(peripheral: GattPeripheral) -> None:
     if not peripheral.accept_pairing:
         raise BleakDBusError(*PAIRING_FAILED)
     peripheral.paired = True
@@ -460,7 +604,7 @@ def _pair(peripheral: EmulatedPeripheral) -> None:
 class EmulatedBleakScanner(BaseBleakScanner):
     """bleak's scanner backend: each scan hears every advertising peripheral of ``world``."""
 
-    world: ClassVar[tuple[EmulatedPeripheral, ...]] = ()
+    world: ClassVar[tuple[GattPeripheral, ...]] = ()
 
     def __init__(
         self,
@@ -496,7 +640,7 @@ class EmulatedBleakScanner(BaseBleakScanner):
             self.call_detection_callbacks(device, adv)
 
 
-def scanner_backend(*peripherals: EmulatedPeripheral) -> type[EmulatedBleakScanner]:
+def scanner_backend(*peripherals: GattPeripheral) -> type[EmulatedBleakScanner]:
     """A scanner backend that hears ``peripherals`` (several devices on the air at once)."""
 
     class BoundEmulatedBleakScanner(EmulatedBleakScanner):
@@ -505,7 +649,7 @@ def scanner_backend(*peripherals: EmulatedPeripheral) -> type[EmulatedBleakScann
     return BoundEmulatedBleakScanner
 
 
-def client_backend(*peripherals: EmulatedPeripheral) -> type[EmulatedBleakClient]:
+def client_backend(*peripherals: GattPeripheral) -> type[EmulatedBleakClient]:
     """A client backend that can connect to any of ``peripherals`` by address."""
 
     class BoundEmulatedBleakClient(EmulatedBleakClient):
