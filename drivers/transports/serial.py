@@ -243,19 +243,44 @@ class SerialLine:
         async with self.transaction():
             return await self._read_until(marker, time.monotonic() + within_s, limit)
 
-    async def read_exactly(self, size: int, *, within_s: float) -> bytes:
-        """Exactly ``size`` bytes (framed protocols); NoPrompt with what came if they don't."""
+    async def read_exactly(
+        self, size: int, *, within_s: float, gap_s: float | None = None
+    ) -> bytes:
+        """Exactly ``size`` bytes (framed protocols); NoPrompt with what came if they don't.
+
+        ``within_s`` bounds the whole read. ``gap_s`` also ends it once no byte has come for that
+        long (counted from the start, then from the last byte): a USB VCP's per-byte timeout, which
+        tells a device that stopped mid-packet from a long packet still flowing.
+        """
         async with self.transaction():
-            deadline = time.monotonic() + within_s
+            last = time.monotonic()
+            deadline = last + within_s
             buf = self._take_pending()
             while len(buf) < size:
-                if time.monotonic() >= deadline:
+                now = time.monotonic()
+                if now >= deadline:
                     raise NoPrompt(
-                        self._path, f"{len(buf)} of {size} bytes within {within_s:g} s", bytes(buf)
+                        self._path,
+                        f"{len(buf)} of {size} bytes within {within_s:g} s",
+                        _shorten(buf),
                     )
-                buf += await self._read_chunk()
+                if gap_s is not None and now - last >= gap_s:
+                    raise NoPrompt(
+                        self._path,
+                        f"{len(buf)} of {size} bytes, then none for {gap_s:g} s",
+                        _shorten(buf),
+                    )
+                chunk = await self._read_chunk()
+                if chunk:
+                    buf += chunk
+                    last = time.monotonic()
             self._pending = buf[size:]
             return bytes(buf[:size])
+
+    async def discard_input(self) -> None:
+        """Drop every byte received and not yet read: a framed protocol resynchronising."""
+        async with self.transaction():
+            await self._discard_input()
 
     async def command(
         self,
