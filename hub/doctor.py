@@ -21,6 +21,7 @@ from typing import Literal
 from hub.agent.embedded import bundled_gguf
 from hub.agent.models import probe_ollama
 from hub.config import Settings
+from hub.senses import Senses
 
 Status = Literal["OK", "WARN", "FAIL"]
 
@@ -65,7 +66,9 @@ def run_checks(settings: Settings, config_error: str = "") -> Iterator[Check]:
     yield check_python()
     for module, dist in DEPENDENCIES:
         yield _guarded(f"import {module}", partial(check_import, module, dist))
-    yield _guarded("portaudio", check_portaudio)
+    yield _guarded("microphone", lambda: check_microphone(settings))
+    yield _guarded("camera", lambda: check_camera(settings))
+    yield _guarded("speech model", lambda: check_speech(settings))
     yield _guarded("ollama", lambda: check_ollama(settings.ollama_host))
     yield _guarded("embedded model", lambda: check_embedded_model(settings))
     yield _guarded("embedding model", check_embedding_model)
@@ -100,26 +103,25 @@ def check_import(module: str, dist: str) -> Check:
     return Check("OK", f"import {module}", dist)
 
 
-def check_portaudio() -> Check:
-    try:
-        import sounddevice
-    except OSError as exc:
-        return Check(
-            "WARN",
-            "portaudio",
-            f"{exc}: the microphone is unavailable",
-            "sudo apt-get install libportaudio2",
-        )
-    inputs = [d for d in sounddevice.query_devices() if d["max_input_channels"] > 0]
-    version = sounddevice.get_portaudio_version()[1]
-    if not inputs:
-        return Check(
-            "WARN",
-            "portaudio",
-            f"{version}; no input device, so no microphone",
-            "plug in a microphone",
-        )
-    return Check("OK", "portaudio", f"{version}; {len(inputs)} input device(s)")
+def check_microphone(settings: Settings) -> Check:
+    available, detail = Senses.from_settings(settings).microphone_status()
+    if available:
+        return Check("OK", "microphone", detail)
+    fix = detail.split("; fix: ", 1)[1] if "; fix: " in detail else ""
+    return Check("WARN", "microphone", detail.split("; fix: ", 1)[0], fix)
+
+
+def check_camera(settings: Settings) -> Check:
+    available, detail = Senses.from_settings(settings).camera_status()
+    return Check("OK" if available else "WARN", "camera", detail)
+
+
+def check_speech(settings: Settings) -> Check:
+    status = Senses.from_settings(settings).speech.status()
+    name = f"speech model ({status['model']})"
+    if not status["available"]:
+        return Check("FAIL", name, str(status["detail"]), "see speech.model in the README")
+    return Check("OK", name, f"{status['path']}: {status['detail']}")
 
 
 def check_ollama(host: str) -> Check:

@@ -7,6 +7,7 @@ command they send to hardware passes through it before it is written to the port
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import sqlite_utils
@@ -49,8 +50,21 @@ class AuditLog:
         )
 
 
-def build_manager(settings: Settings, audit: AuditLog, **options: Any) -> DriverManager:
-    driver_settings = {
+EventSink = Callable[[str, dict[str, Any], str | None], None]
+"""(kind, detail, device_id): a driver noticed something; it goes on the owner's event ring."""
+
+
+def build_manager(
+    settings: Settings,
+    audit: AuditLog,
+    on_event: EventSink,
+    *,
+    drivers: Mapping[str, Mapping[str, Any]] | None = None,
+    **options: Any,
+) -> DriverManager:
+    """The manager with every installed driver; ``drivers`` merges config over the settings'
+    (how tests hand a driver an emulated radio), ``options`` go to the manager."""
+    driver_settings: dict[str, dict[str, Any]] = {
         "flipper": {
             "port": settings.flipper_port or None,
             "enabled": settings.flipper_enabled,
@@ -63,6 +77,24 @@ def build_manager(settings: Settings, audit: AuditLog, **options: Any) -> Driver
             "audit": audit.sink("flipper_ble"),
             "backend": None,
         },
+        "nicla_vision": {
+            "port": settings.nicla_vision_port or None,
+            "enabled": settings.nicla_vision_enabled,
+            "audit": audit.sink("nicla_vision"),
+        },
+        "nicla_voice": {
+            "enabled": settings.nicla_voice_enabled,
+            "audit": audit.sink("nicla_voice"),
+            "backend": None,
+            "on_event": on_event,
+            **(
+                {"service_uuid": settings.nicla_voice_service}
+                if settings.nicla_voice_service
+                else {}
+            ),
+        },
     }
+    for name, extra in (drivers or {}).items():
+        driver_settings.setdefault(name, {}).update(extra)
     options.setdefault("advertisements", BleAdvertisements(seconds=2.0))
     return DriverManager(load_drivers(), driver_settings, **options)

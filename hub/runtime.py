@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import sqlite_utils
 
@@ -12,11 +14,13 @@ from hub.agent.models import ModelRouter
 from hub.config import Settings
 from hub.devices.endpoint import EndpointPolicy
 from hub.devices.service import Devices
+from hub.devices.transcripts import TranscriptStore
 from hub.drivers import DriverManager
 from hub.hardware import AuditLog, build_manager
 from hub.identity import Identity, User
 from hub.memory.graph import MemoryStore
 from hub.memory.vectors import VectorIndex
+from hub.senses import Senses
 from hub.store.migrations import open_database
 from hub.tinys.records import TinyStore
 
@@ -33,12 +37,26 @@ class Hub:
     devices: Devices
     audit: AuditLog
     drivers: DriverManager
+    senses: Senses
+    transcripts: TranscriptStore
     version: str = __version__
     started_at: float = field(default_factory=time.monotonic)
 
     @classmethod
-    def open(cls, settings: Settings) -> Hub:
-        """Create the data dir, migrate the database and make sure the owner exists."""
+    def open(
+        cls,
+        settings: Settings,
+        *,
+        hardware: Mapping[str, Any] | None = None,
+        senses: Senses | None = None,
+    ) -> Hub:
+        """Create the data dir, migrate the database and make sure the owner exists.
+
+        ``hardware`` overrides parts of the driver manager (``drivers``: per-driver config
+        merged over the settings'; anything else: manager options) and ``senses`` the machine's
+        camera/microphone: the seams through which emulated hardware enters, the same ones the
+        real hardware uses.
+        """
         settings.home.mkdir(parents=True, exist_ok=True)
         db = open_database(settings.db_path)
         identity = Identity(db)
@@ -54,7 +72,12 @@ class Hub:
             hub_hosts=(settings.host,),
         )
         audit = AuditLog(db)
-        drivers = build_manager(settings, audit)
+        transcripts = TranscriptStore(db, devices.events, devices.clock)
+
+        def on_event(kind: str, detail: dict[str, Any], device_id: str | None) -> None:
+            devices.events.publish(owner.id, kind, device_id, detail)
+
+        drivers = build_manager(settings, audit, on_event, **dict(hardware or {}))
         return cls(
             settings,
             db,
@@ -66,12 +89,19 @@ class Hub:
             devices,
             audit,
             drivers,
+            senses or Senses.from_settings(settings),
+            transcripts,
         )
 
     @property
     def uptime_s(self) -> float:
         return time.monotonic() - self.started_at
 
+    def capabilities(self) -> list[str]:
+        """What this hub can do now with its own hardware and its drivers' devices."""
+        return sorted({*self.senses.capabilities(), *self.drivers.capabilities()})
+
     def close(self) -> None:
+        self.senses.close()
         self.memory.close()
         self.db.conn.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib
 import json
 import os
 import platform
@@ -853,10 +854,14 @@ async def _state(hub: Any, wanted: str) -> None:
     raise RuntimeError(f"the Flipper never became {wanted}")
 
 
-def bench_flipper(runs: int) -> list[Figure]:
-    from scripts.bench_flipper import bench
+def rows_of(module: str) -> Callable[[int], list[Figure]]:
+    """A benchmark kept in its own module (``bench(runs)`` → (name, value, unit, how) rows)."""
 
-    return [Figure(name, value, unit, how, [value]) for name, value, unit, how in bench(runs)]
+    def run(runs: int) -> list[Figure]:
+        bench = importlib.import_module(module).bench
+        return [Figure(name, value, unit, how, [value]) for name, value, unit, how in bench(runs)]
+
+    return run
 
 
 BENCHMARKS: dict[str, tuple[Callable[[int], list[Figure]], int]] = {
@@ -868,9 +873,12 @@ BENCHMARKS: dict[str, tuple[Callable[[int], list[Figure]], int]] = {
     "first_token_ratio": (bench_first_token_ratio, 10),
     "memory": (bench_memory, 1),
     "devices": (bench_devices, 30),
-    "flipper": (bench_flipper, 10),
+    "flipper": (rows_of("scripts.bench_flipper"), 10),
     "cancel": (bench_cancel, 5),
     "flipper_offline": (bench_flipper_offline, 5),
+    "speech": (rows_of("scripts.bench_speech"), 5),
+    "nicla_vision": (rows_of("scripts.bench_nicla_vision"), 20),
+    "nicla_voice": (rows_of("scripts.bench_nicla_voice"), 10),
 }
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from hub.config import Settings, load_settings
 from hub.runtime import Hub
+from hub.senses import Senses
 from hub.server import RunningServer, start_server
 from tests.fakes.ollama import FakeOllama
 from tests.netguard import no_network  # noqa: F401  (a fixture every test module can use)
@@ -33,9 +34,10 @@ def closed_port() -> int:
 
 
 def settings_for(home: Path, **overrides: Any) -> Settings:
-    return load_settings(
-        home=home, environ={}, overrides={"host": "127.0.0.1", "port": 0, **overrides}
-    )
+    """Settings for a test hub. The machine's own camera and microphone are off unless a test
+    turns them on: a developer's webcam must not be opened by the suite."""
+    base = {"host": "127.0.0.1", "port": 0, "camera_device": "", "microphone_device": "off"}
+    return load_settings(home=home, environ={}, overrides={**base, **overrides})
 
 
 @pytest.fixture
@@ -51,8 +53,11 @@ async def start_hub(home: Path) -> AsyncIterator[StartHub]:
     """Start a real hub (HTTP on a free loopback port) with the given settings overrides."""
     running: list[RunningServer] = []
 
-    async def start(**overrides: Any) -> RunningServer:
-        hub = Hub.open(settings_for(home, **overrides))
+    async def start(
+        *, hardware: dict[str, Any] | None = None, senses: Senses | None = None, **overrides: Any
+    ) -> RunningServer:
+        """``hardware``/``senses``: emulated devices, through Hub.open's own seams."""
+        hub = Hub.open(settings_for(home, **overrides), hardware=hardware, senses=senses)
         server = await start_server(hub, "127.0.0.1", 0)
         running.append(server)
         return server

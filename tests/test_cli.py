@@ -163,7 +163,9 @@ def test_doctor_prints_every_check_honestly(home: Path, closed_port: int) -> Non
         "python",
         "import aiohttp",
         "import llama_cpp",
-        "portaudio",
+        "microphone",
+        "camera",
+        "speech model (tiny.en)",
         "ollama",
         "embedded model",
         "embedding model",
@@ -173,10 +175,14 @@ def test_doctor_prints_every_check_honestly(home: Path, closed_port: int) -> Non
         "port",
     )
     for name in names:
-        assert any(re.match(rf"(OK|WARN|FAIL)\s+{re.escape(name)}\b", line) for line in lines), name
+        assert any(
+            re.match(rf"(OK|WARN|FAIL)\s+{re.escape(name)}(?!\w)", line) for line in lines
+        ), name
     by_name = {re.split(r"\s{2,}", line)[1]: line for line in lines}
     assert by_name["ollama"].startswith("WARN") and "fix:" in by_name["ollama"]
     assert by_name["embedded model"].startswith("OK")
+    assert by_name["speech model (tiny.en)"].startswith("OK")
+    assert "unavailable" in by_name["microphone"] or by_name["microphone"].startswith("OK")
     assert by_name["embedding model"].startswith("OK")
     assert by_name["data dir"].startswith("OK")
     assert not home.exists(), "doctor only looks; it creates nothing"

@@ -10,7 +10,7 @@ import contextlib
 import json
 import shutil
 import subprocess
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from hub.agent.tools.devices import use_device
 from hub.identity import hash_token
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
+from tests.daemon import PythonDaemon, enroll, send
 from tests.fakes.ollama import FakeOllama, Reply
 from tests.toolcall import call_tool
 
@@ -35,78 +36,12 @@ async def server(start_hub: StartHub, fake_ollama: FakeOllama) -> RunningServer:
     return await start_hub(ollama_host=fake_ollama.url)
 
 
-async def send(
-    http: aiohttp.ClientSession,
-    method: str,
-    url: str,
-    body: Any = None,
-    headers: dict[str, str] | None = None,
-) -> tuple[int, Any]:
-    async with http.request(method, url, json=body, headers=headers or {}) as response:
-        text = await response.text()
-        return response.status, (json.loads(text) if text.startswith(("{", "[")) else text)
-
-
-async def enroll(
-    http: aiohttp.ClientSession, server: RunningServer, name: str = "laptop", **extra: Any
-) -> dict[str, Any]:
-    body = {"name": name, "kind": "daemon", "capabilities": ["shell", "screenshot"], **extra}
-    status, answer = await send(
-        http, "POST", f"{server.url}/api/devices", body, owner_headers(server)
-    )
-    assert status == 200, answer
-    return dict(answer)
-
-
 async def call_use_device(server: RunningServer, **arguments: Any) -> dict[str, Any]:
     tiny = server.hub.tinys.get("tiny")
     assert tiny is not None
     ctx = ToolContext(server.hub, server.hub.owner, tiny)
     result = await call_tool(use_device, ctx, **arguments)
     return dict(result)
-
-
-class PythonDaemon:
-    """The seed's daemon loop, in Python: heartbeat, pull, handle, reply."""
-
-    def __init__(
-        self,
-        url: str,
-        device_id: str,
-        token: str,
-        handle: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]],
-    ) -> None:
-        self.url, self.device_id, self.token, self.handle = url, device_id, token, handle
-        self.task: asyncio.Task[None] | None = None
-
-    async def call(self, http: aiohttp.ClientSession, method: str, path: str, **body: Any) -> Any:
-        payload = {"deviceId": self.device_id, "token": self.token, **body}
-        async with http.request(method, self.url + path, json=payload) as response:
-            return await response.json()
-
-    async def loop(self) -> None:
-        async with aiohttp.ClientSession() as http:
-            await self.call(http, "POST", "/api/devices/heartbeat", capabilities=["shell"])
-            while True:
-                pulled = await self.call(http, "PUT", "/api/devices/relay", max=10)
-                for message in pulled["messages"]:
-                    reply = await self.handle(json.loads(message["payload"]))
-                    await self.call(
-                        http,
-                        "PATCH",
-                        "/api/devices/relay",
-                        inReplyTo=message["id"],
-                        payload=json.dumps(reply),
-                    )
-                await asyncio.sleep(0 if pulled["messages"] else 0.05)
-
-    def __enter__(self) -> PythonDaemon:
-        self.task = asyncio.create_task(self.loop())
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self.task is not None
-        self.task.cancel()
 
 
 async def echo_status(envelope: dict[str, Any]) -> dict[str, Any]:

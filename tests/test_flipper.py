@@ -13,13 +13,12 @@ import pytest
 
 from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
 from hub import contracts as c
-from hub.agent.tools.context import ToolContext
 from hub.agent.tools.flipper import flipper_files, flipper_find, flipper_listen, flipper_status
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.fakes.ollama import FakeOllama, Reply
 from tests.sse import post_chat
-from tests.toolcall import call_tool
+from tests.toolcall import result_text, use_tool
 from tests.waits import until
 
 
@@ -43,17 +42,6 @@ async def hub(
     server = await start_hub(ollama_host=fake_ollama.url, flipper_port=str(tmp_path / "flipper"))
     await until(lambda: flipper_state(server) == "online")
     return server
-
-
-async def use(server: RunningServer, tool: Any, **arguments: Any) -> dict[str, Any]:
-    tiny = server.hub.tinys.get("tiny")
-    assert tiny is not None
-    ctx = ToolContext(server.hub, server.hub.owner, tiny)
-    return dict(await call_tool(tool, ctx, **arguments))
-
-
-def text(result: dict[str, Any]) -> str:
-    return str(result["content"][0]["text"])
 
 
 async def test_flipper_status_through_a_chat_turn(
@@ -95,34 +83,37 @@ async def test_api_drivers_lists_the_device(hub: RunningServer) -> None:
 
 
 async def test_files_list_stat_read_and_refusals(hub: RunningServer) -> None:
-    listed = await use(hub, flipper_files, action="list", path="/ext/subghz")
-    assert "garage.sub" in text(listed)
-    stat = await use(hub, flipper_files, action="stat", path="/ext/subghz/garage.sub")
+    listed = await use_tool(hub, flipper_files, action="list", path="/ext/subghz")
+    assert "garage.sub" in result_text(listed)
+    stat = await use_tool(hub, flipper_files, action="stat", path="/ext/subghz/garage.sub")
     assert stat["content"][1]["json"]["type"] == "file"
-    read = await use(hub, flipper_files, action="read", path="/ext/subghz/garage.sub")
-    assert text(read).startswith("Filetype: Flipper SubGhz")
+    read = await use_tool(hub, flipper_files, action="read", path="/ext/subghz/garage.sub")
+    assert result_text(read).startswith("Filetype: Flipper SubGhz")
     for path, problem in (
         ("/ext/../int/x", ".."),
         ("/etc/passwd", "only paths under"),
         ('/ext/a"b', "characters"),
         ("/ext/nothing.txt", "not exist"),
     ):
-        refused = await use(hub, flipper_files, action="stat", path=path)
-        assert refused["status"] == "error" and problem in text(refused), (path, text(refused))
+        refused = await use_tool(hub, flipper_files, action="stat", path=path)
+        assert refused["status"] == "error" and problem in result_text(refused), (
+            path,
+            result_text(refused),
+        )
 
 
 async def test_listen_subghz_ir_and_nfc(hub: RunningServer, emulator: FlipperEmulator) -> None:
-    heard = await use(hub, flipper_listen, kind="subghz", seconds=1, frequency=433_920_000)
+    heard = await use_tool(hub, flipper_listen, kind="subghz", seconds=1, frequency=433_920_000)
     details = heard["content"][1]["json"]
     assert details["count"] >= 1 and details["packets"][0].startswith("Princeton 24bit")
-    ir = await use(hub, flipper_listen, kind="ir", seconds=1)
+    ir = await use_tool(hub, flipper_listen, kind="ir", seconds=1)
     assert ir["content"][1]["json"]["signals"][0]["protocol"] == "NEC"
-    nfc = await use(hub, flipper_listen, kind="nfc", seconds=1)
+    nfc = await use_tool(hub, flipper_listen, kind="nfc", seconds=1)
     assert nfc["content"][1]["json"]["found"] == ["iso14443-3a", "mfu"]
-    bad = await use(hub, flipper_listen, kind="subghz", seconds=1, frequency=100)
-    assert "MHz" in text(bad)
-    too_long = await use(hub, flipper_listen, kind="ir", seconds=61)
-    assert "1 to 60" in text(too_long)
+    bad = await use_tool(hub, flipper_listen, kind="subghz", seconds=1, frequency=100)
+    assert "MHz" in result_text(bad)
+    too_long = await use_tool(hub, flipper_listen, kind="ir", seconds=61)
+    assert "1 to 60" in result_text(too_long)
 
 
 async def test_nfc_on_older_firmware_uses_detect(
@@ -133,7 +124,7 @@ async def test_nfc_on_older_firmware_uses_detect(
     try:
         server = await start_hub(ollama_host=fake_ollama.url, flipper_port=str(tmp_path / "old"))
         await until(lambda: flipper_state(server) == "online")
-        nfc = await use(server, flipper_listen, kind="nfc", seconds=1)
+        nfc = await use_tool(server, flipper_listen, kind="nfc", seconds=1)
         assert nfc["content"][1]["json"]["found"] == ["iso14443-3a", "mfu"]
         assert "nfc detect" in device.sent
     finally:
@@ -143,8 +134,8 @@ async def test_nfc_on_older_firmware_uses_detect(
 async def test_find_signals_and_every_command_is_audited(
     hub: RunningServer, emulator: FlipperEmulator
 ) -> None:
-    found = await use(hub, flipper_find, signal=True)
-    assert "attached to this hub over USB" in text(found)
+    found = await use_tool(hub, flipper_find, signal=True)
+    assert "attached to this hub over USB" in result_text(found)
     assert True in emulator.state.vibro_log and emulator.state.led_log
     assert emulator.state.alerts == 1, "the RPC alert beeps, blinks and vibrates"
     async with (
@@ -164,11 +155,11 @@ async def test_unplug_goes_offline_and_replug_comes_back(
 ) -> None:
     emulator.unplug()
     await until(lambda: flipper_state(hub) == "offline")
-    gone = await use(hub, flipper_status)
-    assert gone["status"] == "error" and "Flipper is not connected" in text(gone)
+    gone = await use_tool(hub, flipper_status)
+    assert gone["status"] == "error" and "Flipper is not connected" in result_text(gone)
     emulator.replug()
     await until(lambda: flipper_state(hub) == "online")
-    back = await use(hub, flipper_status)
+    back = await use_tool(hub, flipper_status)
     assert back["status"] == "success"
     assert len([r for r in hub.hub.drivers.records() if r["driver"] == "flipper"]) == 1
 
@@ -176,11 +167,11 @@ async def test_unplug_goes_offline_and_replug_comes_back(
 async def test_unplug_mid_command_is_a_clean_error(
     hub: RunningServer, emulator: FlipperEmulator
 ) -> None:
-    listening = asyncio.create_task(use(hub, flipper_listen, kind="subghz", seconds=30))
+    listening = asyncio.create_task(use_tool(hub, flipper_listen, kind="subghz", seconds=30))
     await until(lambda: any(line.startswith("subghz rx") for line in emulator.sent))
     emulator.unplug()
     result = await asyncio.wait_for(listening, 10)
-    assert result["status"] == "error" and "not connected" in text(result)
+    assert result["status"] == "error" and "not connected" in result_text(result)
     assert (await hub_health(hub)) == 200
 
 
@@ -188,11 +179,11 @@ async def test_a_stalled_or_garbled_device_is_an_error_not_a_hang(
     hub: RunningServer, emulator: FlipperEmulator
 ) -> None:
     emulator.garbage_next(b"\x00\xff\xfe garbage \x1b[99m")
-    garbled = await use(hub, flipper_files, action="list", path="/ext")
+    garbled = await use_tool(hub, flipper_files, action="list", path="/ext")
     assert garbled["status"] in ("success", "error")
     emulator.mute_prompt_next()
-    muted = await use(hub, flipper_files, action="list", path="/ext")
-    assert muted["status"] == "error" and "did not finish" in text(muted)
+    muted = await use_tool(hub, flipper_files, action="list", path="/ext")
+    assert muted["status"] == "error" and "did not finish" in result_text(muted)
     assert (await hub_health(hub)) == 200
 
 
@@ -200,10 +191,10 @@ async def test_without_a_flipper_the_tools_say_so(
     start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
 ) -> None:
     server = await start_hub(ollama_host=fake_ollama.url, flipper_port=str(tmp_path / "none"))
-    result = await use(server, flipper_status)
-    assert "Flipper is not connected" in text(result)
-    found = await use(server, flipper_find)
-    assert "none of your devices reports one" in text(found)
+    result = await use_tool(server, flipper_status)
+    assert "Flipper is not connected" in result_text(result)
+    found = await use_tool(server, flipper_find)
+    assert "none of your devices reports one" in result_text(found)
 
 
 async def hub_health(server: RunningServer) -> int:

@@ -21,3 +21,20 @@ def call_tool(tool: AgentTool, ctx: ToolContext, **arguments: Any) -> Any:
             invocation_state={STATE_KEY: ctx},
         )
     return tool(**arguments)  # type: ignore[operator]
+
+
+OWNER = "owner"
+
+
+async def use_tool(server: Any, tool: AgentTool, caller: Any = OWNER, **arguments: Any) -> Any:
+    """Call ``tool`` in a running hub as its owner (default), another user, or None (anonymous),
+    talking to the default tiny."""
+    tiny = server.hub.tinys.get("tiny")
+    assert tiny is not None
+    who = server.hub.owner if caller == OWNER else caller
+    return dict(await call_tool(tool, ToolContext(server.hub, who, tiny), **arguments))
+
+
+def result_text(result: dict[str, Any]) -> str:
+    """The text a tool result leads with."""
+    return str(result["content"][0]["text"])

@@ -24,6 +24,7 @@ from hub.devices.endpoint import EndpointError, EndpointRefused, check_endpoint_
 from hub.devices.events import DEVICE_EVENT_KINDS, RingEvent
 from hub.devices.registry import Device
 from hub.devices.service import DeviceAnswer, Devices
+from hub.devices.transcripts import TRANSCRIPT_EVENT
 from hub.identity import User
 
 routes = web.RouteTableDef()
@@ -268,6 +269,16 @@ async def device_event(request: web.Request) -> web.Response:
     detail = body.get("detail")
     if len(json.dumps(detail)) > c.RELAY_PAYLOAD_MAX_BYTES:
         raise http_error(web.HTTPBadRequest, f"detail is over {c.RELAY_PAYLOAD_MAX_BYTES} bytes")
+    if (
+        kind == TRANSCRIPT_EVENT
+        and isinstance(detail, dict)
+        and isinstance(detail.get("text"), str)
+    ):
+        # A transcript the device made itself: kept beside the hub's own, so the transcript
+        # tools list both.
+        request.app[HUB].transcripts.add(
+            device.owner, "device", detail["text"], device_id=device.id, announce=False
+        )
     event = _devices(request).events.publish(device.owner, kind, device.id, detail)
     return web.json_response({"ok": True, "id": event.id})
 

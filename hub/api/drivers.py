@@ -15,8 +15,18 @@ routes = web.RouteTableDef()
 @access(Access.USER)
 async def list_drivers(request: web.Request) -> web.Response:
     hub = request.app[HUB]
+    senses = hub.senses
+    camera, microphone = senses.camera_status(), senses.microphone_status()
     return web.json_response(
-        {"drivers": hub.drivers.records(), "capabilities": hub.drivers.capabilities()}
+        {
+            "drivers": hub.drivers.records(),
+            "machine": {
+                "camera": {"available": camera[0], "detail": camera[1]},
+                "microphone": {"available": microphone[0], "detail": microphone[1]},
+                "speech": senses.speech.status(),
+            },
+            "capabilities": hub.capabilities(),
+        }
     )
 
 

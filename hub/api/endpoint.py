@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from drivers.camera import CameraError
+from drivers.nicla_vision import NiclaError, NiclaVisionDriver
+from drivers.video import VideoError
 from hub.api.auth import Access, access
 from hub.api.errors import http_error
 from hub.api.keys import HUB
@@ -38,15 +41,34 @@ async def telemetry(request: web.Request) -> web.Response:
                 for d in devices
             ],
             "drivers": hub.drivers.records(),
-            "capabilities": hub.drivers.capabilities(),
+            "capabilities": hub.capabilities(),
         }
     )
 
 
 @routes.get("/api/camera/snapshot")
-@access(Access.USER)
+@access(Access.OWNER)
 async def snapshot(request: web.Request) -> web.Response:
-    raise http_error(
-        web.HTTPServiceUnavailable,
-        "no camera is attached to this hub (camera drivers arrive with the drivers issue)",
-    )
+    """A JPEG from the machine's camera, else from an attached Nicla Vision; 503 with the
+    reason when there is neither. Only the owner: it is a picture of their room."""
+    hub = request.app[HUB]
+    problems = []
+    camera = hub.senses.camera
+    if camera is not None and hub.senses.camera_status()[0]:
+        try:
+            return _jpeg(await camera.snapshot())
+        except (CameraError, VideoError) as exc:
+            problems.append(str(exc))
+    else:
+        problems.append(hub.senses.camera_status()[1])
+    for board in hub.drivers.online(NiclaVisionDriver.name):
+        if isinstance(board, NiclaVisionDriver):
+            try:
+                return _jpeg(await board.snapshot())
+            except (NiclaError, VideoError) as exc:
+                problems.append(f"Nicla Vision: {exc}")
+    raise http_error(web.HTTPServiceUnavailable, "no camera on this hub: " + "; ".join(problems))
+
+
+def _jpeg(data: bytes) -> web.Response:
+    return web.Response(body=data, content_type="image/jpeg", headers={"Cache-Control": "no-store"})

@@ -54,20 +54,38 @@ class MediaStore:
     def put(self, owner: str, device_id: str | None, raw: bytes, content_type: str) -> str:
         if len(raw) > MAX_MEDIA_BYTES:
             raise DeviceError(f"media is over {MAX_MEDIA_BYTES // (1024 * 1024)} MB")
+        if content_type not in ALLOWED_TYPES:
+            raise DeviceError(f"{content_type} is not a media type this hub keeps")
         key = secrets.token_urlsafe(18)
         self._folder.mkdir(parents=True, exist_ok=True)
-        (self._folder / key).write_bytes(raw)
-        self._db.table("media").insert(
-            {
-                "key": key,
-                "owner": owner,
-                "device_id": device_id,
-                "content_type": content_type,
-                "size": len(raw),
-                "created_at": self._clock(),
-            }
-        )
+        # Written under a temporary name and renamed only once its row exists: a crash or a
+        # failed insert leaves no file that looks like media (and `get` needs both).
+        partial = self._folder / f".{key}.part"
+        try:
+            partial.write_bytes(raw)
+            self._db.table("media").insert(
+                {
+                    "key": key,
+                    "owner": owner,
+                    "device_id": device_id,
+                    "content_type": content_type,
+                    "size": len(raw),
+                    "created_at": self._clock(),
+                }
+            )
+            partial.rename(self._folder / key)
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            self._db.execute("DELETE FROM media WHERE key = ?", [key])
+            raise
         return key
+
+    def keys(self, owner: str) -> list[str]:
+        """Every media key of ``owner`` (newest first)."""
+        rows = self._db.execute(
+            "SELECT key FROM media WHERE owner = ? ORDER BY created_at DESC", [owner]
+        ).fetchall()
+        return [str(r[0]) for r in rows]
 
     def get(self, owner: str, key: str) -> tuple[bytes, str]:
         row = self._db.execute(

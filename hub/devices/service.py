@@ -73,14 +73,20 @@ class Devices:
         return await self.ask_device(self.registry.by_name(owner, name), prompt)
 
     async def ask_device(self, device: Device, prompt: str) -> DeviceAnswer:
-        owner = device.owner
         if not device.dial_in:
             return await self._ask_endpoint(device, prompt)
-        message_id = self.mailbox.send(device, {"type": "invoke", "prompt": prompt})
-        reply = await self.mailbox.wait_reply(owner, message_id, self.invoke_wait_s)
+        return await self.request(device, {"type": "invoke", "prompt": prompt})
+
+    async def request(self, device: Device, envelope: dict[str, Any]) -> DeviceAnswer:
+        """Send a dial-in device ``envelope`` through its mailbox and wait for the reply
+        (about 45 s; a slower one is redeemed later by id with ``result``)."""
+        if not device.dial_in:
+            raise DeviceError(f"{device.name} is not a dial-in device; it has no mailbox")
+        message_id = self.mailbox.send(device, envelope)
+        reply = await self.mailbox.wait_reply(device.owner, message_id, self.invoke_wait_s)
         if reply is None:
             return DeviceAnswer(device.name, pending_id=message_id)
-        return self.read_reply(owner, device.name, reply)
+        return self.read_reply(device.owner, device.name, reply)
 
     async def result(self, owner: str, message_id: str) -> DeviceAnswer:
         state, reply = self.mailbox.reply_to(owner, message_id)

@@ -16,7 +16,19 @@ from dataclasses import dataclass, field
 from strands.types.tools import AgentTool
 
 from hub import contracts as c
-from hub.agent.tools import devices, flipper, followups, manage, memory, native, skills, tinys
+from hub.agent.tools import (
+    devices,
+    flipper,
+    followups,
+    manage,
+    memory,
+    native,
+    nicla_vision,
+    nicla_voice,
+    senses,
+    skills,
+    tinys,
+)
 from hub.agent.tools.context import ToolContext
 from hub.agent.tools.http import make_http_tool
 from hub.preferences import disabled_tools
@@ -44,6 +56,9 @@ BUILTIN: tuple[ToolGroup, ...] = (
     manage.tools,
     devices.tools,
     flipper.tools,
+    nicla_vision.tools,
+    nicla_voice.tools,
+    senses.tools,
     native.tools,
 )
 FORGED: tuple[ToolGroup, ...] = ()

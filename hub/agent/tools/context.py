@@ -57,3 +57,20 @@ def failed(text: str) -> dict[str, Any]:
 
 def login_required() -> dict[str, Any]:
     return failed(c.LOGIN_REQUIRED)
+
+
+def owner_only(ctx: ToolContext, what: str) -> dict[str, Any] | None:
+    """The refusal for anyone but the hub's owner (its camera, its microphone, its boards),
+    or None when the caller is the owner."""
+    if ctx.caller is None:
+        return login_required()
+    if ctx.caller.id != ctx.hub.owner.id:
+        return failed(f"only the owner of this hub can use {what}")
+    return None
+
+
+def with_image(text: str, jpeg: bytes, **data: Any) -> dict[str, Any]:
+    """A success the model can look at: the text, the JSON, and the picture as an image block."""
+    result = ok(text, **data)
+    result["content"].append({"image": {"format": "jpeg", "source": {"bytes": jpeg}}})
+    return result

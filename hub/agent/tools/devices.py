@@ -13,7 +13,7 @@ from hub.devices.registry import DeviceError
 from hub.devices.service import DeviceAnswer
 
 
-def _result(answer: DeviceAnswer) -> dict[str, Any]:
+def answer_result(answer: DeviceAnswer) -> dict[str, Any]:
     if answer.pending_id:
         return ok(
             f"{answer.device or 'The device'} is still working on it. Ask again later with "
@@ -67,11 +67,11 @@ async def use_device(
         if action == "ask":
             if not name or not prompt.strip():
                 return failed("ask needs the device's name and a prompt")
-            return _result(await devices.ask(owner, name, prompt))
+            return answer_result(await devices.ask(owner, name, prompt))
         if action == "result":
             if not id:
                 return failed("result needs the id of the pending answer")
-            return _result(await devices.result(owner, id))
+            return answer_result(await devices.result(owner, id))
     except DeviceError as exc:
         return failed(str(exc))
     return failed("action must be list, ask or result")

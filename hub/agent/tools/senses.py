@@ -1,0 +1,121 @@
+"""camera_photo, camera_clip, microphone_listen: the machine the hub runs on, as eyes and ears.
+
+Only the hub's owner may use them (they look into and listen to the owner's room). Each is
+mounted whether or not the machine has the hardware, and says why not when it has none.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from strands import tool
+from strands.types.tools import AgentTool
+from strands.types.tools import ToolContext as StrandsToolContext
+
+from drivers.audio import AudioError
+from drivers.camera import CameraError
+from drivers.microphone import MicrophoneError
+from drivers.speech import SpeechUnavailable
+from drivers.video import CLIP_TYPE, VideoError
+from hub.agent.tools.context import ToolContext, failed, ok, owner_only, turn_context, with_image
+from hub.devices.registry import DeviceError
+from hub.senses import transcribe_recording
+
+MACHINE = "this machine"
+
+
+@tool(name="camera_photo", context=True)
+async def camera_photo(tool_context: StrandsToolContext) -> dict[str, Any]:
+    """Take a photo with the webcam of the machine the hub runs on, and look at it."""
+    ctx = turn_context(tool_context)
+    refused = owner_only(ctx, "this machine's camera")
+    if refused is not None:
+        return refused
+    camera = ctx.hub.senses.camera
+    if camera is None:
+        return failed(ctx.hub.senses.camera_status()[1])
+    try:
+        jpeg = await camera.snapshot()
+        key = ctx.hub.devices.media.put(ctx.hub.owner.id, None, jpeg, "image/jpeg")
+    except (CameraError, VideoError, DeviceError) as exc:
+        return failed(str(exc))
+    return with_image(
+        f"Photo taken with {MACHINE}'s camera ({len(jpeg) // 1024} KB), kept as /media/{key}.",
+        jpeg,
+        media=f"/media/{key}",
+        bytes=len(jpeg),
+    )
+
+
+@tool(name="camera_clip", context=True)
+async def camera_clip(tool_context: StrandsToolContext, seconds: float = 5) -> dict[str, Any]:
+    """Record a short video clip with the webcam of the machine the hub runs on.
+
+    Args:
+        seconds: how long, up to 10 (default 5).
+    """
+    ctx = turn_context(tool_context)
+    refused = owner_only(ctx, "this machine's camera")
+    if refused is not None:
+        return refused
+    camera = ctx.hub.senses.camera
+    if camera is None:
+        return failed(ctx.hub.senses.camera_status()[1])
+    try:
+        clip = await camera.clip(seconds)
+        key = ctx.hub.devices.media.put(ctx.hub.owner.id, None, clip, CLIP_TYPE)
+    except (CameraError, VideoError, DeviceError) as exc:
+        return failed(str(exc))
+    return ok(
+        f"Recorded {seconds:g} s with {MACHINE}'s camera, kept as /media/{key}.",
+        media=f"/media/{key}",
+        bytes=len(clip),
+        seconds=seconds,
+    )
+
+
+@tool(name="microphone_listen", context=True)
+async def microphone_listen(tool_context: StrandsToolContext, seconds: float = 5) -> dict[str, Any]:
+    """Listen with the microphone of the machine the hub runs on and say what was heard
+    (speech-to-text on this machine; nothing leaves it).
+
+    Args:
+        seconds: how long, up to 60 (default 5).
+    """
+    ctx = turn_context(tool_context)
+    refused = owner_only(ctx, "this machine's microphone")
+    if refused is not None:
+        return refused
+    microphone = ctx.hub.senses.microphone
+    if microphone is None:
+        return failed(ctx.hub.senses.microphone_status()[1])
+    try:
+        wav = await microphone.record(seconds)
+    except MicrophoneError as exc:
+        return failed(str(exc))
+    return await heard(ctx, "microphone", None, wav)
+
+
+async def heard(ctx: ToolContext, source: str, device_id: str | None, wav: bytes) -> dict[str, Any]:
+    """The answer of every listening tool: the recording kept, transcribed, announced."""
+    try:
+        record, transcript = await transcribe_recording(
+            ctx.hub.senses.speech,
+            ctx.hub.devices.media,
+            ctx.hub.transcripts,
+            owner=ctx.hub.owner.id,
+            source=source,
+            device_id=device_id,
+            wav=wav,
+        )
+    except (SpeechUnavailable, AudioError, DeviceError) as exc:
+        return failed(str(exc))
+    said = f'"{transcript.text}"' if transcript.text else "no speech"
+    return ok(
+        f"Heard {transcript.audio_s:.1f} s: {said}.",
+        transcript=record.as_json(),
+    )
+
+
+def tools(ctx: ToolContext) -> list[AgentTool]:
+    return [camera_photo, camera_clip, microphone_listen]
