@@ -52,9 +52,9 @@ class Served:
         self.url = f"http://127.0.0.1:{port}"
 
 
-def start_serve(env: dict[str, str], *args: str) -> Served:
+def start_serve(env: dict[str, str], *args: str, command: tuple[str, ...] = ("serve",)) -> Served:
     process = subprocess.Popen(
-        [str(SCRIPT), "serve", "--host", "127.0.0.1", "--port", "0", *args],
+        [str(SCRIPT), *command, "--host", "127.0.0.1", "--port", "0", *args],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -62,12 +62,15 @@ def start_serve(env: dict[str, str], *args: str) -> Served:
         stdin=subprocess.DEVNULL,
     )
     assert process.stdout is not None
-    line = process.stdout.readline()
-    match = re.search(r"serving on http://127\.0\.0\.1:(\d+)", line)
-    assert match, (
-        f"no 'serving on' line: {line!r} {process.stderr.read() if process.stderr else ''}"
+    said = []
+    for line in process.stdout:  # what comes before the 'serving on' line is the command's own
+        said.append(line)
+        match = re.search(r"serving on http://127\.0\.0\.1:(\d+)", line)
+        if match:
+            return Served(process, int(match.group(1)))
+    raise AssertionError(
+        f"no 'serving on' line: {said} {process.stderr.read() if process.stderr else ''}"
     )
-    return Served(process, int(match.group(1)))
 
 
 @pytest.fixture
@@ -311,3 +314,63 @@ def test_emulate_flipper_prints_a_port_the_driver_can_use(tmp_path: Path) -> Non
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def test_emulate_nicla_vision_prints_a_port_the_driver_can_use(tmp_path: Path) -> None:
+    import asyncio
+
+    from drivers.nicla_vision import NiclaVisionDriver
+    from drivers.video import is_jpeg
+
+    async def photograph(path: str) -> bytes:
+        driver = NiclaVisionDriver("cli", path, {"audit": lambda _device, _command: None})
+        await driver.start()
+        try:
+            return await driver.snapshot()
+        finally:
+            await driver.stop()
+
+    process = subprocess.Popen(
+        [str(SCRIPT), "emulate", "nicla-vision", "--link", str(tmp_path / "nicla")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline().strip().startswith("/dev/pts/")
+        assert is_jpeg(asyncio.run(photograph(str(tmp_path / "nicla"))))
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_emulate_nicla_voice_serves_a_hub_with_the_board_attached(
+    home: Path, closed_port: int
+) -> None:
+    served = start_serve(
+        cli_env(home, closed_port), "--wake-every", "0.2", command=("emulate", "nicla-voice")
+    )
+    try:
+        token = (home / "owner.token").read_text().strip()
+        request = urllib.request.Request(
+            f"{served.url}/api/drivers", headers={"Authorization": f"Bearer {token}"}
+        )
+        deadline = time.monotonic() + 30
+        while True:
+            with urllib.request.urlopen(request, timeout=5) as response:
+                drivers = json.load(response)["drivers"]
+            if any(d["driver"] == "nicla_voice" and d["status"] == "online" for d in drivers):
+                break
+            assert time.monotonic() < deadline, drivers
+            time.sleep(0.1)
+        events = urllib.request.Request(
+            f"{served.url}/api/events", headers={"Authorization": f"Bearer {token}"}
+        )
+        with urllib.request.urlopen(events, timeout=10) as stream:
+            line = stream.readline()
+            while not line.startswith(b"data: "):
+                line = stream.readline()
+        assert json.loads(line[len(b"data: ") :])["kind"] == "nicla_wake"
+    finally:
+        served.process.send_signal(signal.SIGINT)
+        served.process.wait(timeout=30)
