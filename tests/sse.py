@@ -50,3 +50,22 @@ async def post_chat(url: str, body: object, headers: dict[str, str] | None = Non
         http.post(f"{url}/api/chat", json=body, headers=headers or {}) as response,
     ):
         return await read_sse(response)
+
+
+async def tool_in_a_turn(
+    server: Any, fake_ollama: Any, name: str, arguments: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], SseTranscript]:
+    """A chat turn, as the owner, in which the fake model calls ``name`` once and then says
+    "Done."; the tool's result as the SSE stream carried it, and the whole transcript."""
+    from hub import contracts as c
+    from tests.conftest import owner_headers
+    from tests.fakes.ollama import Reply
+
+    call = {"function": {"name": name, "arguments": arguments or {}}}
+    fake_ollama.script(Reply(chunks=[], tool_calls=[call]), Reply(chunks=["Done."]))
+    transcript = await post_chat(
+        server.url,
+        {"messages": [{"role": "user", "content": f"use {name}"}]},
+        owner_headers(server),
+    )
+    return transcript.of_type(c.EV_AFTER_TOOL)[0]["toolResult"], transcript

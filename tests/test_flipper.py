@@ -17,7 +17,7 @@ from hub.agent.tools.flipper import flipper_files, flipper_find, flipper_listen,
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.fakes.ollama import FakeOllama, Reply
-from tests.sse import post_chat
+from tests.sse import post_chat, tool_in_a_turn
 from tests.toolcall import result_text, use_tool
 from tests.waits import until
 
@@ -47,14 +47,7 @@ async def hub(
 async def test_flipper_status_through_a_chat_turn(
     hub: RunningServer, fake_ollama: FakeOllama
 ) -> None:
-    call = {"function": {"name": "flipper_status", "arguments": {}}}
-    fake_ollama.script(Reply(chunks=[], tool_calls=[call]), Reply(chunks=["It is at 87%."]))
-    transcript = await post_chat(
-        hub.url,
-        {"messages": [{"role": "user", "content": "how is my flipper?"}]},
-        owner_headers(hub),
-    )
-    result = transcript.of_type(c.EV_AFTER_TOOL)[0]["toolResult"]
+    result, _transcript = await tool_in_a_turn(hub, fake_ollama, "flipper_status")
     assert result["status"] == "success", result
     summary = result["content"][1]["json"]
     assert (summary["model"], summary["name"], summary["firmware"]) == (

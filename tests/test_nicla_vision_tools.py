@@ -22,8 +22,8 @@ from hub.agent.tools.nicla_vision import (
 )
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
-from tests.fakes.ollama import FakeOllama, Reply
-from tests.sse import post_chat
+from tests.fakes.ollama import FakeOllama
+from tests.sse import tool_in_a_turn
 from tests.toolcall import result_text, use_tool
 from tests.waits import until
 
@@ -51,14 +51,7 @@ async def hub(
 
 
 async def test_take_photo_through_a_chat_turn(hub: RunningServer, fake_ollama: FakeOllama) -> None:
-    call = {"function": {"name": "nicla_take_photo", "arguments": {}}}
-    fake_ollama.script(Reply(chunks=[], tool_calls=[call]), Reply(chunks=["A frame counter."]))
-    transcript = await post_chat(
-        hub.url,
-        {"messages": [{"role": "user", "content": "what does my necklace see?"}]},
-        owner_headers(hub),
-    )
-    result = transcript.of_type(c.EV_AFTER_TOOL)[0]["toolResult"]
+    result, _transcript = await tool_in_a_turn(hub, fake_ollama, "nicla_take_photo")
     assert result["status"] == "success", result
     image = next(block["image"] for block in result["content"] if "image" in block)
     jpeg = base64.b64decode(image["base64"])

@@ -22,10 +22,10 @@ from hub.agent.tools.nicla_voice import (
     nicla_voice_wakes,
 )
 from hub.server import RunningServer
-from tests.conftest import StartHub, owner_headers
+from tests.conftest import StartHub
 from tests.daemon import PythonDaemon, enroll
-from tests.fakes.ollama import FakeOllama, Reply
-from tests.sse import post_chat
+from tests.fakes.ollama import FakeOllama
+from tests.sse import tool_in_a_turn
 from tests.toolcall import result_text, use_tool
 from tests.waits import until
 
@@ -77,14 +77,9 @@ async def test_a_wake_lands_on_the_owners_ring_and_in_the_tools(rig: Rig) -> Non
 async def test_record_through_a_chat_turn_is_transcribed_kept_and_announced(
     rig: Rig, fake_ollama: FakeOllama
 ) -> None:
-    call = {"function": {"name": "nicla_voice_record", "arguments": {"seconds": 2}}}
-    fake_ollama.script(Reply(chunks=[], tool_calls=[call]), Reply(chunks=["You said it."]))
-    transcript = await post_chat(
-        rig.server.url,
-        {"messages": [{"role": "user", "content": "record me"}]},
-        owner_headers(rig.server),
+    result, _transcript = await tool_in_a_turn(
+        rig.server, fake_ollama, "nicla_voice_record", {"seconds": 2}
     )
-    result = transcript.of_type(c.EV_AFTER_TOOL)[0]["toolResult"]
     assert result["status"] == "success", result
     assert "kitchen light" in result["content"][0]["text"].lower()
     kept = result["content"][1]["json"]["transcript"]

@@ -23,8 +23,8 @@ from hub.devices.transcripts import TRANSCRIPT_EVENT
 from hub.senses import Senses
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
-from tests.fakes.ollama import FakeOllama, Reply
-from tests.sse import post_chat
+from tests.fakes.ollama import FakeOllama
+from tests.sse import tool_in_a_turn
 from tests.toolcall import use_tool
 
 
@@ -41,14 +41,7 @@ async def hub(start_hub: StartHub, fake_ollama: FakeOllama) -> RunningServer:
 async def test_camera_photo_through_a_chat_turn_shows_the_model_the_picture(
     hub: RunningServer, fake_ollama: FakeOllama
 ) -> None:
-    call = {"function": {"name": "camera_photo", "arguments": {}}}
-    fake_ollama.script(Reply(chunks=[], tool_calls=[call]), Reply(chunks=["A blue room."]))
-    transcript = await post_chat(
-        hub.url,
-        {"messages": [{"role": "user", "content": "what do you see?"}]},
-        owner_headers(hub),
-    )
-    result = transcript.of_type(c.EV_AFTER_TOOL)[0]["toolResult"]
+    result, transcript = await tool_in_a_turn(hub, fake_ollama, "camera_photo")
     assert result["status"] == "success", result
     image = next(block["image"] for block in result["content"] if "image" in block)
     jpeg = base64.b64decode(image["base64"])
@@ -59,7 +52,7 @@ async def test_camera_photo_through_a_chat_turn_shows_the_model_the_picture(
     # the model's next request carried the picture (strands' Ollama provider sends images)
     sent = fake_ollama.requests[-1]["messages"]
     assert any(m.get("images") for m in sent), sent
-    assert transcript.text == "A blue room."
+    assert transcript.text == "Done."
 
 
 async def test_camera_clip_is_kept_as_mp4(hub: RunningServer) -> None:
@@ -168,14 +161,9 @@ async def test_microphone_listen_through_a_chat_turn_hears_the_words(
     server = await start_hub(
         ollama_host=fake_ollama.url, senses=Senses(None, microphone, SpeechEngine())
     )
-    call = {"function": {"name": "microphone_listen", "arguments": {"seconds": 2}}}
-    fake_ollama.script(Reply(chunks=[], tool_calls=[call]), Reply(chunks=["Lights on."]))
-    transcript = await post_chat(
-        server.url,
-        {"messages": [{"role": "user", "content": "what did I say?"}]},
-        owner_headers(server),
+    result, _transcript = await tool_in_a_turn(
+        server, fake_ollama, "microphone_listen", {"seconds": 2}
     )
-    result = transcript.of_type(c.EV_AFTER_TOOL)[0]["toolResult"]
     assert result["status"] == "success", result
     assert "kitchen light" in result["content"][0]["text"].lower()
     kept = result["content"][1]["json"]["transcript"]

@@ -69,6 +69,14 @@ def owner_only(ctx: ToolContext, what: str) -> dict[str, Any] | None:
     return None
 
 
+def owner_turn(
+    tool_context: StrandsToolContext, what: str
+) -> tuple[ToolContext, dict[str, Any] | None]:
+    """The turn, and the refusal to return when the caller is not the hub's owner."""
+    ctx = turn_context(tool_context)
+    return ctx, owner_only(ctx, what)
+
+
 def with_image(text: str, jpeg: bytes, **data: Any) -> dict[str, Any]:
     """A success the model can look at: the text, the JSON, and the picture as an image block."""
     result = ok(text, **data)

@@ -16,7 +16,7 @@ from strands.types.tools import ToolContext as StrandsToolContext
 
 from drivers.nicla_vision import NiclaError, NiclaVisionDriver
 from drivers.video import CLIP_TYPE, VideoError
-from hub.agent.tools.context import ToolContext, failed, ok, owner_only, turn_context, with_image
+from hub.agent.tools.context import ToolContext, failed, ok, owner_turn, with_image
 from hub.agent.tools.senses import heard
 from hub.devices.registry import DeviceError
 
@@ -45,8 +45,7 @@ def _elsewhere(ctx: ToolContext, capability: str) -> str:
 
 
 async def _use(tool_context: StrandsToolContext, action: Action) -> dict[str, Any]:
-    ctx = turn_context(tool_context)
-    refused = owner_only(ctx, "the Nicla Vision")
+    ctx, refused = owner_turn(tool_context, "the Nicla Vision")
     if refused is not None:
         return refused
     board = _attached(ctx)

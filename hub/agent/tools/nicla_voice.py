@@ -17,7 +17,7 @@ from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
 from drivers.nicla_voice import NiclaVoiceDriver, NiclaVoiceError
-from hub.agent.tools.context import ToolContext, failed, ok, owner_only, turn_context
+from hub.agent.tools.context import ToolContext, failed, ok, owner_turn
 from hub.agent.tools.devices import answer_result
 from hub.agent.tools.senses import heard
 from hub.devices.registry import Device, DeviceError
@@ -53,8 +53,7 @@ def _ago(at: float) -> str:
 @tool(name="nicla_voice_status", context=True)
 async def nicla_voice_status(tool_context: StrandsToolContext) -> dict[str, Any]:
     """The Nicla Voice recorder: connected or not, last seen, battery, last wake word."""
-    ctx = turn_context(tool_context)
-    refused = owner_only(ctx, "the Nicla Voice")
+    ctx, refused = owner_turn(tool_context, "the Nicla Voice")
     if refused is not None:
         return refused
     board = _attached(ctx)
@@ -86,8 +85,7 @@ async def nicla_voice_wakes(tool_context: StrandsToolContext, limit: int = 10) -
     Args:
         limit: how many, 1-50 (default 10).
     """
-    ctx = turn_context(tool_context)
-    refused = owner_only(ctx, "the Nicla Voice")
+    ctx, refused = owner_turn(tool_context, "the Nicla Voice")
     if refused is not None:
         return refused
     limit = max(1, min(50, limit))
@@ -113,8 +111,7 @@ async def nicla_voice_record(
     Args:
         seconds: how long, up to 30 (default 5).
     """
-    ctx = turn_context(tool_context)
-    refused = owner_only(ctx, "the Nicla Voice")
+    ctx, refused = owner_turn(tool_context, "the Nicla Voice")
     if refused is not None:
         return refused
     board = _attached(ctx)
@@ -148,8 +145,7 @@ async def nicla_voice_transcripts(
     Args:
         limit: how many, 1-50 (default 10).
     """
-    ctx = turn_context(tool_context)
-    refused = owner_only(ctx, "the transcripts")
+    ctx, refused = owner_turn(tool_context, "the transcripts")
     if refused is not None:
         return refused
     found = ctx.hub.transcripts.recent(ctx.hub.owner.id, max(1, min(50, limit)))
@@ -169,8 +165,7 @@ async def nicla_voice_transcript(tool_context: StrandsToolContext, id: str) -> d
     Args:
         id: the transcript's id, e.g. tr_0123abcd.
     """
-    ctx = turn_context(tool_context)
-    refused = owner_only(ctx, "the transcripts")
+    ctx, refused = owner_turn(tool_context, "the transcripts")
     if refused is not None:
         return refused
     try:

@@ -6,6 +6,7 @@ mounted whether or not the machine has the hardware, and says why not when it ha
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from strands import tool
@@ -13,38 +14,47 @@ from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
 from drivers.audio import AudioError
-from drivers.camera import CameraError
+from drivers.camera import Camera, CameraError
 from drivers.microphone import MicrophoneError
 from drivers.speech import SpeechUnavailable
 from drivers.video import CLIP_TYPE, VideoError
-from hub.agent.tools.context import ToolContext, failed, ok, owner_only, turn_context, with_image
+from hub.agent.tools.context import ToolContext, failed, ok, owner_turn, with_image
 from hub.devices.registry import DeviceError
 from hub.senses import transcribe_recording
 
 MACHINE = "this machine"
+CameraAction = Callable[[Camera, ToolContext], Awaitable[dict[str, Any]]]
 
 
-@tool(name="camera_photo", context=True)
-async def camera_photo(tool_context: StrandsToolContext) -> dict[str, Any]:
-    """Take a photo with the webcam of the machine the hub runs on, and look at it."""
-    ctx = turn_context(tool_context)
-    refused = owner_only(ctx, "this machine's camera")
+async def _use_camera(tool_context: StrandsToolContext, action: CameraAction) -> dict[str, Any]:
+    """Run ``action`` with this machine's camera, for the owner only; failures become text."""
+    ctx, refused = owner_turn(tool_context, "this machine's camera")
     if refused is not None:
         return refused
     camera = ctx.hub.senses.camera
     if camera is None:
         return failed(ctx.hub.senses.camera_status()[1])
     try:
-        jpeg = await camera.snapshot()
-        key = ctx.hub.devices.media.put(ctx.hub.owner.id, None, jpeg, "image/jpeg")
+        return await action(camera, ctx)
     except (CameraError, VideoError, DeviceError) as exc:
         return failed(str(exc))
-    return with_image(
-        f"Photo taken with {MACHINE}'s camera ({len(jpeg) // 1024} KB), kept as /media/{key}.",
-        jpeg,
-        media=f"/media/{key}",
-        bytes=len(jpeg),
-    )
+
+
+@tool(name="camera_photo", context=True)
+async def camera_photo(tool_context: StrandsToolContext) -> dict[str, Any]:
+    """Take a photo with the webcam of the machine the hub runs on, and look at it."""
+
+    async def photo(camera: Camera, ctx: ToolContext) -> dict[str, Any]:
+        jpeg = await camera.snapshot()
+        key = ctx.hub.devices.media.put(ctx.hub.owner.id, None, jpeg, "image/jpeg")
+        return with_image(
+            f"Photo taken with {MACHINE}'s camera ({len(jpeg) // 1024} KB), kept as /media/{key}.",
+            jpeg,
+            media=f"/media/{key}",
+            bytes=len(jpeg),
+        )
+
+    return await _use_camera(tool_context, photo)
 
 
 @tool(name="camera_clip", context=True)
@@ -54,24 +64,18 @@ async def camera_clip(tool_context: StrandsToolContext, seconds: float = 5) -> d
     Args:
         seconds: how long, up to 10 (default 5).
     """
-    ctx = turn_context(tool_context)
-    refused = owner_only(ctx, "this machine's camera")
-    if refused is not None:
-        return refused
-    camera = ctx.hub.senses.camera
-    if camera is None:
-        return failed(ctx.hub.senses.camera_status()[1])
-    try:
-        clip = await camera.clip(seconds)
-        key = ctx.hub.devices.media.put(ctx.hub.owner.id, None, clip, CLIP_TYPE)
-    except (CameraError, VideoError, DeviceError) as exc:
-        return failed(str(exc))
-    return ok(
-        f"Recorded {seconds:g} s with {MACHINE}'s camera, kept as /media/{key}.",
-        media=f"/media/{key}",
-        bytes=len(clip),
-        seconds=seconds,
-    )
+
+    async def clip(camera: Camera, ctx: ToolContext) -> dict[str, Any]:
+        mp4 = await camera.clip(seconds)
+        key = ctx.hub.devices.media.put(ctx.hub.owner.id, None, mp4, CLIP_TYPE)
+        return ok(
+            f"Recorded {seconds:g} s with {MACHINE}'s camera, kept as /media/{key}.",
+            media=f"/media/{key}",
+            bytes=len(mp4),
+            seconds=seconds,
+        )
+
+    return await _use_camera(tool_context, clip)
 
 
 @tool(name="microphone_listen", context=True)
@@ -82,8 +86,7 @@ async def microphone_listen(tool_context: StrandsToolContext, seconds: float = 5
     Args:
         seconds: how long, up to 60 (default 5).
     """
-    ctx = turn_context(tool_context)
-    refused = owner_only(ctx, "this machine's microphone")
+    ctx, refused = owner_turn(tool_context, "this machine's microphone")
     if refused is not None:
         return refused
     microphone = ctx.hub.senses.microphone
