@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -119,3 +120,20 @@ async def test_without_a_board_the_tools_say_so(
     result = await use_tool(server, nicla_take_photo)
     assert result["status"] == "error"
     assert result_text(result).startswith("Nicla Vision is not connected to this hub")
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "said"),
+    [
+        ("nicla_take_video", {"seconds": 1}, "Recorded 1 s with the Nicla Vision"),
+        ("nicla_listen", {"seconds": 2}, "kitchen light"),
+        ("nicla_status", {}, "firmware"),
+    ],
+)
+async def test_each_tool_in_a_chat_turn(
+    hub: RunningServer, fake_ollama: FakeOllama, tool: str, arguments: dict[str, Any], said: str
+) -> None:
+    result, transcript = await tool_in_a_turn(hub, fake_ollama, tool, arguments)
+    assert result["status"] == "success", result
+    assert said in result["content"][0]["text"].lower() or said in result["content"][0]["text"]
+    assert transcript.text == "Done."

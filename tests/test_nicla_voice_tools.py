@@ -56,6 +56,11 @@ async def rig(start_hub: StartHub, fake_ollama: FakeOllama) -> AsyncIterator[Rig
     yield Rig(server, board)
 
 
+def heard_a_wake(server: RunningServer) -> bool:
+    hub = server.hub
+    return any(e.kind == "nicla_wake" for e in hub.devices.events.recent(hub.owner.id))
+
+
 async def test_a_wake_lands_on_the_owners_ring_and_in_the_tools(rig: Rig) -> None:
     hub = rig.server.hub
     assert rig.board.wake("NN0:hey_arduino")
@@ -141,3 +146,22 @@ async def test_a_voice_paired_to_a_phone_records_through_its_mailbox(
     assert result["status"] == "success" and "dinner is at seven" in result_text(result)
     status = await use_tool(server, nicla_voice_status)
     assert "paired to pixel" in result_text(status)
+
+
+async def test_each_reading_tool_in_a_chat_turn(rig: Rig, fake_ollama: FakeOllama) -> None:
+    hub = rig.server.hub
+    rig.board.wake("NN0:hey_arduino")
+    await until(
+        lambda: any(e.kind == "nicla_wake" for e in hub.devices.events.recent(hub.owner.id))
+    )
+    kept = hub.transcripts.add(hub.owner.id, "nicla_voice", "water the plants", audio_s=2.0)
+    for tool, arguments, said in (
+        ("nicla_voice_status", {}, "connected to this hub over Bluetooth LE"),
+        ("nicla_voice_wakes", {"limit": 5}, "'NN0:hey_arduino'"),
+        ("nicla_voice_transcripts", {}, kept.id),
+        ("nicla_voice_transcript", {"id": kept.id}, "water the plants"),
+    ):
+        result, transcript = await tool_in_a_turn(rig.server, fake_ollama, tool, arguments)
+        assert result["status"] == "success", result
+        assert said in result["content"][0]["text"], (tool, result)
+        assert transcript.text == "Done."
