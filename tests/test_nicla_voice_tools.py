@@ -64,9 +64,7 @@ def heard_a_wake(server: RunningServer) -> bool:
 async def test_a_wake_lands_on_the_owners_ring_and_in_the_tools(rig: Rig) -> None:
     hub = rig.server.hub
     assert rig.board.wake("NN0:hey_arduino")
-    await until(
-        lambda: any(e.kind == "nicla_wake" for e in hub.devices.events.recent(hub.owner.id))
-    )
+    await until(lambda: heard_a_wake(rig.server))
     event = next(e for e in hub.devices.events.recent(hub.owner.id) if e.kind == "nicla_wake")
     assert event.detail["label"] == "NN0:hey_arduino"
     assert event.device_id is not None and event.device_id.startswith("nicla_voice:")
@@ -151,9 +149,7 @@ async def test_a_voice_paired_to_a_phone_records_through_its_mailbox(
 async def test_each_reading_tool_in_a_chat_turn(rig: Rig, fake_ollama: FakeOllama) -> None:
     hub = rig.server.hub
     rig.board.wake("NN0:hey_arduino")
-    await until(
-        lambda: any(e.kind == "nicla_wake" for e in hub.devices.events.recent(hub.owner.id))
-    )
+    await until(lambda: heard_a_wake(rig.server))
     kept = hub.transcripts.add(hub.owner.id, "nicla_voice", "water the plants", audio_s=2.0)
     for tool, arguments, said in (
         ("nicla_voice_status", {}, "connected to this hub over Bluetooth LE"),
