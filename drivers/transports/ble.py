@@ -326,51 +326,36 @@ def bluetooth_state_blocking(backend: ScannerBackend | None = None) -> tuple[boo
         return pool.submit(asyncio.run, bluetooth_state(backend)).result()
 
 
-# -- the serial link ---------------------------------------------------------------------------
-
-_CLOSED = object()
+# -- one connection's life cycle ---------------------------------------------------------------
 
 
-class BleSerial:
-    """One GATT serial link, spoken to as a byte pipe.
+class _GattConnection:
+    """The ``BleakClient`` life cycle that ``BleSerial`` and ``BleLink`` share, written once.
 
-    ``write`` splits into chunks of at most ``chunk_size`` (the smaller of the ATT payload,
-    MTU-3, and the profile's ``max_chunk``) and, with a flow characteristic, never sends more
-    than the device's credit: the credit is read at connect, decreases with every byte sent, and
-    when it reaches 0 the writer waits for the device's flow notification (the Flipper notifies
-    only once its buffer is drained AND the credit is used up exactly, so the writer spends it
-    to 0 before waiting). ``read`` returns what the device indicated/notified on ``tx``.
+    Both links connect, pair and time out the same way, and their failures must read the same
+    (``_guard``/``as_ble_error`` with "connect" and "service discovery"), so one class owns it:
+    ``connect`` drops a link already up, connects, checks that the services were discovered and
+    hands the client to ``_set_up`` (closing the link again if any of that fails);
+    ``disconnect`` drops it; ``_lost`` is set when the PERIPHERAL ends the link (never for our
+    own ``disconnect``, nor for a client a newer ``connect`` replaced) and stays set until the
+    next ``connect``, so every later call raises :class:`BleLinkLost` through ``_live_client``.
+    What a link is for comes in through four hooks: ``_reset`` (state for a new connection),
+    ``_set_up`` (subscribe, read initial values), ``_closing`` (we drop the link: wake anything
+    waiting on it) and ``_link_lost`` (the peripheral dropped it).
     """
 
+    _what = "BLE link"
+    """What a "not connected" error calls the link before it has an address."""
+
     def __init__(
-        self,
-        profile: GattSerialProfile = FLIPPER_PROFILE,
-        *,
-        backend: ClientBackend | None = None,
-        connect_timeout_s: float = 20.0,
-        credit_timeout_s: float = 10.0,
-        response: bool = True,
-        pair: bool = False,
+        self, *, backend: ClientBackend | None, connect_timeout_s: float, pair: bool
     ) -> None:
-        self.profile = profile
         self._backend = backend
         self._connect_timeout_s = connect_timeout_s
-        self._credit_timeout_s = credit_timeout_s
-        self._response = response
         self._pair = pair
         self._client: BleakClient | None = None
         self._address: str | None = None
-        self._rx: BleakGATTCharacteristic | None = None
-        self._chunk = profile.max_chunk
-        self._credit: int | None = None
-        self._credit_changed = asyncio.Event()
-        self._incoming: asyncio.Queue[bytes | object] = asyncio.Queue()
-        self._pending = bytearray()
         self._lost: str | None = None
-        self._write_lock = asyncio.Lock()
-        self._read_lock = asyncio.Lock()
-        self.chunks_sent: list[int] = []
-        """Size of every write made (for diagnostics and tests)."""
 
     @property
     def address(self) -> str | None:
@@ -380,25 +365,16 @@ class BleSerial:
     def is_connected(self) -> bool:
         return self._client is not None and self._lost is None and self._client.is_connected
 
-    @property
-    def chunk_size(self) -> int:
-        return self._chunk
-
-    @property
-    def credit(self) -> int | None:
-        """Bytes the device can take now (None: the profile has no flow control)."""
-        return self._credit
-
     async def connect(self, address: str | BLEDevice) -> None:
-        """Connect, subscribe to ``tx`` (and ``flow``) and read the initial credit."""
+        """Connect, discover the services and set the link up (closed again if that fails).
+
+        A link that is up is dropped first; a link that was lost is usable again afterwards.
+        """
         if self._client is not None:
             await self.disconnect()
         label = address.address if isinstance(address, BLEDevice) else address
         self._address, self._lost = label, None
-        self._pending.clear()
-        self._incoming = asyncio.Queue()
-        self._credit = None
-        self.chunks_sent = []
+        self._reset()
         client = BleakClient(
             address,
             disconnected_callback=self._on_disconnect,
@@ -410,12 +386,116 @@ class BleSerial:
             await client.connect()
         self._client = client
         try:
+            async with _guard(label, "service discovery"):
+                client.services  # noqa: B018  (raises when discovery did not happen)
             await self._set_up(client, label)
         except BaseException:
             await self.disconnect()
             raise
 
+    async def disconnect(self) -> None:
+        """Drop the link. Safe to call twice, and after the peripheral dropped it."""
+        client, self._client = self._client, None
+        self._closing()
+        if client is None:
+            return
+        with contextlib.suppress(BleakError, OSError, EOFError, TimeoutError):
+            await client.disconnect()
+
+    # -- for subclasses -------------------------------------------------------------------------
+
+    def _live_client(self) -> BleakClient:
+        """The connected client; BleLinkLost after a loss, BleLinkError when not connected."""
+        if self._lost is not None:
+            raise BleLinkLost(f"{self._address}: {self._lost}")
+        if self._client is None:
+            raise BleLinkError(f"{self._address or self._what}: not connected")
+        return self._client
+
+    def _reset(self) -> None:
+        """Forget the previous connection's state (``connect``, before connecting)."""
+
     async def _set_up(self, client: BleakClient, label: str) -> None:
+        """Make the freshly connected, discovered ``client`` ready for use (or raise)."""
+
+    def _closing(self) -> None:
+        """We are dropping the link (``disconnect``, also when not connected)."""
+
+    def _link_lost(self, reason: str) -> None:
+        """The peripheral ended the link, for ``reason`` (called once per connection)."""
+
+    def _on_disconnect(self, client: BleakClient) -> None:
+        if client is not self._client or self._lost is not None:
+            return  # our own disconnect(), or a link we already replaced
+        self._lost = reason = "the device disconnected"
+        self._link_lost(reason)
+
+
+# -- the serial link ---------------------------------------------------------------------------
+
+_CLOSED = object()
+
+
+class BleSerial(_GattConnection):
+    """One GATT serial link, spoken to as a byte pipe.
+
+    ``write`` splits into chunks of at most ``chunk_size`` (the smaller of the ATT payload,
+    MTU-3, and the profile's ``max_chunk``) and, with a flow characteristic, never sends more
+    than the device's credit: the credit is read at connect, decreases with every byte sent, and
+    when it reaches 0 the writer waits for the device's flow notification (the Flipper notifies
+    only once its buffer is drained AND the credit is used up exactly, so the writer spends it
+    to 0 before waiting). ``read`` returns what the device indicated/notified on ``tx``.
+
+    ``connect`` also subscribes to ``tx`` (and ``flow``) and reads the initial credit;
+    ``disconnect`` also makes a read or credit wait in progress return at once. Connecting,
+    disconnecting and the lost-link bookkeeping are ``_GattConnection``'s, shared with
+    ``BleLink`` so both map failures, pair and time out alike.
+    """
+
+    _what = "BLE serial"
+
+    def __init__(
+        self,
+        profile: GattSerialProfile = FLIPPER_PROFILE,
+        *,
+        backend: ClientBackend | None = None,
+        connect_timeout_s: float = 20.0,
+        credit_timeout_s: float = 10.0,
+        response: bool = True,
+        pair: bool = False,
+    ) -> None:
+        super().__init__(backend=backend, connect_timeout_s=connect_timeout_s, pair=pair)
+        self.profile = profile
+        self._credit_timeout_s = credit_timeout_s
+        self._response = response
+        self._rx: BleakGATTCharacteristic | None = None
+        self._chunk = profile.max_chunk
+        self._credit: int | None = None
+        self._credit_changed = asyncio.Event()
+        self._incoming: asyncio.Queue[bytes | object] = asyncio.Queue()
+        self._pending = bytearray()
+        self._write_lock = asyncio.Lock()
+        self._read_lock = asyncio.Lock()
+        self.chunks_sent: list[int] = []
+        """Size of every write made (for diagnostics and tests)."""
+
+    @property
+    def chunk_size(self) -> int:
+        return self._chunk
+
+    @property
+    def credit(self) -> int | None:
+        """Bytes the device can take now (None: the profile has no flow control)."""
+        return self._credit
+
+    def _reset(self) -> None:
+        self._pending.clear()
+        self._incoming = asyncio.Queue()
+        self._credit = None
+        self.chunks_sent = []
+
+    async def _set_up(self, client: BleakClient, label: str) -> None:
+        """Subscribe to ``tx`` (and ``flow``) and read the initial credit."""
         profile = self.profile
         async with _guard(label, "service discovery"):
             service = client.services.get_service(profile.service)
@@ -442,16 +522,10 @@ class BleSerial:
             value = await client.read_gatt_char(flow)
         self._credit = _credit_value(value)
 
-    async def disconnect(self) -> None:
-        """Drop the link; a read in progress returns at once. Safe to call twice."""
-        client, self._client = self._client, None
+    def _closing(self) -> None:
         self._rx = None
-        self._incoming.put_nowait(_CLOSED)
+        self._incoming.put_nowait(_CLOSED)  # a read in progress returns at once
         self._credit_changed.set()
-        if client is None:
-            return
-        with contextlib.suppress(BleakError, OSError, EOFError, TimeoutError):
-            await client.disconnect()
 
     async def write(self, data: bytes) -> None:
         """Send ``data`` in order, chunked and within the device's flow-control credit."""
@@ -498,11 +572,10 @@ class BleSerial:
     # -- internals ------------------------------------------------------------------------------
 
     def _live(self) -> tuple[BleakClient, BleakGATTCharacteristic]:
-        if self._lost is not None:
-            raise BleLinkLost(f"{self._address}: {self._lost}")
-        if self._client is None or self._rx is None:
-            raise BleLinkError(f"{self._address or 'BLE serial'}: not connected")
-        return self._client, self._rx
+        client = self._live_client()
+        if self._rx is None:
+            raise BleLinkError(f"{self._address or self._what}: not connected")
+        return client, self._rx
 
     async def _receive(
         self, deadline: float, within_s: float, *, have: int = 0, want: int = 1
@@ -555,10 +628,7 @@ class BleSerial:
         self._credit = _credit_value(data)
         self._credit_changed.set()
 
-    def _on_disconnect(self, _client: BleakClient) -> None:
-        if self._client is None:
-            return  # our own disconnect()
-        self._lost = "the device disconnected"
+    def _link_lost(self, reason: str) -> None:
         self._incoming.put_nowait(_CLOSED)
         self._credit_changed.set()
 
@@ -592,7 +662,7 @@ LinkLost = Callable[[str], None]
 """What a link calls once when the peripheral ends it (with a sentence saying so)."""
 
 
-class BleLink:
+class BleLink(_GattConnection):
     """One GATT connection, spoken to by characteristic UUID.
 
     ``connect`` connects and discovers the services; ``has``/``has_service`` say what the
@@ -601,7 +671,8 @@ class BleLink:
     (two services may reuse a characteristic UUID). ``on_lost`` is called once, on the event
     loop, when the PERIPHERAL ends the link (out of range, reset); never for our own
     ``disconnect``. After a loss every call raises :class:`BleLinkLost`; a new ``connect`` starts
-    afresh. Failures are this module's :class:`BleError` family, mapped as for ``BleSerial``.
+    afresh. Failures are this module's :class:`BleError` family, mapped as for ``BleSerial``:
+    connecting, disconnecting and the loss tracking are ``_GattConnection``'s, shared with it.
     """
 
     def __init__(
@@ -612,17 +683,8 @@ class BleLink:
         pair: bool = False,
         on_lost: LinkLost | None = None,
     ) -> None:
-        self._backend = backend
-        self._connect_timeout_s = connect_timeout_s
-        self._pair = pair
+        super().__init__(backend=backend, connect_timeout_s=connect_timeout_s, pair=pair)
         self._on_lost = on_lost
-        self._client: BleakClient | None = None
-        self._address: str | None = None
-        self._lost: str | None = None
-
-    @property
-    def address(self) -> str | None:
-        return self._address
 
     @property
     def name(self) -> str | None:
@@ -633,43 +695,8 @@ class BleLink:
             return self._client.name
         return None
 
-    @property
-    def is_connected(self) -> bool:
-        return self._client is not None and self._lost is None and self._client.is_connected
-
-    async def connect(self, address: str | BLEDevice) -> None:
-        """Connect and discover the services (the link is closed again if that fails)."""
-        if self._client is not None:
-            await self.disconnect()
-        label = address.address if isinstance(address, BLEDevice) else address
-        self._address, self._lost = label, None
-        client = BleakClient(
-            address,
-            disconnected_callback=self._on_disconnect,
-            timeout=self._connect_timeout_s,
-            pair=self._pair,
-            backend=self._backend,
-        )
-        async with _guard(label, "connect"):
-            await client.connect()
-        self._client = client
-        try:
-            async with _guard(label, "service discovery"):
-                client.services  # noqa: B018  (raises when discovery did not happen)
-        except BaseException:
-            await self.disconnect()
-            raise
-
-    async def disconnect(self) -> None:
-        """Drop the link. Safe to call twice, and after the peripheral dropped it."""
-        client, self._client = self._client, None
-        if client is None:
-            return
-        with contextlib.suppress(BleakError, OSError, EOFError, TimeoutError):
-            await client.disconnect()
-
     def has_service(self, service: str) -> bool:
-        client = self._live()
+        client = self._live_client()
         try:
             return client.services.get_service(service) is not None
         except BleakError as exc:  # the UUID appears twice: it is there
@@ -723,17 +750,10 @@ class BleLink:
 
     # -- internals ------------------------------------------------------------------------------
 
-    def _live(self) -> BleakClient:
-        if self._lost is not None:
-            raise BleLinkLost(f"{self._address}: {self._lost}")
-        if self._client is None:
-            raise BleLinkError(f"{self._address or 'BLE link'}: not connected")
-        return self._client
-
     def _resolve(
         self, char: str, service: str | None
     ) -> tuple[BleakClient, BleakGATTCharacteristic]:
-        client = self._live()
+        client = self._live_client()
         where = f" in service {service}" if service else ""
         try:
             if service is None:
@@ -747,13 +767,10 @@ class BleLink:
             raise BleLinkError(f"{self._address}: no characteristic {char}{where}")
         return client, found
 
-    def _on_disconnect(self, client: BleakClient) -> None:
-        if client is not self._client or self._lost is not None:
-            return  # our own disconnect(), or a link we already replaced
-        self._lost = "the device disconnected"
+    def _link_lost(self, reason: str) -> None:
         if self._on_lost is None:
             return
         try:
-            self._on_lost(self._lost)
+            self._on_lost(reason)
         except Exception:
             log.exception("%s: the link-lost callback failed", self._address)
