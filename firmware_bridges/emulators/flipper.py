@@ -35,7 +35,10 @@ The session model follows the firmware's USB VCP: the shell starts when the host
 and closed with inotify, or the master's POLLHUP where inotify is missing) and stops when it is
 closed. Every open therefore prints the banner and a prompt; pyserial flushes its input buffer in
 ``open()``, so the emulator waits ``settle`` seconds first (the firmware waits 33 ms for the same
-reason; a real host that opens and writes at once races the banner the same way).
+reason; a real host that opens and writes at once races the banner the same way). That cable
+side (the pty, seeing opens and closes, unplug/replug, the stable link) is
+``firmware_bridges/emulators/usb_pty.py``, shared with the other USB boards' emulators; this
+module is the firmware.
 
 Not emulated (yet)
 ------------------
@@ -65,25 +68,17 @@ error")``, and the ``/dev/pts/N`` node disappears at once, so reopening the old 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import ctypes
 import hashlib
 import math
-import os
-import select
-import signal
-import struct
-import sys
-import threading
 import time
-import tty
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from types import FrameType
 from typing import ClassVar, Literal, TypeVar
+
+from firmware_bridges.emulators.usb_pty import PowerDown, PtyDevice, PtyPort
 
 __all__ = [
     "PROMPT",
@@ -554,22 +549,6 @@ class FlipperState:
 # --- the emulator ------------------------------------------------------------------------------
 
 
-class _Unplugged(Exception):
-    """The emulator closes this port (unplug, stop)."""
-
-
-class _HungUp(Exception):
-    """The host closed the port: the firmware's DTR-low / broken pipe."""
-
-
-class _PowerDown(Exception):
-    """``power off|reboot|reboot2dfu``: the USB device goes away."""
-
-    def __init__(self, replug: bool) -> None:
-        super().__init__()
-        self.replug = replug
-
-
 class _FsError(Exception):
     def __init__(self, desc: str) -> None:
         super().__init__(desc)
@@ -775,205 +754,18 @@ class _RpcAbort(Exception):
 
 Handler = Callable[["_Port", str], None]
 
-IN_CLOSE_WRITE = 0x08
-IN_CLOSE_NOWRITE = 0x10
-IN_OPEN = 0x20
 
+class _Port(PtyPort):
+    """The Flipper's shell on one plug-in of the USB cable (the pty, the host's open and close,
+    unplugging and the bytes in and out are ``usb_pty.PtyPort``'s, shared with other boards)."""
 
-def _watch_opens(path: str) -> int | None:
-    """An inotify fd reporting every open and close of ``path`` (None where unavailable).
-
-    This is how the emulator sees the host "assert DTR": a pty has no modem lines, and the
-    master's POLLHUP cannot see a close followed at once by a reopen.
-    """
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        init, add = libc.inotify_init1, libc.inotify_add_watch
-    except (OSError, AttributeError):
-        return None
-    fd = int(init(os.O_NONBLOCK | os.O_CLOEXEC))
-    if fd < 0:
-        return None
-    if int(add(fd, os.fsencode(path), IN_OPEN | IN_CLOSE_WRITE | IN_CLOSE_NOWRITE)) < 0:
-        os.close(fd)
-        return None
-    return fd
-
-
-class _Port:
-    """One plug-in of the USB cable: a pty pair and the thread playing the device on its master."""
+    NAME = "flipper-emulator"
 
     def __init__(self, emulator: FlipperEmulator) -> None:
+        super().__init__(emulator)
         self.emu = emulator
         self.state = emulator.state
-        self.master, slave = os.openpty()
-        tty.setraw(slave)
-        self.path = os.ttyname(slave)
-        os.close(slave)  # the host opens it; while nobody holds it the master reports POLLHUP
-        os.set_blocking(self.master, False)
-        self.watch = _watch_opens(self.path)
-        self.opens = 0  # host handles open on the slave (counted with inotify)
-        self.hangup_pending = False  # the host closed: stop once its last bytes are processed
-        self.reconnect_pending = False  # a new open: restart the session at once
-        self.wake_r, self.wake_w = os.pipe()
-        self.inbuf = bytearray()
-        self.connected = False
         self.line = ""
-        self.closing = threading.Event()
-        self.reader = select.poll()
-        self.reader.register(self.master, select.POLLIN | select.POLLHUP | select.POLLERR)
-        self.reader.register(self.wake_r, select.POLLIN)
-        self.idle = select.poll()
-        self.idle.register(self.wake_r, select.POLLIN)
-        if self.watch is not None:
-            self.reader.register(self.watch, select.POLLIN)
-            self.idle.register(self.watch, select.POLLIN)
-        self.writer = select.poll()
-        self.writer.register(self.master, select.POLLOUT | select.POLLHUP | select.POLLERR)
-        self.writer.register(self.wake_r, select.POLLIN)
-        self.thread = threading.Thread(
-            target=self._run, name=f"flipper-emulator {self.path}", daemon=True
-        )
-
-    # --- life cycle ---
-
-    def start(self) -> None:
-        self.thread.start()
-
-    def close(self) -> None:
-        """Pull the cable: the device thread closes the master, the slave node disappears."""
-        self.closing.set()
-        with contextlib.suppress(OSError):
-            os.write(self.wake_w, b"x")
-        if self.thread.is_alive() and threading.current_thread() is not self.thread:
-            self.thread.join(timeout=5)
-
-    def _run(self) -> None:
-        replug: bool | None = None
-        try:
-            while True:
-                self._wait_for_host()
-                try:
-                    self._session()
-                except _HungUp:
-                    pass
-                finally:
-                    self.connected = False
-                    if self.opens == 0:  # bytes of a host that left; a new host keeps its own
-                        self.inbuf.clear()
-        except _Unplugged:
-            pass
-        except _PowerDown as down:
-            replug = down.replug
-        finally:
-            if replug is not None:  # forget the port (and its link) before the node vanishes
-                self.emu._device_gone(self, replug)
-            for fd in (self.master, self.wake_r, self.wake_w, self.watch):
-                if fd is not None:
-                    with contextlib.suppress(OSError):
-                        os.close(fd)
-
-    def _wait_for_host(self) -> None:
-        """Idle until the host opens the slave (the firmware waits for DTR, then 33 ms: pyserial
-        flushes its input in ``open()``, a banner sent earlier would be lost)."""
-        while True:
-            while not self._host_present():
-                if self.watch is not None:
-                    if any(fd == self.wake_r for fd, _ in self.idle.poll(-1)):
-                        raise _Unplugged
-                elif self.closing.wait(0.01):
-                    raise _Unplugged
-            if self.closing.wait(self.emu.settle):
-                raise _Unplugged
-            if self._host_present():
-                return
-
-    def _host_present(self) -> bool:
-        if self.closing.is_set():
-            raise _Unplugged
-        if self.watch is not None:
-            self._drain_watch()
-            return self.opens > 0
-        return not any(fd == self.master and ev & select.POLLHUP for fd, ev in self.reader.poll(0))
-
-    def _drain_watch(self) -> None:
-        if self.watch is None:
-            return
-        while True:
-            try:
-                data = os.read(self.watch, 4096)
-            except (BlockingIOError, InterruptedError):
-                return
-            offset = 0
-            while offset + 16 <= len(data):
-                _, mask, _, length = struct.unpack_from("iIII", data, offset)
-                offset += 16 + length
-                if mask & IN_OPEN:
-                    self.opens += 1
-                    self.inbuf.clear()  # what came before belongs to an earlier host
-                    self.reconnect_pending = self.connected
-                if mask & (IN_CLOSE_WRITE | IN_CLOSE_NOWRITE):
-                    self.opens = max(0, self.opens - 1)
-                    if self.opens == 0 and self.connected:
-                        self.hangup_pending = True
-
-    # --- bytes in and out ---
-
-    def _fill(self, timeout: float | None) -> None:
-        ms = -1 if timeout is None else max(0, math.ceil(timeout * 1000))
-        events = self.reader.poll(ms)
-        if any(fd == self.wake_r for fd, _ in events):
-            raise _Unplugged
-        if any(fd == self.watch for fd, _ in events):
-            self._drain_watch()  # before reading: bytes read after a new open are the new host's
-        for fd, ev in events:
-            if fd != self.master:
-                continue
-            if ev & select.POLLIN:
-                try:
-                    data = os.read(self.master, 4096)
-                except BlockingIOError:
-                    return
-                except OSError as exc:
-                    raise _HungUp from exc
-                if not data:
-                    raise _HungUp
-                self.inbuf += data
-                self.emu._record_received(data)
-            elif ev & (select.POLLHUP | select.POLLERR):
-                raise _HungUp
-
-    def getc(self, timeout: float | None) -> int | None:
-        """Next byte from the host; None after ``timeout`` seconds (None = wait forever)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while not self.inbuf or self.reconnect_pending:
-            if self.reconnect_pending or self.hangup_pending:
-                raise _HungUp
-            if deadline is None:
-                self._fill(None)
-                continue
-            remaining = deadline - time.monotonic()
-            self._fill(max(0.0, remaining))
-            if not self.inbuf and remaining <= 0:
-                return None
-        byte = self.inbuf[0]
-        del self.inbuf[0]
-        return byte
-
-    def out(self, data: bytes | str) -> None:
-        raw = data.encode() if isinstance(data, str) else data
-        view = memoryview(raw)
-        while view:
-            try:
-                written = os.write(self.master, view)
-            except BlockingIOError:
-                events = self.writer.poll(100)
-                if any(fd == self.wake_r for fd, _ in events):
-                    raise _Unplugged from None
-                continue
-            except OSError as exc:
-                raise _HungUp from exc
-            view = view[written:]
 
     def wait_etx(self, seconds: float) -> bool:
         """What streaming commands do between events: True if the host sent ETX (0x03).
@@ -992,8 +784,6 @@ class _Port:
     # --- the shell ---
 
     def _session(self) -> None:
-        self.connected = True
-        self.hangup_pending = self.reconnect_pending = False
         self.line = ""
         self.out(motd(self.state) + PROMPT)
         while True:
@@ -1226,10 +1016,10 @@ class _Port:
             self.state.power_log.append("off")
             self.out("It is now safe to disconnect USB from the flipper\r\n")
             self.closing.wait(0.666)  # furi_delay_ms(666), then the power goes
-            raise _PowerDown(replug=False)
+            raise PowerDown(replug=False)
         if sub in ("reboot", "reboot2dfu"):
             self.state.power_log.append(sub)
-            raise _PowerDown(replug=sub == "reboot")
+            raise PowerDown(replug=sub == "reboot")
         if sub == "5v":
             if rest in ("0", "1"):
                 self.state.otg_5v = rest == "1"
@@ -1952,8 +1742,9 @@ def _pop(queue: deque[_T]) -> _T | None:
         return None
 
 
-class FlipperEmulator:
-    """A Flipper Zero on a pty. ``start()`` returns the path a client opens with pyserial.
+class FlipperEmulator(PtyDevice[_Port]):
+    """A Flipper Zero on a pty. ``start()`` returns the path a client opens with pyserial
+    (plugging, unplugging and the link: ``usb_pty.PtyDevice``).
 
     ``sent`` lists every command line the host executed (trimmed, in order): the audit of what
     reached the "hardware". ``received`` holds every raw byte the host wrote.
@@ -1995,124 +1786,22 @@ class FlipperEmulator:
         replugs). ``event_interval``: seconds between streamed radio events. ``settle``: delay
         between the host opening the port and the banner. ``reboot_delay``: how long
         ``power reboot`` keeps the device away before it re-enumerates on a new pty."""
+        super().__init__(link=link, settle=settle, reboot_delay=reboot_delay)
         self.state = state if state is not None else FlipperState()
-        self.link = link
         self.event_interval = event_interval
-        self.settle = settle
-        self.reboot_delay = reboot_delay
         self.sent: list[str] = []
-        self.received = bytearray()
         self.boot_epoch = time.time()
-        self._boot = time.monotonic()
-        self._lock = threading.RLock()
-        self._port: _Port | None = None
-        self._started = False
-        self._stopped = False
         self._garbage: bytes | None = None
         self._mute_next = False
         self._stall: bool | None = None
-        self._powered_off = False
         self._rpc_faults: deque[Literal["truncate", "oversized"]] = deque()
         self.rpc_log: list[str] = []
         """Every RPC request the device answered, e.g. ``storage_read /ext/a`` or ``ping``."""
 
-    # --- plugging ---
-
-    def start(self) -> str:
-        """Plug the device in: open a pty, run the device side, return the slave path."""
-        with self._lock:
-            if self._started:
-                raise RuntimeError("emulator already started")
-            if self.link is not None and self.link.exists() and not self.link.is_symlink():
-                raise FileExistsError(f"{self.link} exists and is not a symlink")
-            self._started = True
-            return self._plug()
-
-    def stop(self) -> None:
-        """Unplug for good and remove the link."""
-        with self._lock:
-            self._stopped = True
-        self.unplug()
-
-    def unplug(self) -> None:
-        """Pull the cable: the pty master closes, the node and the link disappear.
-
-        A pyserial client then gets ``SerialException`` from ``read()`` ("device reports
-        readiness to read but returned no data ...": the slave reads EOF) and from ``write()``
-        ("write failed: [Errno 5] Input/output error").
-        """
-        with self._lock:
-            port, self._port = self._port, None
-            self._set_link(None)
-        if port is not None:
-            port.close()
-
-    def replug(self) -> str:
-        """Plug the device in again: a NEW pty (its number may differ; a real Flipper also gets
-        a new node, and the number may be reused once every old handle is closed). The link, if
-        any, now points at it. Returns the new slave path."""
-        self.unplug()
-        with self._lock:
-            if self._stopped:
-                raise RuntimeError("emulator stopped")
-            return self._plug()
-
-    def _plug(self) -> str:
-        if self._powered_off:
-            self._powered_off = False
-            self._boot = time.monotonic()
-        port = _Port(self)
-        self._set_link(port.path)  # the link is in place before anyone can see the new path
-        self._port = port
-        port.start()
-        return port.path
-
-    def _set_link(self, target: str | None) -> None:
-        if self.link is None:
-            return
-        if target is None:
-            if self.link.is_symlink():
-                self.link.unlink(missing_ok=True)
-            return
-        temporary = self.link.with_name(f".{self.link.name}.{os.getpid()}.tmp")
-        temporary.unlink(missing_ok=True)
-        os.symlink(target, temporary)
-        os.replace(temporary, self.link)
-
-    def _device_gone(self, port: _Port, replug: bool) -> None:
-        """Called by a port's thread after ``power off|reboot`` closed it."""
-        with self._lock:
-            if self._port is not port:
-                return
-            self._port = None
-            self._set_link(None)
-            self._powered_off = True
-        if replug:
-            timer = threading.Timer(self.reboot_delay, self._reboot)
-            timer.daemon = True
-            timer.start()
-
-    def _reboot(self) -> None:
-        with self._lock:
-            if self._stopped or self._port is not None:
-                return
-            self._plug()
-
-    @property
-    def path(self) -> str | None:
-        """The current slave path, None while unplugged."""
-        port = self._port
-        return None if port is None else port.path
-
-    @property
-    def plugged(self) -> bool:
-        return self._port is not None
-
-    @property
-    def connected(self) -> bool:
-        """True while a host holds the port open and its shell session runs."""
-        port = self._port
-        return port is not None and port.connected
+    def _new_port(self) -> _Port:
+        """Each plug-in (start, replug, the re-enumeration after ``power reboot``) is a new shell
+        on a new pty, over this one ``FlipperState``."""
+        return _Port(self)
 
     def uptime(self) -> float:
         return time.monotonic() - self._boot + self.state.uptime_offset
@@ -2180,17 +1869,6 @@ class FlipperEmulator:
         with self._lock:
             self.sent.append(command)
 
-    def _record_received(self, data: bytes) -> None:
-        with self._lock:
-            self.received += data
-
-    def __enter__(self) -> FlipperEmulator:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
 
 class _RpcOverBle(_Port):
     """The RPC half of a ``_Port`` with no pty under it: what the Flipper's BLE serial service
@@ -2252,18 +1930,6 @@ def rpc_responder(
     return _RpcOverBle(emulator).feed
 
 
-@contextlib.contextmanager
-def _sigterm_as_exit() -> Iterator[None]:
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise SystemExit(0)
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m firmware_bridges.emulators.flipper``: print the pty path, run until Ctrl-C."""
     parser = argparse.ArgumentParser(
@@ -2280,19 +1946,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     options = parser.parse_args(argv)
     state = FlipperState(name=options.name, nfc_style=options.nfc_style)
-    emulator = FlipperEmulator(state, link=options.link)
-    with _sigterm_as_exit():
-        path = emulator.start()
-        print(path, flush=True)
-        if options.link is not None:
-            print(f"linked at {options.link}", file=sys.stderr, flush=True)
-        try:
-            while True:
-                time.sleep(3600)
-        except KeyboardInterrupt:
-            pass
-        finally:
-            emulator.stop()
+    FlipperEmulator(state, link=options.link).serve()
     return 0
 
 

@@ -28,8 +28,9 @@ video frames are JPEGs drawn with OpenCV (a scene with a frame counter and the t
 differs), audio is a WAV file's speech (``tests/fixtures/speech/kitchen.wav``, else a tone) looped
 and delivered in real time through a 64 KiB ring as the board's microphone fills it.
 
-The pty, the host's open/close detection and unplugging come from the Flipper emulator's ``_Port``
-(``firmware_bridges/emulators/flipper.py``), reused rather than copied; only the session differs.
+The pty, the host's open/close detection, unplugging and the stable link are the USB cable's, not
+the board's: they come from ``firmware_bridges/emulators/usb_pty.py`` (``PtyPort``, ``PtyDevice``),
+shared with the Flipper emulator rather than copied; only the session differs.
 
 Fault knobs (each acts once): ``corrupt_next_packet`` (flip the CRC of the next packet of a kind,
 by default a result), ``truncate_next_packet`` (send half of it and nothing more),
@@ -48,8 +49,6 @@ import argparse
 import json
 import math
 import struct
-import sys
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Collection, Sequence
@@ -62,7 +61,7 @@ import cv2
 import numpy as np
 
 from drivers.audio import AudioError, read_wav, resample, to_float_mono
-from firmware_bridges.emulators.flipper import _Port, _sigterm_as_exit, _Unplugged
+from firmware_bridges.emulators.usb_pty import PtyDevice, PtyPort, Unplugged
 
 __all__ = [
     "DEFAULT_WAV",
@@ -224,12 +223,14 @@ def _choice(name: str, allowed: Collection[str]) -> str:
 # --- one plug-in of the cable ---------------------------------------------------------------------
 
 
-class _VcpSlave(_Port):
-    """The pty and its thread (the Flipper emulator's ``_Port``), playing ``rpc_usb_vcp_slave``."""
+class _VcpSlave(PtyPort):
+    """One plug-in of the cable (``usb_pty.PtyPort``: the pty and its thread), playing
+    ``rpc_usb_vcp_slave`` on it."""
+
+    NAME = "nicla-vision-emulator"
 
     def __init__(self, emulator: NiclaVisionEmulator) -> None:
-        super().__init__(emulator)  # type: ignore[arg-type]  # duck-typed: settle, state, ...
-        self.thread.name = f"nicla-vision-emulator {self.path}"
+        super().__init__(emulator)
         self.nicla = emulator
         self.put_short = self.get_short = SHORT_RESET_MS
         self.scheduled: Callable[[], None] | None = None
@@ -268,18 +269,16 @@ class _VcpSlave(_Port):
         self.put_bytes(packet)
         if fault == "vanish":
             self.nicla.unplug()
-            raise _Unplugged
+            raise Unplugged
 
     def wait(self, seconds: float) -> None:
         """Sleep in a callback, still pullable: an unplug ends the session."""
         if self.closing.wait(max(0.0, seconds)):
-            raise _Unplugged
+            raise Unplugged
 
     # --- rpc_slave ---
 
     def _session(self) -> None:
-        self.connected = True
-        self.hangup_pending = self.reconnect_pending = False
         while True:  # rpc_slave.loop()
             command, data = self._get_command(RECV_TIMEOUT_MS)
             if command is None or data is None:
@@ -342,9 +341,10 @@ class _VcpSlave(_Port):
 # --- the board ------------------------------------------------------------------------------------
 
 
-class NiclaVisionEmulator:
+class NiclaVisionEmulator(PtyDevice[_VcpSlave]):
     """A Nicla Vision with the tiny-hub board script, on a pty. ``start()`` returns the path a
-    client opens with pyserial; ``link`` keeps a symlink to the current pty across replugs.
+    client opens with pyserial; ``link`` keeps a symlink to the current pty across replugs
+    (plugging, unplugging and the link: ``usb_pty.PtyDevice``).
 
     ``calls`` lists every function the host called (its name, or ``#<hash>`` for one the board
     does not know), in order: the audit of what reached the "hardware".
@@ -358,19 +358,12 @@ class NiclaVisionEmulator:
         video_ram: int = VIDEO_RAM,
         settle: float = 0.02,
     ) -> None:
-        self.link = link
-        self.settle = settle
+        super().__init__(link=link, settle=settle)
         self.video_ram = video_ram
-        self.state = None  # what the borrowed _Port reads; the board keeps its own below
         self.calls: list[str] = []
-        self.received = bytearray()
         self.silent = False
         self._audio = room_audio(wav)
         self._audio_at = 0
-        self._boot = time.monotonic()
-        self._lock = threading.RLock()
-        self._port: _VcpSlave | None = None
-        self._started = self._stopped = False
         self._faults: deque[tuple[Fault, int, str | None]] = deque()
         self._frame = 0
         self._photo: bytes | None = None
@@ -388,79 +381,9 @@ class NiclaVisionEmulator:
         ):
             self._handlers[_hash(name)] = (name, handler)
 
-    # --- plugging ---
-
-    def start(self) -> str:
-        """Plug the board in: open a pty, run the board side, return the slave path."""
-        with self._lock:
-            if self._started:
-                raise RuntimeError("emulator already started")
-            if self.link is not None and self.link.exists() and not self.link.is_symlink():
-                raise FileExistsError(f"{self.link} exists and is not a symlink")
-            self._started = True
-            return self._plug()
-
-    def stop(self) -> None:
-        """Unplug for good and remove the link."""
-        with self._lock:
-            self._stopped = True
-        self.unplug()
-
-    def unplug(self) -> None:
-        """Pull the cable: the pty master closes, the node and the link disappear."""
-        with self._lock:
-            port, self._port = self._port, None
-            self._set_link(None)
-        if port is not None:
-            port.close()
-
-    def replug(self) -> str:
-        """Plug in again: a new pty (the link, if any, follows it). Returns the new path."""
-        self.unplug()
-        with self._lock:
-            if self._stopped:
-                raise RuntimeError("emulator stopped")
-            return self._plug()
-
-    def _plug(self) -> str:
-        port = _VcpSlave(self)
-        self._set_link(port.path)
-        self._port = port
-        port.start()
-        return port.path
-
-    def _set_link(self, target: str | None) -> None:
-        if self.link is None:
-            return
-        if target is None:
-            if self.link.is_symlink():
-                self.link.unlink(missing_ok=True)
-            return
-        temporary = self.link.with_name(f".{self.link.name}.tmp")
-        temporary.unlink(missing_ok=True)
-        temporary.symlink_to(target)
-        temporary.replace(self.link)
-
-    def _device_gone(self, port: _Port, replug: bool) -> None:  # pragma: no cover - Flipper only
-        """The borrowed ``_Port`` calls this after a power-off; this board has none."""
-
-    def _record_received(self, data: bytes) -> None:
-        with self._lock:
-            self.received += data
-
-    @property
-    def path(self) -> str | None:
-        port = self._port
-        return None if port is None else port.path
-
-    @property
-    def plugged(self) -> bool:
-        return self._port is not None
-
-    @property
-    def connected(self) -> bool:
-        port = self._port
-        return port is not None and port.connected
+    def _new_port(self) -> _VcpSlave:
+        """Each plug-in (start, replug) is a new RPC slave on a new pty, over this one board."""
+        return _VcpSlave(self)
 
     # --- fault knobs ---
 
@@ -623,32 +546,13 @@ class NiclaVisionEmulator:
             separators=(",", ":"),
         ).encode()
 
-    def __enter__(self) -> NiclaVisionEmulator:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
 
 # --- running it by hand -----------------------------------------------------------------------
 
 
 def run(link: Path | None = None, *, wav: Path | None = DEFAULT_WAV) -> None:
     """``tiny-hub emulate nicla-vision``: print the pty path, serve until Ctrl+C (or SIGTERM)."""
-    emulator = NiclaVisionEmulator(link=link, wav=wav)
-    with _sigterm_as_exit():
-        path = emulator.start()
-        print(path, flush=True)
-        if link is not None:
-            print(f"linked at {link}", file=sys.stderr, flush=True)
-        try:
-            while True:
-                time.sleep(3600)
-        except KeyboardInterrupt:
-            pass
-        finally:
-            emulator.stop()
+    NiclaVisionEmulator(link=link, wav=wav).serve()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
