@@ -21,10 +21,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import cv2
 import numpy as np
 
-from drivers.video import encode_jpeg, frames_to_mp4
+from drivers.video import encode_jpeg, frames_to_mp4, opencv
 
 CaptureFactory = Callable[[int | str], Any]
 
@@ -47,7 +46,7 @@ def _source(device: str) -> int | str:
 
 
 def _open_capture(source: int | str) -> Any:
-    return cv2.VideoCapture(source)
+    return opencv().VideoCapture(source)
 
 
 class Camera:

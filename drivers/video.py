@@ -8,14 +8,20 @@ clip goes through a temporary file that is always removed.
 
 from __future__ import annotations
 
+import importlib
 import os
 import tempfile
 from collections.abc import Sequence
+from typing import Any
 
-import cv2
 import numpy as np
 
 CLIP_TYPE = "video/mp4"
+
+
+def opencv() -> Any:
+    """OpenCV, imported on first use: the import costs ~50 ms of every hub start otherwise."""
+    return importlib.import_module("cv2")
 
 
 class VideoError(ValueError):
@@ -30,13 +36,15 @@ def is_jpeg(data: bytes) -> bool:
 def decode_jpeg(data: bytes) -> np.ndarray:
     if not is_jpeg(data):
         raise VideoError("not a complete JPEG image")
+    cv2 = opencv()
     frame = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
     if frame is None:
         raise VideoError("the JPEG image could not be decoded")
-    return frame
+    return np.asarray(frame)
 
 
 def encode_jpeg(frame: np.ndarray, quality: int = 85) -> bytes:
+    cv2 = opencv()
     ok, buf = cv2.imencode(".jpg", frame, [cv2.IMWRITE_JPEG_QUALITY, quality])
     if not ok:
         raise VideoError("the frame could not be encoded as JPEG")
@@ -50,6 +58,7 @@ def frames_to_mp4(frames: Sequence[np.ndarray], fps: float) -> bytes:
     if not 0 < fps <= 120:
         raise VideoError(f"fps must be between 0 and 120, not {fps}")
     height, width = frames[0].shape[:2]
+    cv2 = opencv()
     fd, path = tempfile.mkstemp(suffix=".mp4", prefix="tiny-hub-clip-")
     os.close(fd)
     try:
