@@ -21,6 +21,7 @@ import time
 
 from drivers.flipper import FlipperDriver
 from firmware_bridges.emulators.flipper import FlipperEmulator
+from scripts.bench_rows import run_alone
 
 FILE_PATH = "/ext/bench/64k.txt"
 FILE_SIZE = 64 * 1024
@@ -91,12 +92,5 @@ def bench(runs: int) -> list[tuple[str, float, str, str]]:
     ]
 
 
-def main(argv: list[str]) -> int:
-    runs = int(argv[0]) if argv else 10
-    for name, value, unit, how in bench(runs):
-        print(f"{name:28} {value:10.3f} {unit:6} {how}")
-    return 0
-
-
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(run_alone(bench, sys.argv[1:], 10))

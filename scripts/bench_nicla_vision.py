@@ -24,6 +24,7 @@ import time
 
 from drivers.nicla_vision import NiclaVisionDriver
 from firmware_bridges.emulators.nicla_vision import NiclaVisionEmulator
+from scripts.bench_rows import run_alone
 
 LISTEN_S = 5
 
@@ -83,12 +84,5 @@ def bench(runs: int) -> list[tuple[str, float, str, str]]:
     ]
 
 
-def main(argv: list[str]) -> int:
-    runs = int(argv[0]) if argv else 20
-    for name, value, unit, how in bench(runs):
-        print(f"{name:32} {value:10.3f} {unit:6} {how}")
-    return 0
-
-
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(run_alone(bench, sys.argv[1:], 20))

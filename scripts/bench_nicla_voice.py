@@ -24,6 +24,7 @@ from typing import Any
 
 from drivers.nicla_voice import NiclaVoiceDriver
 from firmware_bridges.emulators.nicla_voice import BOARD_RATE, EmulatedNiclaVoice
+from scripts.bench_rows import run_alone
 
 RECORD_S = 5.0
 
@@ -84,12 +85,5 @@ def bench(runs: int) -> list[tuple[str, float, str, str]]:
     ]
 
 
-def main(argv: list[str]) -> int:
-    runs = int(argv[0]) if argv else 10
-    for name, value, unit, how in bench(runs):
-        print(f"{name:34} {value:10.3f} {unit:6} {how}")
-    return 0
-
-
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(run_alone(bench, sys.argv[1:], 10))

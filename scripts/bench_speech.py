@@ -27,6 +27,7 @@ import numpy as np
 
 from drivers.audio import SPEECH_RATE, Pcm, read_wav, resample, to_float_mono, wav_bytes
 from drivers.speech import SpeechEngine
+from scripts.bench_rows import run_alone
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "speech"
 FIXTURE = FIXTURES / "kitchen.wav"
@@ -120,12 +121,5 @@ def bench(runs: int) -> list[tuple[str, float, str, str]]:
     ]
 
 
-def main(argv: list[str]) -> int:
-    runs = int(argv[0]) if argv else 5
-    for name, value, unit, how in bench(runs):
-        print(f"{name:28} {value:10.3f} {unit:6} {how}")
-    return 0
-
-
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(run_alone(bench, sys.argv[1:], 5))

@@ -15,11 +15,12 @@ from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
 from drivers.nicla_vision import NiclaError, NiclaVisionDriver
-from drivers.video import CLIP_TYPE, VideoError
-from hub.agent.tools.context import ToolContext, failed, ok, owner_turn, with_image
-from hub.agent.tools.senses import heard
+from drivers.video import VideoError
+from hub.agent.tools.context import ToolContext, failed, ok, owner_turn
+from hub.agent.tools.senses import filmed, heard, seen
 from hub.devices.registry import DeviceError
 
+BOARD = "the Nicla Vision"
 NOT_CONNECTED = "Nicla Vision is not connected to this hub"
 Action = Callable[[NiclaVisionDriver, ToolContext], Awaitable[dict[str, Any]]]
 
@@ -62,14 +63,7 @@ async def nicla_take_photo(tool_context: StrandsToolContext) -> dict[str, Any]:
     """Take a photo with the Nicla Vision (the camera worn as a necklace) and look at it."""
 
     async def photo(board: NiclaVisionDriver, ctx: ToolContext) -> dict[str, Any]:
-        jpeg = await board.snapshot()
-        key = ctx.hub.devices.media.put(ctx.hub.owner.id, board.device_id, jpeg, "image/jpeg")
-        return with_image(
-            f"Photo taken with the Nicla Vision ({len(jpeg) // 1024} KB), kept as /media/{key}.",
-            jpeg,
-            media=f"/media/{key}",
-            bytes=len(jpeg),
-        )
+        return seen(ctx, BOARD, board.device_id, await board.snapshot())
 
     return await _use(tool_context, photo)
 
@@ -83,14 +77,7 @@ async def nicla_take_video(tool_context: StrandsToolContext, seconds: float = 3)
     """
 
     async def video(board: NiclaVisionDriver, ctx: ToolContext) -> dict[str, Any]:
-        clip = await board.clip(seconds)
-        key = ctx.hub.devices.media.put(ctx.hub.owner.id, board.device_id, clip, CLIP_TYPE)
-        return ok(
-            f"Recorded {seconds:g} s with the Nicla Vision, kept as /media/{key}.",
-            media=f"/media/{key}",
-            bytes=len(clip),
-            seconds=seconds,
-        )
+        return filmed(ctx, BOARD, board.device_id, await board.clip(seconds), seconds)
 
     return await _use(tool_context, video)
 

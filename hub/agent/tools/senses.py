@@ -45,14 +45,7 @@ async def camera_photo(tool_context: StrandsToolContext) -> dict[str, Any]:
     """Take a photo with the webcam of the machine the hub runs on, and look at it."""
 
     async def photo(camera: Camera, ctx: ToolContext) -> dict[str, Any]:
-        jpeg = await camera.snapshot()
-        key = ctx.hub.devices.media.put(ctx.hub.owner.id, None, jpeg, "image/jpeg")
-        return with_image(
-            f"Photo taken with {MACHINE}'s camera ({len(jpeg) // 1024} KB), kept as /media/{key}.",
-            jpeg,
-            media=f"/media/{key}",
-            bytes=len(jpeg),
-        )
+        return seen(ctx, f"{MACHINE}'s camera", None, await camera.snapshot())
 
     return await _use_camera(tool_context, photo)
 
@@ -66,14 +59,7 @@ async def camera_clip(tool_context: StrandsToolContext, seconds: float = 5) -> d
     """
 
     async def clip(camera: Camera, ctx: ToolContext) -> dict[str, Any]:
-        mp4 = await camera.clip(seconds)
-        key = ctx.hub.devices.media.put(ctx.hub.owner.id, None, mp4, CLIP_TYPE)
-        return ok(
-            f"Recorded {seconds:g} s with {MACHINE}'s camera, kept as /media/{key}.",
-            media=f"/media/{key}",
-            bytes=len(mp4),
-            seconds=seconds,
-        )
+        return filmed(ctx, f"{MACHINE}'s camera", None, await camera.clip(seconds), seconds)
 
     return await _use_camera(tool_context, clip)
 
@@ -97,6 +83,30 @@ async def microphone_listen(tool_context: StrandsToolContext, seconds: float = 5
     except MicrophoneError as exc:
         return failed(str(exc))
     return await heard(ctx, "microphone", None, wav)
+
+
+def seen(ctx: ToolContext, camera: str, device_id: str | None, jpeg: bytes) -> dict[str, Any]:
+    """The answer of every photo tool: the JPEG kept in the media store and shown to the model."""
+    key = ctx.hub.devices.media.put(ctx.hub.owner.id, device_id, jpeg, "image/jpeg")
+    return with_image(
+        f"Photo taken with {camera} ({len(jpeg) // 1024} KB), kept as /media/{key}.",
+        jpeg,
+        media=f"/media/{key}",
+        bytes=len(jpeg),
+    )
+
+
+def filmed(
+    ctx: ToolContext, camera: str, device_id: str | None, mp4: bytes, seconds: float
+) -> dict[str, Any]:
+    """The answer of every video tool: the clip kept in the media store."""
+    key = ctx.hub.devices.media.put(ctx.hub.owner.id, device_id, mp4, CLIP_TYPE)
+    return ok(
+        f"Recorded {seconds:g} s with {camera}, kept as /media/{key}.",
+        media=f"/media/{key}",
+        bytes=len(mp4),
+        seconds=seconds,
+    )
 
 
 async def heard(ctx: ToolContext, source: str, device_id: str | None, wav: bytes) -> dict[str, Any]:
