@@ -45,6 +45,14 @@ WEB_BUILTINS = {
     "http",
     "suggest_followups",
     "manage_tools",
+    "remember",
+    "forget",
+    "manage_messages",
+    "set_theme",
+    "copy_to_clipboard",
+    "open_url",
+    "speak",
+    "render_ui",
 }
 
 
@@ -73,7 +81,8 @@ def test_a_web_session_gets_the_builtins(hub: Hub) -> None:
 def test_native_apps_add_phone_tools_and_ios_adds_image_generation(hub: Hub) -> None:
     android = set(mount_tools(context(hub, member(hub), c.SESSION_ANDROID)).names)
     ios = set(mount_tools(context(hub, member(hub), c.SESSION_IOS)).names)
-    assert android == WEB_BUILTINS | set(c.NATIVE_APP_TOOLS)
+    browser_only = {"remember", "forget", "manage_messages"}  # the apps keep no such store
+    assert android == (WEB_BUILTINS - browser_only) | set(c.NATIVE_APP_TOOLS)
     assert ios == android | set(c.IOS_TOOLS)
 
 
@@ -192,3 +201,39 @@ def test_native_tools_check_their_input(hub: Hub) -> None:
     }
     assert tools["customize_page"](css="x" * 9000)["status"] == "error"  # type: ignore[operator]
     assert tools["generate_image"](prompt="  ")["status"] == "error"  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "problem"),
+    [
+        ("remember", {"note": ""}, "1 to 500"),
+        ("remember", {"note": "x" * 501}, "1 to 500"),
+        ("forget", {"contains": "  "}, "some text"),
+        ("manage_messages", {"action": "explode"}, "stats, drop, compact"),
+        ("manage_messages", {"action": "drop", "start": 3, "end": 3}, "0 <= start < end"),
+        ("set_theme", {"preset": "neon"}, "tiny, cyberpunk"),
+        ("set_theme", {"accent": "red", "background": "#000000"}, "#rrggbb"),
+        ("copy_to_clipboard", {"text": ""}, "nothing to copy"),
+        ("open_url", {"url": "javascript:alert(1)"}, "http and https"),
+        ("open_url", {"url": "file:///etc/passwd"}, "http and https"),
+        ("speak", {"text": ""}, "1 to 2000"),
+        ("render_ui", {"component": "iframe", "props": {}}, "table, bar_chart"),
+        ("render_ui", {"component": "table", "props": {"rows": ["x" * 20_000]}}, "16 KB"),
+    ],
+)
+def test_client_tools_refuse_bad_input(
+    hub: Hub, tool: str, arguments: dict[str, Any], problem: str
+) -> None:
+    mounted = {t.tool_name: t for t in mount_tools(context(hub, hub.owner)).tools}
+    result = call_tool(mounted[tool], context(hub, hub.owner), **arguments)
+    assert result["status"] == "error" and problem in result["content"][0]["text"]
+
+
+def test_client_tools_hand_the_client_its_request(hub: Hub) -> None:
+    mounted = {t.tool_name: t for t in mount_tools(context(hub, hub.owner)).tools}
+    result = call_tool(mounted["set_theme"], context(hub, hub.owner), preset="nord")
+    assert result["status"] == "success"
+    assert result["content"][1]["json"] == {
+        "clientAction": "set_theme",
+        "request": {"preset": "nord"},
+    }

@@ -17,6 +17,7 @@ from strands.types.tools import AgentTool
 
 from hub import contracts as c
 from hub.agent.tools import (
+    client,
     devices,
     flipper,
     followups,
@@ -53,6 +54,7 @@ BUILTIN: tuple[ToolGroup, ...] = (
     tinys.tools,
     _http,
     followups.tools,
+    client.tools,
     manage.tools,
     devices.tools,
     flipper.tools,

@@ -51,6 +51,16 @@ def ok(text: str, **data: Any) -> dict[str, Any]:
     return {"status": "success", "content": content}
 
 
+def sent_to_client(action: str, /, **request: Any) -> dict[str, Any]:
+    """The result of a tool the client runs: it acts on the tool call it sees in the stream
+    (beforeToolCallEvent); the model learns the request went out."""
+    return ok(
+        f"Sent to the app: it runs {action} on the device and shows the result in the chat.",
+        clientAction=action,
+        request=request,
+    )
+
+
 def failed(text: str) -> dict[str, Any]:
     return {"status": "error", "content": [{"text": text}]}
 

@@ -9,29 +9,21 @@ from typing import Any
 from strands import tool
 from strands.types.tools import AgentTool
 
-from hub.agent.tools.context import ToolContext, failed, ok
+from hub.agent.tools.context import ToolContext, failed, sent_to_client
 
 CUSTOMIZE_LIMIT_BYTES = 8 * 1024
-
-
-def _sent(action: str, **request: Any) -> dict[str, Any]:
-    return ok(
-        f"Sent to the app: it runs {action} on the device and shows the result in the chat.",
-        clientAction=action,
-        request=request,
-    )
 
 
 @tool(name="screenshot")
 def screenshot() -> dict[str, Any]:
     """Capture the phone's screen. The user is asked first and a recording indicator shows."""
-    return _sent("screenshot")
+    return sent_to_client("screenshot")
 
 
 @tool(name="meta_take_photo")
 def meta_take_photo() -> dict[str, Any]:
     """Take a photo with the Meta glasses paired to the phone."""
-    return _sent("meta_take_photo")
+    return sent_to_client("meta_take_photo")
 
 
 @tool(name="meta_record_video")
@@ -43,7 +35,7 @@ def meta_record_video(seconds: int = 10) -> dict[str, Any]:
     """
     if not 1 <= seconds <= 60:
         return failed("seconds must be between 1 and 60")
-    return _sent("meta_record_video", seconds=seconds)
+    return sent_to_client("meta_record_video", seconds=seconds)
 
 
 @tool(name="meta_listen")
@@ -55,13 +47,13 @@ def meta_listen(seconds: int = 10) -> dict[str, Any]:
     """
     if not 1 <= seconds <= 120:
         return failed("seconds must be between 1 and 120")
-    return _sent("meta_listen", seconds=seconds)
+    return sent_to_client("meta_listen", seconds=seconds)
 
 
 @tool(name="meta_glasses_status")
 def meta_glasses_status() -> dict[str, Any]:
     """Whether the Meta glasses are connected to the phone, and their battery."""
-    return _sent("meta_glasses_status")
+    return sent_to_client("meta_glasses_status")
 
 
 @tool(name="generate_image")
@@ -73,7 +65,7 @@ def generate_image(prompt: str) -> dict[str, Any]:
     """
     if not prompt.strip():
         return failed("describe the image to generate")
-    return _sent("generate_image", prompt=prompt)
+    return sent_to_client("generate_image", prompt=prompt)
 
 
 @tool(name="customize_page")
@@ -90,7 +82,7 @@ def customize_page(css: str = "", js: str = "", persist: bool = False) -> dict[s
             return failed(f"{label} is over 8 KB")
     if not css and not js:
         return failed("give css, js or both")
-    return _sent("customize_page", css=css, js=js, persist=persist)
+    return sent_to_client("customize_page", css=css, js=js, persist=persist)
 
 
 PHONE_TOOLS: list[AgentTool] = [
