@@ -25,6 +25,7 @@ from tests.conftest import StartHub, owner_headers
 from tests.daemon import PythonDaemon, enroll, send
 from tests.fakes.ollama import FakeOllama, Reply
 from tests.toolcall import call_tool
+from tests.waits import until
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
@@ -535,3 +536,17 @@ async def test_invoke_over_http(server: RunningServer, http: aiohttp.ClientSessi
     ):
         assert (await send(http, "POST", url, body, auth))[0] == code
     assert (await send(http, "GET", f"{url}?id=msg_nope", None, auth))[0] == 404
+
+
+async def test_stopping_the_hub_ends_open_event_streams(
+    start_hub: StartHub, http: aiohttp.ClientSession
+) -> None:
+    server = await start_hub()
+    async with http.get(f"{server.url}/api/events", headers=owner_headers(server)) as response:
+        assert response.status == 200
+        await until(lambda: bool(server.hub.devices.events._subscribers[server.hub.owner.id]))
+        stopping = asyncio.create_task(server.stop())
+        ended = await response.content.read()  # the stream ends: the server let it go
+        assert ended == b""
+        await stopping
+    assert stopping.done() and stopping.exception() is None

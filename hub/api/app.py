@@ -36,4 +36,9 @@ def create_app(hub: Hub) -> web.Application:
     app.add_routes(devices.routes)
     app.add_routes(endpoint.routes)
     app.add_routes(drivers.routes)
+    app.on_shutdown.append(_end_event_streams)
     return app
+
+
+async def _end_event_streams(app: web.Application) -> None:
+    app[HUB].devices.events.end_streams()

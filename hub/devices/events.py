@@ -43,7 +43,7 @@ class EventRing:
     def __init__(self, db: sqlite_utils.Database, clock: Clock) -> None:
         self._db = db
         self._clock = clock
-        self._subscribers: dict[str, set[asyncio.Queue[RingEvent]]] = defaultdict(set)
+        self._subscribers: dict[str, set[asyncio.Queue[RingEvent | None]]] = defaultdict(set)
 
     def publish(self, owner: str, kind: str, device_id: str | None, detail: Any) -> RingEvent:
         stamp = self._clock()
@@ -68,19 +68,28 @@ class EventRing:
         ).fetchall()
         return [RingEvent(r[0], r[1], r[2], json.loads(r[3]), r[4]) for r in reversed(rows)]
 
+    def end_streams(self) -> None:
+        """End every live follower (the hub is stopping): an open ``/api/events`` stream would
+        otherwise hold the server's shutdown for its whole grace period."""
+        for queues in self._subscribers.values():
+            for queue in queues:
+                queue.put_nowait(None)
+
     async def follow(self, owner: str, after: int = 0) -> AsyncIterator[RingEvent]:
         """Events after ``after`` from the ring, then live ones as they are published."""
-        queue: asyncio.Queue[RingEvent] = asyncio.Queue()
+        queue: asyncio.Queue[RingEvent | None] = asyncio.Queue()
         self._subscribers[owner].add(queue)
         try:
             last = after
-            for event in self.recent(owner, RING_SIZE, after):
-                last = event.id
-                yield event
+            for stored in self.recent(owner, RING_SIZE, after):
+                last = stored.id
+                yield stored
             while True:
-                event = await queue.get()
-                if event.id > last:
-                    last = event.id
-                    yield event
+                live = await queue.get()
+                if live is None:  # the hub is stopping
+                    return
+                if live.id > last:
+                    last = live.id
+                    yield live
         finally:
             self._subscribers[owner].discard(queue)
