@@ -178,7 +178,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             setup_logging(settings.log_level, settings.home / "hub.log")
             return asyncio.run(chat_once(settings, args))
         if command == "tui":
-            return run_tui(_local_url(settings, args.url), _token(settings, args.token))
+            return run_tui(
+                _local_url(settings, args.url), _token(settings, args.token), settings.home
+            )
         return run_hub_with_tui(settings)
     except (ConfigError, StartError, MigrationError, CliError) as exc:
         print(f"tiny-hub: {exc}", file=sys.stderr)
@@ -305,11 +307,12 @@ def _token(settings: Settings, given: str | None) -> str | None:
     return None
 
 
-def run_tui(url: str, token: str | None) -> int:
-    from tui.app import ChatApp
+def run_tui(url: str, token: str | None, home: Path) -> int:
+    from tui.app import TinyApp
     from tui.client import HubClient
+    from tui.config import TuiConfig
 
-    ChatApp(HubClient(url, token)).run()
+    TinyApp(HubClient(url, token), TuiConfig.load(home / "tui")).run()
     return 0
 
 
@@ -350,7 +353,7 @@ def run_hub_with_tui(settings: Settings) -> int:
     if "error" in outcome:
         raise outcome["error"]
     try:
-        return run_tui(outcome["url"], _token(settings, None))
+        return run_tui(outcome["url"], _token(settings, None), settings.home)
     finally:
         loop.call_soon_threadsafe(stop.set)
         thread.join(timeout=10)

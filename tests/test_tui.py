@@ -2,55 +2,164 @@
 
 from __future__ import annotations
 
-from textual.widgets import Input
+from pathlib import Path
+
+from textual.pilot import Pilot
+from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
 
 from tests.conftest import StartHub, owner_headers
 from tests.fakes.ollama import FakeOllama, Reply
 from tests.waits import until
-from tui.app import ChatApp, Notice, ReplyMessage, UserMessage
+from tui.app import TinyApp
+from tui.chat import STOPPED, ChatScreen
 from tui.client import HubClient
+from tui.config import TuiConfig
+from tui.widgets import Notice, Prompt, ReplyMessage, StatusLine, UserMessage
+
+
+def chat_of(app: TinyApp) -> ChatScreen:
+    screen = app.screen
+    assert isinstance(screen, ChatScreen)
+    return screen
+
+
+def notices(chat: ChatScreen) -> list[str]:
+    return [n.text for n in chat.query(Notice)]
+
+
+async def say(pilot: Pilot[None], chat: ChatScreen, text: str) -> None:
+    """Put ``text`` in the prompt and press Enter (the ``send`` binding)."""
+    chat.query_one("#prompt", Prompt).load_text(text)
+    await pilot.press("enter")
 
 
 async def test_typing_a_message_streams_the_reply(
-    start_hub: StartHub, fake_ollama: FakeOllama
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
 ) -> None:
     server = await start_hub(ollama_host=fake_ollama.url)
     token = owner_headers(server)["Authorization"].split()[1]
     fake_ollama.script(Reply(chunks=["**Hello**", " Ada"]))
-    app = ChatApp(HubClient(server.url, token))
+    app = TinyApp(HubClient(server.url, token), TuiConfig(tmp_path))
     async with app.run_test() as pilot:
-        await until(lambda: "qwen3" in app.sub_title)
+        chat = chat_of(app)
+        status = chat.query_one(StatusLine)
+        await until(lambda: "qwen3" in status.plain)
+        assert "ollama qwen3" in status.plain and "tools on" in status.plain
         await pilot.click("#prompt")
         for key in "hi there":
             await pilot.press(key if key != " " else "space")
         await pilot.press("enter")
-        await until(lambda: not app.busy and len(app.history) == 2)
-        assert app.query_one(UserMessage).content == "hi there"
-        assert app.query_one(ReplyMessage).source == "**Hello** Ada"
-        assert app.history[-1] == {"role": "assistant", "content": "**Hello** Ada"}
-        assert app.query_one("#prompt", Input).value == ""
+        await until(lambda: not chat.busy and len(chat.history) == 2)
+        assert chat.query_one(UserMessage).text == "hi there"
+        assert chat.query_one(ReplyMessage).source == "**Hello** Ada"
+        assert chat.history[-1] == {"role": "assistant", "content": "**Hello** Ada"}
+        assert chat.query_one("#prompt", Prompt).text == ""
+        await until(lambda: "tok" in status.plain)  # the turn's token usage
     assert fake_ollama.requests[-1]["messages"][-1]["content"] == "hi there"
 
 
+async def test_the_newline_key_writes_a_second_line_and_enter_sends_both(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url)
+    fake_ollama.script(Reply(chunks=["ok"]))
+    app = TinyApp(HubClient(server.url, None), TuiConfig(tmp_path))
+    async with app.run_test() as pilot:
+        chat = chat_of(app)
+        await pilot.press("a", "ctrl+j", "b")
+        assert chat.query_one("#prompt", Prompt).text == "a\nb"
+        await pilot.press("enter")
+        await until(lambda: not chat.busy and len(chat.history) == 2)
+    assert fake_ollama.requests[-1]["messages"][-1]["content"] == "a\nb"
+
+
+async def test_send_and_newline_keys_rebind_from_tui_toml(closed_port: int, tmp_path: Path) -> None:
+    (tmp_path / "tui.toml").write_text('[keys]\nsend = "ctrl+s"\nnewline = "enter"\n')
+    app = TinyApp(HubClient(f"http://127.0.0.1:{closed_port}", None), TuiConfig.load(tmp_path))
+    async with app.run_test() as pilot:
+        chat = chat_of(app)
+        await pilot.press("a", "enter", "b")
+        assert chat.query_one("#prompt", Prompt).text == "a\nb"
+        await pilot.press("ctrl+s")
+        await until(lambda: not chat.busy and chat.history != [])
+        assert chat.history == [{"role": "user", "content": "a\nb"}]
+
+
 async def test_escape_stops_the_reply_and_the_model(
-    start_hub: StartHub, fake_ollama: FakeOllama
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
 ) -> None:
     server = await start_hub(ollama_host=fake_ollama.url)
     fake_ollama.script(Reply(chunks=[f"w{i} " for i in range(500)], delay_s=0.02))
-    app = ChatApp(HubClient(server.url, None))
+    app = TinyApp(HubClient(server.url, None), TuiConfig(tmp_path))
     async with app.run_test() as pilot:
-        app.query_one("#prompt", Input).value = "tell me a long story"
-        await pilot.press("enter")
-        await until(lambda: "w3" in app.query_one(ReplyMessage).source)
+        chat = chat_of(app)
+        await say(pilot, chat, "tell me a long story")
+        await until(lambda: "w3" in chat.query_one(ReplyMessage).source)
         await pilot.press("escape")
-        await until(lambda: not app.busy)
+        await until(lambda: not chat.busy)
         await until(lambda: fake_ollama.disconnects == 1)
-        notices = [str(n.content) for n in app.query(Notice)]
-        assert "stopped" in notices
+        assert STOPPED in notices(chat)
+        kept = chat.history[-1]
+        assert kept["role"] == "assistant" and kept["content"].startswith("w0 w1 w2 w3")
 
 
-async def test_unreachable_hub_is_said_plainly(closed_port: int) -> None:
-    app = ChatApp(HubClient(f"http://127.0.0.1:{closed_port}", None))
+async def test_unreachable_hub_is_said_plainly(closed_port: int, tmp_path: Path) -> None:
+    app = TinyApp(HubClient(f"http://127.0.0.1:{closed_port}", None), TuiConfig(tmp_path))
     async with app.run_test():
-        await until(lambda: app.sub_title == "hub unreachable")
-        assert "cannot reach the hub" in str(app.query_one(Notice).content)
+        chat = chat_of(app)
+        status = chat.query_one(StatusLine)
+        await until(lambda: status.problem != "")
+        assert status.plain.startswith("⚠ cannot reach the hub at")
+        assert chat.sub_title == "hub unreachable"
+        assert "cannot reach the hub" in notices(chat)[0]
+
+
+async def test_the_footer_shows_every_chat_binding_at_80_by_24(
+    closed_port: int, tmp_path: Path
+) -> None:
+    app = TinyApp(HubClient(f"http://127.0.0.1:{closed_port}", None), TuiConfig(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        chat = chat_of(app)
+        await pilot.pause()
+        shown = {key.action for key in chat.query_one(Footer).query(FooterKey)}
+        wanted = {
+            "send",
+            "newline",
+            "stop",
+            "copy_reply",
+            "toggle_sidebar",
+            "new_conversation",
+            *(f"pick_followup({n})" for n in range(1, 5)),
+        }
+        assert wanted <= shown
+        footer = chat.query_one(Footer)
+        assert footer.virtual_size.width <= 80, footer.virtual_size
+
+
+async def test_screens_switch_and_keys_rebind_from_tui_toml(
+    tmp_path: Path, closed_port: int
+) -> None:
+    (tmp_path / "tui.toml").write_text('[keys]\nshow_devices = "f6"\n')
+    app = TinyApp(HubClient(f"http://127.0.0.1:{closed_port}", None), TuiConfig.load(tmp_path))
+    async with app.run_test() as pilot:
+        await pilot.press("f2")  # rebound away: nothing happens
+        assert app.current_mode == "chat"
+        await pilot.press("f6")
+        assert app.current_mode == "devices"
+        await pilot.press("f3")
+        assert app.current_mode == "memory"
+        await pilot.press("f1")
+        assert app.current_mode == "chat"
+
+
+async def test_a_broken_tui_toml_is_reported_and_the_defaults_used(
+    tmp_path: Path, closed_port: int
+) -> None:
+    (tmp_path / "tui.toml").write_text("[keys\n")
+    config = TuiConfig.load(tmp_path)
+    assert config.keys == {} and "tui.toml" in config.problems[0]
+    app = TinyApp(HubClient(f"http://127.0.0.1:{closed_port}", None), config)
+    async with app.run_test() as pilot:
+        await pilot.press("f2")
+        assert app.current_mode == "devices"

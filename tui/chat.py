@@ -1,125 +1,463 @@
-"""The chat screen: type, watch the reply stream in as Markdown, stop it with Escape.
+"""The chat screen: type, watch the reply stream in, stop it, keep the conversation.
 
-A first slice of the full TUI (its own issue): one conversation, kept in memory, streamed over
-the hub's HTTP API exactly as a phone would.
+Streamed over the hub's HTTP API exactly as a phone would (``HubClient.stream_chat``). One turn
+is one worker: its events become widgets in the log (Markdown text written through
+``Markdown.get_stream`` so a long reply stays fast, a folded reasoning pane, a card per tool
+call), client tools are acted on here (``tui/client_tools.py``), and the conversation is saved
+on this machine (``tui/conversations.py``) when it is sent and again with whatever arrived —
+also when the reply is stopped or the hub goes away.
 """
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from textual import on, work
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.reactive import reactive
-from textual.widgets import Footer, Header, Input, Markdown, Static
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import Header, Markdown, OptionList
+from textual.widgets.markdown import MarkdownStream
 
 from hub import contracts as c
 from tui.client import HubClient, HubError
+from tui.client_tools import (
+    CLIPBOARD_CAVEAT,
+    ClientTools,
+    Outcome,
+    client_request,
+    message_text,
+    register_themes,
+    restore_theme,
+    suggestions_of,
+)
+from tui.config import TuiConfig
+from tui.conversations import Conversation, ConversationStore, Message
+from tui.widgets import (
+    ChatFooter,
+    ConfirmScreen,
+    CopyRequested,
+    FollowupChips,
+    Notice,
+    Prompt,
+    ReasoningPane,
+    ReplyMessage,
+    Sidebar,
+    StatusLine,
+    ToolCard,
+    UserMessage,
+)
+
+__all__ = ["ChatScreen", "Notice", "ReplyMessage", "UserMessage"]
+
+CHIPS = Binding.Group("Chip")
+STOPPED = "stopped (closing the stream stops the model too); what arrived is kept"
 
 
-class UserMessage(Static):
+@dataclass
+class Turn:
+    """What one reply has shown so far, so the next event lands in the right widget."""
+
+    texts: list[str] = field(default_factory=list)
+    """Text segments: a tool call between two texts starts a new segment."""
+    reply: ReplyMessage | None = None
+    stream: MarkdownStream | None = None
+    streams: list[MarkdownStream] = field(default_factory=list)
+    reasoning: ReasoningPane | None = None
+    cards: dict[str, ToolCard] = field(default_factory=dict)
+    last: Widget | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    ended: bool = False
+    """An agentResultEvent or an error arrived: the hub finished the turn on purpose."""
+    suggestions: list[str] = field(default_factory=list)
+    messages_changed: bool = False
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(t for t in self.texts if t)
+
+
+class ChatScreen(Screen[None]):
     DEFAULT_CSS = """
-    UserMessage { margin: 1 0 0 8; padding: 0 1; background: $primary 20%; }
-    """
-
-
-class ReplyMessage(Markdown):
-    DEFAULT_CSS = """
-    ReplyMessage { margin: 1 8 0 0; padding: 0 1; background: $surface; }
-    """
-
-
-class Notice(Static):
-    DEFAULT_CSS = """
-    Notice { margin: 1 0 0 0; color: $error; }
-    Notice.info { color: $text-muted; }
-    """
-
-
-class ChatApp(App[None]):
-    TITLE = "tiny-hub"
-    CSS = """
-    #log { height: 1fr; padding: 0 1; }
-    #prompt { dock: bottom; }
+    ChatScreen #main { height: 1fr; }
+    ChatScreen #log { height: 1fr; padding: 0 1; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "stop", "Stop reply"),
-        Binding("ctrl+q", "quit", "Quit"),
+        *(
+            Binding(
+                f"alt+{n}",
+                f"pick_followup({n})",
+                f"Chip {n}",
+                key_display=None if n == 1 else str(n),  # the footer reads "alt+1 2 3 4 Chip"
+                id=f"pick_followup_{n}",
+                group=CHIPS,
+            )
+            for n in range(1, 5)
+        ),
+        Binding("escape", "stop", "Stop", id="stop"),
+        Binding("ctrl+o", "copy_reply", "Copy", id="copy_reply"),
+        Binding("ctrl+b", "toggle_sidebar", "Chats", id="toggle_sidebar"),
+        Binding("ctrl+n", "new_conversation", "New", id="new_conversation"),
     ]
 
     busy: reactive[bool] = reactive(False)
 
-    def __init__(self, client: HubClient) -> None:
-        super().__init__()
+    def __init__(self, client: HubClient, config: TuiConfig | None = None) -> None:
+        super().__init__(name="chat")
         self.client = client
-        self.history: list[dict[str, Any]] = []
+        self._config = config
+        self.conversation = Conversation()
+        self.total_tokens = 0
+
+    # --- set-up -----------------------------------------------------------------------------
+
+    @property
+    def config(self) -> TuiConfig:
+        if self._config is None:
+            self._config = getattr(self.app, "config")  # noqa: B009  (TinyApp.config)
+        assert self._config is not None
+        return self._config
+
+    @property
+    def history(self) -> list[Message]:
+        """The messages of the current conversation, exactly as they are sent to the hub."""
+        return self.conversation.messages
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield VerticalScroll(id="log")
-        yield Input(placeholder="Say something to your companion…", id="prompt")
-        yield Footer()
+        with Horizontal(id="main"):
+            yield Sidebar(id="sidebar")
+            with Vertical():
+                yield VerticalScroll(id="log")
+                yield Prompt(id="prompt")
+        yield StatusLine(id="status")
+        yield ChatFooter(compact=True, show_command_palette=False)
 
     async def on_mount(self) -> None:
-        self.query_one("#prompt", Input).focus()
+        self.store = ConversationStore(self.config.conversations_dir)
+        self.client_tools = ClientTools(self.app, self.config)
+        register_themes(self.app)
+        if self.config.theme and self.app.theme != self.config.theme:
+            restore_theme(self.app, self.config.theme)
+        self.query_one("#log", VerticalScroll).anchor()
+        self.query_one("#prompt", Prompt).focus()
+        await self.refresh_sidebar(announce_problems=True)
         self.load_health()
 
-    @work(exclusive=True, group="health")
-    async def load_health(self) -> None:
+    @property
+    def status(self) -> StatusLine:
+        return self.query_one("#status", StatusLine)
+
+    @work(exclusive=True, group="health", exit_on_error=False)
+    async def load_health(self, announce: bool = True) -> None:
+        """Which model answers, and whether the hub is there at all (the status line)."""
         try:
             health = await self.client.health()
         except HubError as exc:
-            self.sub_title = "hub unreachable"
-            await self._append(Notice(str(exc)))
+            self.status.problem = str(exc)
+            refused = str(exc).startswith("the hub answered")
+            self.sub_title = "hub error" if refused else "hub unreachable"
+            if announce:
+                await self.say(str(exc))
             return
-        model = health.get("model", {})
-        mode = "offline, embedded model" if model.get("provider") == c.PROVIDER_EMBEDDED else ""
+        self.status.problem = ""
+        self.status.health = health
+        model = health.get("model") or {}
+        offline = model.get("provider") == c.PROVIDER_EMBEDDED
+        mode = "offline: embedded model, no tools" if offline else ""
         self.sub_title = " · ".join(
             p for p in (f"{model.get('provider')} {model.get('id')}", mode) if p
         )
 
-    @on(Input.Submitted, "#prompt")
-    async def send(self, event: Input.Submitted) -> None:
-        text = event.value.strip()
-        if not text or self.busy:
-            return
-        event.input.clear()
-        self.history.append({"role": "user", "content": text})
-        await self._append(UserMessage(text))
-        self.stream_reply()
+    # --- sending ----------------------------------------------------------------------------
 
-    @work(exclusive=True, group="turn")
-    async def stream_reply(self) -> None:
+    @on(Prompt.Submitted)
+    async def _submitted(self, event: Prompt.Submitted) -> None:
+        if await self.send(event.text):
+            event.prompt.clear()
+
+    @on(FollowupChips.Picked)
+    async def _chip_picked(self, event: FollowupChips.Picked) -> None:
+        await self.send(event.text)
+
+    async def action_pick_followup(self, number: int) -> None:
+        chips = self.query(FollowupChips)
+        if not chips or not 1 <= number <= len(chips.last().suggestions):
+            self.app.bell()
+            return
+        await self.send(chips.last().suggestions[number - 1])
+
+    async def send(self, text: str) -> bool:
+        """Start a turn with ``text``; False when it cannot start now (empty, or a reply is
+        still streaming: the text stays in the prompt)."""
+        text = text.strip()
+        if not text:
+            return False
+        if self.busy:
+            self.notify("a reply is still coming: wait, or press Esc to stop it", timeout=3)
+            return False
+        await self.query(FollowupChips).remove()
+        self.history.append({"role": "user", "content": text})
+        self.save_conversation()
+        await self.show(UserMessage(text))
         self.busy = True
-        reply = ReplyMessage("")
-        await self._append(reply)
-        stream = Markdown.get_stream(reply)
-        text = ""
+        self.stream_reply()
+        return True
+
+    def save_conversation(self) -> None:
+        """Write the conversation now: a crash, a stop or a lost hub keeps what was there."""
         try:
-            async for event in self.client.stream_chat(self.history):
-                kind = event.get("type")
-                if kind == c.EV_BLOCK_DELTA and c.DELTA_TEXT in event:
-                    text += event[c.DELTA_TEXT]
-                    await stream.write(event[c.DELTA_TEXT])
-                    self.query_one("#log", VerticalScroll).scroll_end(animate=False)
-                elif kind == c.EV_ERROR:
-                    await self._append(Notice(f"error: {event.get('error')}"))
+            self.store.save(self.conversation)
+        except OSError as exc:
+            self.notify(f"could not save the conversation: {exc}", severity="error")
+
+    # --- one turn ---------------------------------------------------------------------------
+
+    def turn_headers(self) -> dict[str, str]:
+        """Which tiny (chosen on the settings screen) and, for this session, which model."""
+        return {
+            c.H_NAME: getattr(self.app, "tiny_name", c.DEFAULT_TINY),
+            **getattr(self.app, "model_headers", {}),
+        }
+
+    @work(exclusive=True, group="turn", exit_on_error=False)
+    async def stream_reply(self) -> None:
+        """One turn. Cancelling this worker (Esc) closes the stream, which is how the hub
+        learns to stop the model; whatever ends the turn, ``finish_turn`` keeps what arrived."""
+        turn, problem, stopped = Turn(), "", False
+        try:
+            async for event in self.client.stream_chat(list(self.history), self.turn_headers()):
+                await self.on_turn_event(turn, event)
+            if not turn.ended:
+                problem = "the hub closed the stream before the reply finished"
         except HubError as exc:
-            await self._append(Notice(str(exc)))
+            problem = str(exc)
+        except asyncio.CancelledError:
+            stopped = True
         finally:
+            await self.finish_turn(turn, problem, stopped)
+
+    async def on_turn_event(self, turn: Turn, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == c.EV_BLOCK_DELTA:
+            await self._delta(turn, event)
+        elif kind == c.EV_BLOCK_START and isinstance(event.get("toolStart"), dict):
+            await self._card(turn, event["toolStart"])
+        elif kind == c.EV_BEFORE_TOOL and isinstance(event.get("toolCall"), dict):
+            call = event["toolCall"]
+            (await self._card(turn, call)).running(call.get("input"))
+        elif kind == c.EV_AFTER_TOOL and isinstance(event.get("toolResult"), dict):
+            await self._tool_result(turn, event["toolResult"])
+        elif kind == c.EV_METADATA:
+            self._usage(turn, event)
+        elif kind == c.EV_CONTEXT_COMPACTED:
+            await self.say(
+                f"the model's context was full: the hub left out the {event.get('dropped')} "
+                "oldest messages for this reply (your copy keeps them)",
+                "warning",
+            )
+        elif kind == c.EV_AGENT_RESULT:
+            turn.ended = True
+            if event.get("stopReason") == "max_tokens":
+                await self.say("the reply was cut: the model reached its token limit", "warning")
+        elif kind == c.EV_ERROR:
+            turn.ended = True
+            await self.say(f"error: {event.get('error')}")
+
+    async def _delta(self, turn: Turn, event: dict[str, Any]) -> None:
+        if event.get(c.DELTA_TEXT):
+            if turn.reply is None or turn.last is not turn.reply:
+                turn.reply = ReplyMessage("")
+                turn.texts.append("")
+                await self.show(turn.reply, turn)
+                turn.stream = Markdown.get_stream(turn.reply)
+                turn.streams.append(turn.stream)
+            turn.texts[-1] += event[c.DELTA_TEXT]
+            assert turn.stream is not None
+            await turn.stream.write(event[c.DELTA_TEXT])
+        elif event.get(c.DELTA_REASONING):
+            if turn.reasoning is None or turn.last is not turn.reasoning:
+                turn.reasoning = ReasoningPane()
+                await self.show(turn.reasoning, turn)
+            turn.reasoning.add(event[c.DELTA_REASONING])
+        elif event.get(c.DELTA_TOOL_INPUT) and isinstance(turn.last, ToolCard):
+            turn.last.add_input(str(event[c.DELTA_TOOL_INPUT]))
+
+    async def _card(self, turn: Turn, call: dict[str, Any]) -> ToolCard:
+        """The card for a tool call, made the first time its toolUseId is seen."""
+        tool_use_id = str(call.get("toolUseId"))
+        card = turn.cards.get(tool_use_id)
+        if card is None:
+            card = turn.cards[tool_use_id] = ToolCard(tool_use_id, str(call.get("name")))
+            await self.show(card, turn)
+        return card
+
+    async def _tool_result(self, turn: Turn, result: dict[str, Any]) -> None:
+        card = await self._card(turn, result)
+        card.finished(str(result.get("status")), result.get("content") or [], result.get("error"))
+        turn.suggestions = suggestions_of(result) or turn.suggestions
+        request = client_request(result)
+        if request is not None:
+            outcome = await self.client_tools.run(*request, self.history)
+            await self.apply(outcome, turn)
+
+    def _usage(self, turn: Turn, event: dict[str, Any]) -> None:
+        usage = event.get("usage") or {}
+        for key in ("inputTokens", "outputTokens", "totalTokens"):
+            turn.usage[key] = turn.usage.get(key, 0) + int(usage.get(key) or 0)
+        self.total_tokens += int(usage.get("totalTokens") or 0)
+        self.status.usage = dict(turn.usage)
+        self.status.total_tokens = self.total_tokens
+        if event.get("modelId") and self.status.health:
+            model = {**(self.status.health.get("model") or {}), "id": event["modelId"]}
+            self.status.health = {**self.status.health, "model": model}
+
+    async def finish_turn(self, turn: Turn, problem: str, stopped: bool) -> None:
+        """Keep what arrived (on disk first), then tell the person how the turn ended."""
+        if turn.text:
+            self.history.append({"role": "assistant", "content": turn.text})
+        self.save_conversation()
+        self.busy = False
+        if not self.is_attached:
+            return
+        for stream in turn.streams:
             await stream.stop()
-            if text:
-                self.history.append({"role": "assistant", "content": text})
-            self.busy = False
+        if stopped:
+            await self.say(STOPPED, "info")
+        elif problem:
+            kept = " (the conversation is kept with what arrived)" if turn.text else ""
+            await self.say(f"{problem}{kept}")
+            self.load_health(announce=False)
+        if turn.messages_changed:
+            await self.render_conversation()
+        if turn.suggestions and not stopped:
+            await self.show(FollowupChips(turn.suggestions))
+        await self.refresh_sidebar()
 
     def action_stop(self) -> None:
+        """Cancel the turn: the worker's stream is closed, and the hub closes the model's."""
         if self.busy:
             self.workers.cancel_group(self, "turn")
-            self.call_later(self._append, Notice("stopped", classes="info"))
 
-    async def _append(self, widget: Static | Markdown) -> None:
+    # --- client tools -----------------------------------------------------------------------
+
+    async def apply(self, outcome: Outcome, turn: Turn | None = None) -> None:
+        """Show what a client action did; ask first when it needs a yes."""
+        if outcome.widget is not None:
+            await self.show(outcome.widget, turn)
+        if outcome.text:
+            await self.say(outcome.text, outcome.severity)
+        if outcome.messages_changed:
+            self.save_conversation()
+            if turn is not None:
+                turn.messages_changed = True
+            else:
+                await self.render_conversation()
+        if outcome.notes_changed:
+            self.show_notes()
+        if outcome.confirm is not None:
+            confirm = outcome.confirm
+
+            async def answered(yes: bool | None) -> None:
+                await self.say(confirm.on_yes() if yes else confirm.on_no, "info")
+
+            self.app.push_screen(ConfirmScreen(confirm.question), answered)
+
+    # --- copying ----------------------------------------------------------------------------
+
+    @on(CopyRequested)
+    def _copy(self, event: CopyRequested) -> None:
+        self.copy(event.text)
+
+    def action_copy_reply(self) -> None:
+        """Copy the last reply (while one streams: what has arrived so far)."""
+        replies = self.query(ReplyMessage)
+        if not replies:
+            self.notify("no reply to copy yet", timeout=3)
+            return
+        self.copy(replies.last().source)
+
+    def copy(self, text: str) -> None:
+        self.app.copy_to_clipboard(text)
+        self.notify(f"copied {len(text)} characters, {CLIPBOARD_CAVEAT}", timeout=6)
+
+    # --- conversations ----------------------------------------------------------------------
+
+    def action_toggle_sidebar(self) -> None:
+        sidebar = self.query_one(Sidebar)
+        sidebar.toggle_class("-shown")
+        if sidebar.has_class("-shown"):
+            self.query_one("#conversations", OptionList).focus()
+        else:
+            self.query_one("#prompt", Prompt).focus()
+
+    async def action_new_conversation(self) -> None:
+        if self.busy:
+            self.notify("stop the reply first (Esc)", timeout=3)
+            return
+        self.conversation = Conversation()
+        self.total_tokens = 0
+        self.status.usage, self.status.total_tokens = {}, 0
+        await self.render_conversation()
+        await self.refresh_sidebar()
+        self.query_one("#prompt", Prompt).focus()
+
+    @on(OptionList.OptionSelected, "#conversations")
+    async def _conversation_picked(self, event: OptionList.OptionSelected) -> None:
+        await self.open_conversation(str(event.option.id))
+
+    async def open_conversation(self, conversation_id: str) -> None:
+        """Continue a stored conversation: its messages are shown and sent with the next one."""
+        if self.busy:
+            self.notify("stop the reply first (Esc)", timeout=3)
+            return
+        try:
+            self.conversation = self.store.load(conversation_id)
+        except ValueError as exc:
+            self.notify(str(exc), severity="warning")
+            return
+        await self.render_conversation()
+        await self.refresh_sidebar()
+        self.query_one("#prompt", Prompt).focus()
+
+    async def render_conversation(self) -> None:
         log = self.query_one("#log", VerticalScroll)
-        await log.mount(widget)
+        await log.remove_children()
+        widgets: list[Widget] = []
+        for message in self.history:
+            text = message_text(message)
+            if message.get("role") == "user":
+                widgets.append(UserMessage(text))
+            else:
+                widgets.append(ReplyMessage(text))
+        await log.mount_all(widgets)
         log.scroll_end(animate=False)
+
+    async def refresh_sidebar(self, announce_problems: bool = False) -> None:
+        conversations, problems = self.store.listing()
+        self.query_one(Sidebar).show_conversations(conversations, self.conversation.id)
+        self.show_notes()
+        if announce_problems:
+            for problem in problems:
+                await self.say(f"{problem} (left as it is)", "warning")
+
+    def show_notes(self) -> None:
+        notes = self.client_tools.notes
+        self.query_one(Sidebar).show_notes(notes.texts())
+        if notes.problem:
+            self.notify(notes.problem, severity="warning")
+
+    # --- the log ----------------------------------------------------------------------------
+
+    async def show(self, widget: Widget, turn: Turn | None = None) -> None:
+        await self.query_one("#log", VerticalScroll).mount(widget)
+        if turn is not None:
+            turn.last = widget
+
+    async def say(self, text: str, severity: str = "error") -> None:
+        await self.show(Notice(text, severity))

@@ -37,14 +37,53 @@ class HubClient:
         return headers
 
     async def health(self) -> dict[str, Any]:
+        return await self.call("GET", "/api/health")
+
+    async def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str | int] | None = None,
+        body: Any = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """One JSON request to the hub (``/api/devices``, ``/learnings``, ...): the JSON
+        answer, or HubError with the hub's own error sentence."""
         try:
             async with (
-                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http,
-                http.get(f"{self.url}/api/health") as response,
+                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as http,
+                http.request(
+                    method,
+                    f"{self.url}{path}",
+                    params=dict(params or {}),
+                    json=body,
+                    headers=self._headers(headers),
+                ) as response,
             ):
                 return await _json_or_raise(response)
         except aiohttp.ClientError as exc:
             raise HubError(f"cannot reach the hub at {self.url}: {exc}") from None
+
+    async def follow_events(self, after: int = 0) -> AsyncIterator[Event]:
+        """The owner's event ring (``GET /api/events``): stored events after ``after``, then
+        live ones, until the caller stops iterating or the hub goes away (HubError)."""
+        try:
+            async with (
+                aiohttp.ClientSession(timeout=self.timeout) as http,
+                http.get(
+                    f"{self.url}/api/events",
+                    params={"after": str(after)},
+                    headers=self._headers(),
+                    timeout=aiohttp.ClientTimeout(total=None, connect=10, sock_read=None),
+                ) as response,
+            ):
+                if response.status != 200:
+                    await _json_or_raise(response)
+                async for event in _read_sse(response.content):
+                    yield event
+        except aiohttp.ClientError as exc:
+            raise HubError(f"lost the hub's event stream at {self.url}: {exc}") from None
 
     async def stream_chat(
         self, messages: list[dict[str, Any]], headers: Mapping[str, str] | None = None
@@ -92,4 +131,10 @@ async def _read_sse(stream: aiohttp.StreamReader) -> AsyncIterator[Event]:
             payload, data = "\n".join(data), []
             if payload == c.SSE_DONE:
                 return
-            yield json.loads(payload)
+            try:
+                event = json.loads(payload)
+            except json.JSONDecodeError:
+                raise HubError(f"the hub sent a malformed frame: {payload[:80]!r}") from None
+            if not isinstance(event, dict):
+                raise HubError(f"the hub sent a frame that is not an object: {payload[:80]!r}")
+            yield event

@@ -52,8 +52,9 @@ def ok(text: str, **data: Any) -> dict[str, Any]:
 
 
 def sent_to_client(action: str, /, **request: Any) -> dict[str, Any]:
-    """The result of a tool the client runs: it acts on the tool call it sees in the stream
-    (beforeToolCallEvent); the model learns the request went out."""
+    """The result of a tool the client runs: the client acts on the request it sees in the
+    stream (the phone apps on beforeToolCallEvent; the TUI on afterToolCallEvent, once the hub
+    has checked the input); the model learns the request went out."""
     return ok(
         f"Sent to the app: it runs {action} on the device and shows the result in the chat.",
         clientAction=action,

@@ -1,0 +1,620 @@
+"""The chat screen's parts, headless, against a real hub with the scripted fake model: tool cards,
+follow-up chips, client tools (notes, themes, messages, URLs, speech, render_ui), copying,
+conversations on disk, and what goes wrong (the hub leaving, a malformed frame, a 401).
+
+Where the hub cannot produce a case (a reasoning model, an unknown client action, a broken
+frame), a tiny SSE server on 127.0.0.1 plays the hub with frames written here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from textual.pilot import Pilot
+from textual.widgets import Sparkline
+
+from tests.conftest import StartHub, owner_headers
+from tests.fakes.ollama import FakeOllama, Reply
+from tests.waits import until
+from tui.app import TinyApp
+from tui.chat import ChatScreen
+from tui.client import HubClient
+from tui.config import TuiConfig
+from tui.conversations import Conversation, ConversationStore, Notes
+from tui.widgets import (
+    ConfirmScreen,
+    FollowupChips,
+    Notice,
+    Prompt,
+    ReasoningPane,
+    ReplyMessage,
+    StatusLine,
+    ToolCard,
+    UiComponent,
+    UserMessage,
+)
+
+
+def chat_of(app: TinyApp) -> ChatScreen:
+    screen = app.screen
+    assert isinstance(screen, ChatScreen)
+    return screen
+
+
+def notices(chat: ChatScreen) -> list[str]:
+    return [n.text for n in chat.query(Notice)]
+
+
+def tool_turn(*calls: tuple[str, dict[str, Any]], then: str = "Done.") -> list[Reply]:
+    """The model calls these tools in one message, then says ``then``."""
+    return [
+        Reply(
+            chunks=[],
+            tool_calls=[{"function": {"name": n, "arguments": a}} for n, a in calls],
+        ),
+        Reply(chunks=[then]),
+    ]
+
+
+async def say(pilot: Pilot[None], chat: ChatScreen, text: str) -> None:
+    chat.query_one("#prompt", Prompt).load_text(text)
+    await pilot.press("enter")
+
+
+async def turn_done(chat: ChatScreen, messages: int) -> None:
+    await until(lambda: not chat.busy and len(chat.history) == messages)
+
+
+def token_of(server: Any) -> str:
+    return owner_headers(server)["Authorization"].split()[1]
+
+
+# --- tool cards and chips -----------------------------------------------------------------------
+
+
+async def test_a_tool_card_completes_and_a_picked_chip_is_sent(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url)
+    chips = ["Tell me more", "What else?", "Thanks"]
+    fake_ollama.script(
+        *tool_turn(("suggest_followups", {"suggestions": chips})),
+        Reply(chunks=["More, then."]),
+        Reply(chunks=["Anything."]),
+    )
+    app = TinyApp(HubClient(server.url, None), TuiConfig(tmp_path))
+    async with app.run_test(size=(100, 40)) as pilot:
+        chat = chat_of(app)
+        await say(pilot, chat, "hello")
+        await turn_done(chat, 2)
+        card = chat.query_one(ToolCard)
+        assert card.tool_name == "suggest_followups" and card.status == "ok"
+        assert card.duration_s is not None and "Tell me more" in str(card.input)
+        assert "Showing 3 follow-up chips" in card.result
+        assert chat.history[-1] == {"role": "assistant", "content": "Done."}
+        assert chat.query_one(FollowupChips).suggestions == chips
+
+        await pilot.press("alt+1")
+        await turn_done(chat, 4)
+        assert fake_ollama.requests[-1]["messages"][-1]["content"] == "Tell me more"
+        assert not chat.query(FollowupChips)  # a new turn clears the old chips
+    assert len(fake_ollama.requests) == 3
+
+
+async def test_a_chip_is_picked_with_focus_and_enter(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url)
+    fake_ollama.script(
+        *tool_turn(("suggest_followups", {"suggestions": ["Yes please", "No thanks"]})),
+        Reply(chunks=["Fine."]),
+    )
+    app = TinyApp(HubClient(server.url, None), TuiConfig(tmp_path))
+    async with app.run_test(size=(100, 40)) as pilot:
+        chat = chat_of(app)
+        await say(pilot, chat, "shall we?")
+        await turn_done(chat, 2)
+        chat.query_one(FollowupChips).children[1].focus()
+        await pilot.press("enter")
+        await turn_done(chat, 4)
+    assert fake_ollama.requests[-1]["messages"][-1]["content"] == "No thanks"
+
+
+# --- client tools -------------------------------------------------------------------------------
+
+
+async def test_remember_and_forget_keep_notes_on_this_device_only(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path, http: aiohttp.ClientSession
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url)
+    note = "the spare key is under the blue flowerpot"
+    fake_ollama.script(
+        *tool_turn(("remember", {"note": note})),
+        *tool_turn(("forget", {"contains": "BLUE FLOWERPOT"})),
+    )
+    config = TuiConfig(tmp_path)
+    app = TinyApp(HubClient(server.url, token_of(server)), config)
+    async with app.run_test(size=(100, 40)) as pilot:
+        chat = chat_of(app)
+        await say(pilot, chat, "remember where the key is")
+        await turn_done(chat, 2)
+        assert Notes(config.notes_path).texts() == [note]
+        assert any(n.startswith("noted on this device") for n in notices(chat))
+        assert note in str(chat.query_one("#notes").render())  # shown in the sidebar
+
+        async with http.get(f"{server.url}/learnings", headers=owner_headers(server)) as got:
+            facts = (await got.json())["learnings"]
+        assert not any("flowerpot" in json.dumps(f) for f in facts)
+
+        await say(pilot, chat, "forget the key")
+        await turn_done(chat, 4)
+        assert Notes(config.notes_path).texts() == []
+        assert "deleted 1 note(s) containing 'BLUE FLOWERPOT'" in notices(chat)
+    # The note went to the hub only inside the model's own tool call, never as a message.
+    sent = [m for r in fake_ollama.requests for m in r["messages"] if m["role"] == "user"]
+    assert not any("flowerpot" in str(m["content"]) for m in sent)
+
+
+async def test_set_theme_applies_a_preset_and_a_custom_theme_that_survives_a_restart(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url)
+    fake_ollama.script(
+        *tool_turn(("set_theme", {"preset": "ocean"})),
+        *tool_turn(("set_theme", {"accent": "#FF00AA", "background": "#101010"})),
+    )
+    app = TinyApp(HubClient(server.url, None), TuiConfig.load(tmp_path))
+    async with app.run_test() as pilot:
+        chat = chat_of(app)
+        await say(pilot, chat, "make it blue")
+        await turn_done(chat, 2)
+        assert app.theme == "ocean"
+        assert TuiConfig.load(tmp_path).theme == "ocean"
+        await say(pilot, chat, "pink on black")
+        await turn_done(chat, 4)
+        assert app.theme == "custom-ff00aa-101010"
+        assert app.current_theme.primary == "#FF00AA"
+
+    again = TinyApp(HubClient(server.url, None), TuiConfig.load(tmp_path))
+    async with again.run_test() as pilot:
+        await pilot.pause()
+        assert again.theme == "custom-ff00aa-101010"
+
+
+async def test_manage_messages_compacts_and_drops_the_stored_conversation(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url)
+    config = TuiConfig(tmp_path)
+    store = ConversationStore(config.conversations_dir)
+    old = Conversation(
+        messages=[
+            {"role": "user", "content": "first question about tides"},
+            {"role": "assistant", "content": "tides follow the moon"},
+            {"role": "user", "content": "second question about waves"},
+            {"role": "assistant", "content": "waves come from wind"},
+        ]
+    )
+    store.save(old)
+    fake_ollama.script(
+        *tool_turn(("manage_messages", {"action": "compact", "start": 0, "end": 2})),
+        *tool_turn(("manage_messages", {"action": "drop", "start": 1, "end": 3})),
+        *tool_turn(("manage_messages", {"action": "stats"})),
+    )
+    app = TinyApp(HubClient(server.url, None), config)
+    async with app.run_test(size=(100, 40)) as pilot:
+        chat = chat_of(app)
+        await chat.open_conversation(old.id)
+        await say(pilot, chat, "tidy up")
+        await turn_done(chat, 5)
+        first = chat.history[0]
+        assert first["role"] == "assistant"
+        assert first["content"].startswith("(compacted 2 messages: first question about tides")
+        assert chat.history[1]["content"] == "second question about waves"
+
+        await say(pilot, chat, "drop some")
+        await turn_done(chat, 5)  # 5 + user 1 - dropped 2 + assistant 1
+        assert [m["content"] for m in chat.history[1:]] == [
+            "tidy up",
+            "Done.",
+            "drop some",
+            "Done.",
+        ]
+        assert store.load(old.id).messages == chat.history
+
+        await say(pilot, chat, "how long is this?")
+        await turn_done(chat, 7)
+        assert any(n.startswith("6 messages (3 yours") for n in notices(chat))
+    sent = [m for m in fake_ollama.requests[-1]["messages"] if m["role"] != "system"]
+    assert sent[0]["content"].startswith("(compacted 2")
+
+
+async def test_render_ui_draws_tables_bars_sparklines_and_says_what_it_cannot(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url)
+    fake_ollama.script(
+        *tool_turn(
+            ("render_ui", {"component": "table", "props": {"columns": ["a", "b"], "rows": [[1]]}}),
+            (
+                "render_ui",
+                {
+                    "component": "bar_chart",
+                    "props": {"title": "Rain", "labels": ["mon", "tue"], "values": [2, 4]},
+                },
+            ),
+            ("render_ui", {"component": "line_chart", "props": {"values": [1, 3, 2]}}),
+            ("render_ui", {"component": "key_value", "props": {"items": {"battery": "80%"}}}),
+            ("render_ui", {"component": "bar_chart", "props": {"values": "lots"}}),
+            ("suggest_followups", {"suggestions": ["only one"]}),
+        )
+    )
+    app = TinyApp(HubClient(server.url, None), TuiConfig(tmp_path))
+    async with app.run_test(size=(100, 60)) as pilot:
+        chat = chat_of(app)
+        await say(pilot, chat, "show me things")
+        await turn_done(chat, 2)
+        drawn = {ui.component: ui for ui in chat.query(UiComponent)}
+        assert set(drawn) == {"table", "bar_chart", "line_chart", "key_value"}
+        bars = str(drawn["bar_chart"].query_one("Static").render())
+        assert "tue " + "█" * 32 in bars and "mon " + "█" * 16 + " 2" in bars
+        assert drawn["bar_chart"].border_title == "Rain"
+        assert list(drawn["line_chart"].query_one(Sparkline).data or []) == [1, 3, 2]
+        assert "render_ui bar_chart: values must be a non-empty list of numbers" in notices(chat)
+        cards = {card.tool_name: card for card in chat.query(ToolCard)}
+        assert len(chat.query(ToolCard)) == 6
+        failed = cards["suggest_followups"]
+        assert failed.status == "error" and failed.has_class("-error")
+        assert failed.error == "give 2 to 4 non-empty suggestions, not 1"
+        assert not chat.query(FollowupChips)
+
+
+async def test_open_url_asks_first_and_opens_only_on_yes(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url)
+    fake_ollama.script(
+        *tool_turn(("open_url", {"url": "https://example.org/a"})),
+        *tool_turn(("open_url", {"url": "https://example.org/b"})),
+    )
+    opened: list[str] = []
+    app = TinyApp(HubClient(server.url, None), TuiConfig(tmp_path))
+    async with app.run_test() as pilot:
+        chat = chat_of(app)
+
+        def opener(url: str) -> bool:
+            opened.append(url)
+            return True
+
+        chat.client_tools.opener = opener
+        await say(pilot, chat, "open a")
+        await until(lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("n")
+        await until(lambda: "not opened" in notices(chat))
+        await turn_done(chat, 2)
+        await say(pilot, chat, "open b")
+        await until(lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await until(lambda: "opened https://example.org/b in your browser" in notices(chat))
+    assert opened == ["https://example.org/b"]
+
+
+async def test_speak_uses_a_speech_program_or_says_there_is_none(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url)
+    fake_ollama.script(
+        *tool_turn(("speak", {"text": "hello there"})),
+        *tool_turn(("speak", {"text": "hello again"})),
+    )
+    app = TinyApp(HubClient(server.url, None), TuiConfig(tmp_path))
+    async with app.run_test() as pilot:
+        chat = chat_of(app)
+        chat.client_tools.which = lambda name: None
+        await say(pilot, chat, "say hi")
+        await turn_done(chat, 2)
+        cannot = "this terminal cannot speak: no text-to-speech program"
+        assert any(cannot in n for n in notices(chat))
+        chat.client_tools.which = lambda name: "/bin/true" if name == "espeak-ng" else None
+        await say(pilot, chat, "say hi again")
+        await turn_done(chat, 4)
+        assert "speaking with true: hello again" in notices(chat)
+
+
+async def test_copying_the_last_reply_a_focused_message_and_a_copy_tool(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url)
+    fake_ollama.script(*tool_turn(("copy_to_clipboard", {"text": "ssh-ed25519 AAAA"}), then="ok"))
+    app = TinyApp(HubClient(server.url, None), TuiConfig(tmp_path))
+    async with app.run_test() as pilot:
+        chat = chat_of(app)
+        await say(pilot, chat, "copy my key")
+        await turn_done(chat, 2)
+        assert app.clipboard == "ssh-ed25519 AAAA"
+        assert any("OSC 52" in n for n in notices(chat))
+        await pilot.press("ctrl+o")
+        assert app.clipboard == "ok"
+        chat.query_one(UserMessage).focus()
+        await pilot.press("c")
+        assert app.clipboard == "copy my key"
+
+
+# --- conversations ------------------------------------------------------------------------------
+
+
+async def test_conversations_are_kept_listed_and_continued(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url)
+    fake_ollama.script(Reply(chunks=["Paris."]), Reply(chunks=["Rome."]), Reply(chunks=["Yes."]))
+    config = TuiConfig(tmp_path)
+    app = TinyApp(HubClient(server.url, None), config)
+    async with app.run_test() as pilot:
+        chat = chat_of(app)
+        await say(pilot, chat, "capital of France?")
+        await turn_done(chat, 2)
+        first = chat.conversation.id
+        await pilot.press("ctrl+n")
+        assert chat.history == [] and not chat.query(ReplyMessage)
+        await say(pilot, chat, "capital of Italy?")
+        await turn_done(chat, 2)
+
+    saved = json.loads((config.conversations_dir / f"{first}.json").read_text())
+    assert saved["title"] == "capital of France?"
+    assert saved["messages"] == [
+        {"role": "user", "content": "capital of France?"},
+        {"role": "assistant", "content": "Paris."},
+    ]
+    assert {"id", "created", "updated"} <= set(saved)
+    assert not list(config.conversations_dir.glob("*.tmp"))
+
+    again = TinyApp(HubClient(server.url, None), config)
+    async with again.run_test() as pilot:
+        chat = chat_of(again)
+        await pilot.press("ctrl+b")  # the sidebar, its list focused; newest first
+        await pilot.press("down", "down", "enter")
+        await until(lambda: chat.conversation.id == first)
+        assert [m.text for m in chat.query(UserMessage)] == ["capital of France?"]
+        await say(pilot, chat, "are you sure?")
+        await turn_done(chat, 4)
+    assert [m["content"] for m in fake_ollama.requests[-1]["messages"] if m["role"] != "system"][
+        :3
+    ] == ["capital of France?", "Paris.", "are you sure?"]
+
+
+async def test_a_corrupt_conversation_file_is_skipped_with_a_notice(
+    closed_port: int, tmp_path: Path
+) -> None:
+    config = TuiConfig(tmp_path)
+    store = ConversationStore(config.conversations_dir)
+    good = Conversation(messages=[{"role": "user", "content": "still here"}])
+    store.save(good)
+    (config.conversations_dir / "broken.json").write_text("{not json")
+    (config.conversations_dir / "wrongshape.json").write_text('{"messages": 3}')
+    app = TinyApp(HubClient(f"http://127.0.0.1:{closed_port}", None), config)
+    async with app.run_test() as pilot:
+        chat = chat_of(app)
+        await pilot.pause()
+        said = " ".join(notices(chat))
+        assert "skipped broken.json" in said and "skipped wrongshape.json" in said
+        conversations, _ = store.listing()
+        assert [c.id for c in conversations] == [good.id]
+        await chat.open_conversation(good.id)
+        assert [m.text for m in chat.query(UserMessage)] == ["still here"]
+
+
+def test_an_unreadable_notes_file_is_kept_aside_not_overwritten(tmp_path: Path) -> None:
+    path = tmp_path / "notes.json"
+    path.write_text("{half a file")
+    notes = Notes(path)
+    assert notes.texts() == [] and "unreadable" in notes.problem
+    assert notes.add("a new note") == 1
+    assert (tmp_path / "notes.json.broken").read_text() == "{half a file"
+    assert Notes(path).texts() == ["a new note"]
+
+
+# --- what goes wrong ----------------------------------------------------------------------------
+
+
+async def test_the_hub_going_away_mid_reply_is_said_and_the_conversation_kept(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url)
+    fake_ollama.script(Reply(chunks=[f"w{i} " for i in range(400)], delay_s=0.02))
+    config = TuiConfig(tmp_path)
+    app = TinyApp(HubClient(server.url, None), config)
+    async with app.run_test() as pilot:
+        chat = chat_of(app)
+        await say(pilot, chat, "a long story please")
+        await until(lambda: "w3" in chat.query_one(ReplyMessage).source)
+        assert server.runner.server is not None
+        for connection in server.runner.server.connections:  # the hub dies: no goodbye
+            connection.force_close()
+        await server.stop()
+        await until(lambda: not chat.busy)
+        said = " ".join(notices(chat))
+        assert f"lost the hub at {server.url}" in said
+        assert "the conversation is kept with what arrived" in said
+        status = chat.query_one(StatusLine)
+        await until(lambda: "cannot reach the hub" in status.plain)
+    stored = ConversationStore(config.conversations_dir).load(chat.conversation.id)
+    assert stored.messages[0] == {"role": "user", "content": "a long story please"}
+    assert stored.messages[1]["content"].startswith("w0 w1 w2 w3")
+
+
+async def test_quitting_mid_reply_closes_the_model_and_keeps_what_arrived(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url)
+    fake_ollama.script(Reply(chunks=[f"w{i} " for i in range(400)], delay_s=0.02))
+    config = TuiConfig(tmp_path)
+    app = TinyApp(HubClient(server.url, None), config)
+    async with app.run_test() as pilot:
+        chat = chat_of(app)
+        await say(pilot, chat, "go on and on")
+        await until(lambda: "w3" in chat.query_one(ReplyMessage).source)
+        await pilot.press("ctrl+q")
+    await until(lambda: fake_ollama.disconnects == 1)
+    stored = ConversationStore(config.conversations_dir).load(chat.conversation.id)
+    assert stored.messages[1]["content"].startswith("w0 w1 w2 w3")
+
+
+async def test_a_wrong_token_shows_the_hubs_sentence(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url)
+    app = TinyApp(HubClient(server.url, "not-a-token"), TuiConfig(tmp_path))
+    async with app.run_test() as pilot:
+        chat = chat_of(app)
+        await say(pilot, chat, "hello?")
+        await until(lambda: not chat.busy and len(notices(chat)) >= 2)
+        sentence = "invalid token: sign in again or use the token in owner.token"
+        assert f"the hub answered 401: {sentence}" in notices(chat)
+        assert chat.history == [{"role": "user", "content": "hello?"}]
+        assert "⚠ the hub answered 401" in chat.query_one(StatusLine).plain
+    assert fake_ollama.requests == []
+
+
+async def test_the_embedded_model_is_shown_as_offline(
+    start_hub: StartHub, closed_port: int, tmp_path: Path
+) -> None:
+    server = await start_hub(ollama_host=f"http://127.0.0.1:{closed_port}")
+    app = TinyApp(HubClient(server.url, None), TuiConfig(tmp_path))
+    async with app.run_test():
+        chat = chat_of(app)
+        status = chat.query_one(StatusLine)
+        await until(lambda: status.health is not None)
+        assert status.plain.startswith("⚠ offline: embedded model, no tools")
+
+
+# --- a scripted stand-in for the hub, for frames the real one never sends --------------------
+
+
+@asynccontextmanager
+async def scripted_hub(*frames: str) -> AsyncIterator[str]:
+    """An SSE server on 127.0.0.1 whose /api/chat answers with exactly ``frames``."""
+
+    async def chat(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        for frame in frames:
+            await response.write(frame.encode())
+        await response.write_eof()
+        return response
+
+    async def health(request: web.Request) -> web.Response:
+        model = {"provider": "ollama", "id": "scripted", "toolsCapable": True}
+        return web.json_response({"ok": True, "model": model})
+
+    app = web.Application()
+    app.router.add_post("/api/chat", chat)
+    app.router.add_get("/api/health", health)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+    finally:
+        await runner.cleanup()
+
+
+def frame(event: dict[str, Any]) -> str:
+    return f"data: {json.dumps(event)}\n\n"
+
+
+def after_tool(name: str, tool_use_id: str, data: dict[str, Any]) -> dict[str, Any]:
+    content = [{"text": "Sent to the app."}, {"json": data}]
+    result = {"name": name, "toolUseId": tool_use_id, "status": "success", "content": content}
+    return {"type": "afterToolCallEvent", "toolResult": {**result, "error": None}}
+
+
+DONE = "data: [DONE]\n\n"
+END = frame({"type": "agentResultEvent", "stopReason": "end_turn"})
+
+
+async def run_scripted(
+    tmp_path: Path, frames: list[str], check: Callable[[ChatScreen], None]
+) -> None:
+    async with scripted_hub(*frames) as url:
+        app = TinyApp(HubClient(url, None), TuiConfig(tmp_path))
+        async with app.run_test(size=(100, 40)) as pilot:
+            chat = chat_of(app)
+            await say(pilot, chat, "go")
+            await until(lambda: not chat.busy and len(chat.history) >= 1)
+            await pilot.pause()
+            check(chat)
+
+
+async def test_a_malformed_frame_is_a_notice_and_what_arrived_is_kept(tmp_path: Path) -> None:
+    frames = [frame({"type": "modelContentBlockDeltaEvent", "textDelta": "Hel"}), "data: {oops\n\n"]
+
+    def check(chat: ChatScreen) -> None:
+        assert any("the hub sent a malformed frame: '{oops'" in n for n in notices(chat))
+        assert chat.history[-1] == {"role": "assistant", "content": "Hel"}
+
+    await run_scripted(tmp_path, frames, check)
+
+
+async def test_reasoning_folds_away_and_an_unknown_client_action_is_only_a_notice(
+    tmp_path: Path,
+) -> None:
+    frames = [
+        frame({"type": "modelContentBlockDeltaEvent", "reasoningDelta": "thinking "}),
+        frame({"type": "modelContentBlockDeltaEvent", "reasoningDelta": "hard"}),
+        frame(
+            {
+                "type": "modelContentBlockStartEvent",
+                "toolStart": {"name": "teleport", "toolUseId": "t1"},
+            }
+        ),
+        frame(after_tool("teleport", "t1", {"clientAction": "teleport", "request": {}})),
+        frame({"type": "modelContentBlockDeltaEvent", "textDelta": "Here."}),
+        frame(
+            {
+                "type": "modelMetadataEvent",
+                "usage": {"inputTokens": 7, "outputTokens": 2, "totalTokens": 9},
+                "modelId": "scripted",
+            }
+        ),
+        END,
+        DONE,
+    ]
+
+    def check(chat: ChatScreen) -> None:
+        pane = chat.query_one(ReasoningPane)
+        assert pane.text == "thinking hard" and pane.collapsed
+        assert chat.query_one(ToolCard).status == "ok"
+        assert any("does not know the client action 'teleport'" in n for n in notices(chat))
+        assert chat.history[-1] == {"role": "assistant", "content": "Here."}
+        assert "last 7→2 tok" in chat.query_one(StatusLine).plain
+
+    await run_scripted(tmp_path, frames, check)
+
+
+async def test_the_chat_talks_to_the_tiny_and_model_chosen_in_settings(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path, http: aiohttp.ClientSession
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url)
+    body = {"name": "poet", "systemPrompt": "You answer only in haiku about the sea."}
+    async with http.post(
+        f"{server.url}/api/tinys", json=body, headers=owner_headers(server)
+    ) as response:
+        assert response.status == 201
+    fake_ollama.script(Reply(chunks=["Waves fold on the shore."]))
+    app = TinyApp(HubClient(server.url, token_of(server)), TuiConfig(tmp_path))
+    async with app.run_test() as pilot:
+        chat = chat_of(app)
+        app.tiny_name = "poet"  # what the settings screen sets
+        app.model_headers = {"x-tiny-model-provider": "ollama", "x-tiny-model-id": "qwen3"}
+        await say(pilot, chat, "hello")
+        await turn_done(chat, 2)
+    system = fake_ollama.requests[-1]["messages"][0]
+    assert system["role"] == "system" and "haiku about the sea" in system["content"]

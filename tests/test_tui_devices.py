@@ -1,0 +1,251 @@
+"""The devices screen, driven headless against a real hub: an emulated Nicla Voice as a driver
+record, a dial-in device played by the test, and the hub's adjustable clock for presence."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+from textual.widgets import DataTable, Static
+
+from drivers.ble_presence import BleAdvertisements
+from firmware_bridges.emulators.nicla_voice import EmulatedNiclaVoice
+from hub.devices.registry import AdjustableClock
+from hub.server import RunningServer
+from tests.conftest import StartHub, owner_headers
+from tests.daemon import enroll, send
+from tests.waits import until
+from tui.app import TinyApp
+from tui.client import HubClient
+from tui.config import TuiConfig
+from tui.devices import DevicesScreen, ago, summarize
+
+
+@pytest.fixture(autouse=True)
+def quick_beat(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The periodic re-fetch every 0.2 s instead of 5: presence tests need not wait."""
+    monkeypatch.setattr(DevicesScreen, "refresh_every_s", 0.2)
+    monkeypatch.setattr(DevicesScreen, "retry_max_s", 0.5)
+
+
+def token_of(server: RunningServer) -> str:
+    return owner_headers(server)["Authorization"].split()[1]
+
+
+def app_for(url: str, token: str | None, tmp_path: Path) -> TinyApp:
+    return TinyApp(HubClient(url, token), TuiConfig(tmp_path))
+
+
+def devices_of(app: TinyApp) -> DevicesScreen:
+    screen = app.screen
+    assert isinstance(screen, DevicesScreen)
+    return screen
+
+
+def row(screen: DevicesScreen, key: str) -> list[str]:
+    """The plain text of one row of the devices table, or [] when it is not there."""
+    table = screen.query_one("#devices", DataTable)
+    return [str(cell) for cell in table.get_row(key)] if key in table.rows else []
+
+
+def events_shown(screen: DevicesScreen) -> list[list[str]]:
+    table = screen.query_one("#events", DataTable)
+    return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+def status_line(screen: DevicesScreen) -> str:
+    return str(screen.query_one("#status", Static).content)
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as session:
+        yield session
+
+
+async def test_a_dial_in_device_goes_online_on_a_heartbeat_and_offline_when_quiet(
+    start_hub: StartHub, http: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    server = await start_hub()
+    laptop = await enroll(http, server, "laptop")
+    key = f"device:{laptop['device_id']}"
+    app = app_for(server.url, token_of(server), tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("f2")
+        screen = devices_of(app)
+        await until(lambda: bool(row(screen, key)))
+        name, kind, transport, status, capabilities, _detail = row(screen, key)
+        assert (name, kind, transport) == ("laptop", "daemon", "relay")
+        assert capabilities == "shell, screenshot"
+        assert status == "offline · never seen"
+        await until(lambda: status_line(screen).startswith("live · 1 device, 0 driver records"))
+        heartbeat = {"deviceId": laptop["device_id"], "token": laptop["device_token"]}
+        answer = await send(http, "POST", f"{server.url}/api/devices/heartbeat", heartbeat)
+        assert answer[0] == 200, answer
+        await until(lambda: row(screen, key)[3].startswith("online · seen "))
+        clock = server.hub.devices.clock
+        assert isinstance(clock, AdjustableClock)
+        clock.advance(61)  # a minute of silence, without waiting one
+        await until(lambda: row(screen, key)[3].startswith("offline · last seen "))
+        assert "camera: unavailable: turned off" in str(
+            screen.query_one("#machine", Static).content
+        )
+
+
+async def test_events_appear_in_the_ring_newest_first_with_the_device_name(
+    start_hub: StartHub, http: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    server = await start_hub()
+    hub = server.hub
+    hub.devices.events.publish(hub.owner.id, "device_note", None, {"note": "before the screen"})
+    phone = await enroll(http, server, "phone")
+    app = app_for(server.url, token_of(server), tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("f2")
+        screen = devices_of(app)
+        await until(lambda: len(events_shown(screen)) == 1)
+        assert events_shown(screen)[0][1:] == ["device_note", "hub", "before the screen"]
+        hub.devices.events.publish(hub.owner.id, "nicla_wake", None, {"label": "hey"})
+        await until(lambda: len(events_shown(screen)) == 2)
+        body = {
+            "deviceId": phone["device_id"],
+            "token": phone["device_token"],
+            "kind": "nicla_transcript",
+            "detail": {"text": "turn on\nthe kitchen light"},
+        }
+        status, answer = await send(http, "POST", f"{server.url}/api/devices/event", body)
+        assert status == 200, answer
+        await until(lambda: len(events_shown(screen)) == 3)
+        shown = events_shown(screen)
+        assert [r[1:] for r in shown] == [
+            ["nicla_transcript", "phone", "turn on the kitchen light"],
+            ["nicla_wake", "hub", "hey"],
+            ["device_note", "hub", "before the screen"],
+        ]
+
+
+async def test_a_driver_record_is_listed_and_its_wakes_reach_the_ring(
+    start_hub: StartHub, tmp_path: Path
+) -> None:
+    board = EmulatedNiclaVoice(pace=0.0)
+    server = await start_hub(
+        hardware={
+            "drivers": {"nicla_voice": {"backend": board.client_backend()}},
+            "advertisements": BleAdvertisements(0.02, board.scanner_backend()),
+            "backoff_min_s": 0.0,
+        }
+    )
+    app = app_for(server.url, token_of(server), tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("f2")
+        screen = devices_of(app)
+        table = screen.query_one("#devices", DataTable)
+
+        def voice_row() -> list[str]:
+            keys = [k.value or "" for k in table.rows if (k.value or "").startswith("driver:")]
+            return row(screen, keys[0]) if keys else []
+
+        await until(lambda: voice_row()[3:4] == ["online"])
+        name, kind, transport, _status, capabilities, _detail = voice_row()
+        assert (kind, transport) == ("nicla_voice", "BLE")
+        assert "wake" in capabilities or capabilities  # the driver's own list, whatever it is
+        assert board.wake("NN0:hey_arduino")
+        await until(lambda: any(e[1] == "nicla_wake" for e in events_shown(screen)))
+        wake = next(e for e in events_shown(screen) if e[1] == "nicla_wake")
+        assert wake[2:] == [name, "NN0:hey_arduino"]
+
+
+async def test_an_unreachable_hub_is_said_and_retried_until_it_answers(
+    start_hub: StartHub, closed_port: int, http: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    server = await start_hub()
+    await enroll(http, server, "laptop")
+    client = HubClient(f"http://127.0.0.1:{closed_port}", token_of(server))
+    app = TinyApp(client, TuiConfig(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("f2")
+        screen = devices_of(app)
+        await until(lambda: "cannot reach the hub" in status_line(screen))
+        assert "retrying in" in status_line(screen)
+        assert screen.query_one("#status", Static).has_class("problem")
+        client.url = server.url  # the hub comes back
+        await pilot.press("r")
+        await until(lambda: status_line(screen).startswith("live · 1 device"))
+        assert not screen.query_one("#status", Static).has_class("problem")
+
+
+class Cable:
+    """A TCP pipe between the TUI and the hub that the test can cut and reconnect: a network
+    drop, without stopping the hub (whose shutdown would wait for the open stream)."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port, self.port = target_port, 0
+        self.server: asyncio.Server | None = None
+        self.writers: list[asyncio.StreamWriter] = []
+
+    async def plug(self) -> None:
+        self.server = await asyncio.start_server(self._pipe, "127.0.0.1", self.port)
+        self.port = self.server.sockets[0].getsockname()[1]
+
+    async def cut(self) -> None:
+        assert self.server is not None
+        self.server.close()
+        for writer in self.writers:
+            writer.transport.abort()
+        self.writers.clear()
+        await self.server.wait_closed()
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        self.writers += [writer, up_writer]
+
+        async def copy(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(OSError):
+                while data := await source.read(65536):
+                    sink.write(data)
+                    await sink.drain()
+            sink.close()
+
+        await asyncio.gather(copy(reader, up_writer), copy(up_reader, writer))
+
+
+async def test_a_dropped_event_stream_is_said_and_resumed_after_the_last_event(
+    start_hub: StartHub, tmp_path: Path
+) -> None:
+    server = await start_hub()
+    hub = server.hub
+    hub.devices.events.publish(hub.owner.id, "device_note", None, {"note": "one"})
+    cable = Cable(server.port)
+    await cable.plug()
+    app = app_for(f"http://127.0.0.1:{cable.port}", token_of(server), tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("f2")
+        screen = devices_of(app)
+        await until(lambda: len(events_shown(screen)) == 1)
+        await until(lambda: status_line(screen).startswith("live"))
+        await cable.cut()
+        await until(lambda: "cannot reach the hub" in status_line(screen))
+        await until(lambda: "reconnecting in" in screen.stream_problem)
+        hub.devices.events.publish(hub.owner.id, "device_note", None, {"note": "two"})
+        await cable.plug()
+        await until(lambda: len(events_shown(screen)) == 2)
+        assert [e[3] for e in events_shown(screen)] == ["two", "one"]  # no replayed "one"
+        await until(lambda: status_line(screen).startswith("live"))
+    await cable.cut()
+
+
+def test_wording_of_ages_and_summaries() -> None:
+    assert [ago(s) for s in (-3, 5, 61, 7200, 90_000)] == [
+        "0 s ago",
+        "5 s ago",
+        "1 min ago",
+        "2 h ago",
+        "1 d ago",
+    ]
+    assert summarize({"taskId": "t1", "summary": "done", "result": [1]}) == "done"
+    assert summarize({"a": 1, "b": "x"}) == 'a=1, b="x"'
+    assert summarize(None) == "" and summarize("x" * 200).endswith("…")

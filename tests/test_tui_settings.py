@@ -1,0 +1,299 @@
+"""The settings screen, driven headless against a real hub (fake Ollama behind it): tinys, the
+model choice, the hub's status — and an API key that never reaches the screen or the disk."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from textual.pilot import Pilot
+from textual.widget import Widget
+from textual.widgets import DataTable, Footer, Input, Select, Static, TextArea
+
+from hub import contracts as c
+from hub.server import RunningServer
+from tests.conftest import StartHub, owner_headers
+from tests.fakes.ollama import FakeOllama
+from tests.waits import until
+from tui.app import TinyApp
+from tui.client import HubClient
+from tui.config import TuiConfig
+from tui.settings import KeyNotice, ModelForm, SettingsScreen, TinyForm
+
+SECRET = "sktestsecret4242zz"
+
+
+def token_of(server: RunningServer) -> str:
+    return owner_headers(server)["Authorization"].split()[1]
+
+
+async def open_settings(app: TinyApp, pilot: Pilot[None]) -> SettingsScreen:
+    """F4, then wait until both loads answered (or failed)."""
+    await pilot.press("f4")
+    screen = app.screen
+    assert isinstance(screen, SettingsScreen)
+    await until(lambda: "loading" not in text_of(screen, "#model"))
+    await until(lambda: "loading" not in text_of(screen, "#tinys-note"))
+    return screen
+
+
+def text_of(screen: Any, selector: str) -> str:
+    return str(screen.query_one(selector, Static).render())
+
+
+def rows(screen: SettingsScreen) -> dict[str, list[str]]:
+    table = screen.query_one(DataTable)
+    return {str(key.value): [str(cell) for cell in table.get_row(key)] for key in table.rows}
+
+
+def files_holding(root: Path, text: str) -> tuple[list[Path], list[Path]]:
+    """Every file under root, and those whose bytes contain text."""
+    files = [p for p in root.rglob("*") if p.is_file()]
+    return files, [p for p in files if text.encode() in p.read_bytes()]
+
+
+async def type_text(pilot: Pilot[None], text: str) -> None:
+    for char in text:
+        await pilot.press("space" if char == " " else char)
+
+
+async def get(http: aiohttp.ClientSession, server: RunningServer, path: str) -> Any:
+    async with http.get(f"{server.url}{path}", headers=owner_headers(server)) as response:
+        return await response.json()
+
+
+async def test_lists_tinys_the_model_and_the_status(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url)
+    app = TinyApp(HubClient(server.url, token_of(server)), TuiConfig(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_settings(app, pilot)
+        await until(lambda: "tiny" in rows(screen))
+        marker, name, visibility, prompt = rows(screen)["tiny"]
+        assert (marker, name, visibility) == ("▶", "tiny", "public")
+        assert prompt.startswith("You are tiny, a personal companion")
+        model = text_of(screen, "#model")
+        assert "default: ollama qwen3:latest · tools on" in model
+        assert "saved: none" in model
+        status = text_of(screen, "#status")
+        assert f"version {server.hub.version}" in status
+        assert "LAN: not available on this hub yet" in status
+        assert "cloud sync: not available on this hub yet" in status
+        assert "pairing arrives with the LAN feature" in status
+
+
+async def test_create_a_tiny_in_the_modal_then_edit_its_prompt(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path, http: aiohttp.ClientSession
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url)
+    app = TinyApp(HubClient(server.url, token_of(server)), TuiConfig(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_settings(app, pilot)
+        await pilot.press("n")
+        assert isinstance(app.screen, TinyForm)
+        await type_text(pilot, "poet")
+        app.screen.query_one("#prompt", TextArea).focus()
+        await type_text(pilot, "You write haiku.")
+        await pilot.press("ctrl+s")
+        await until(lambda: app.screen is screen and "poet" in rows(screen))
+        assert rows(screen)["poet"][1:] == ["poet", "public", "You write haiku."]
+        answer = await get(http, server, "/api/tinys")
+        assert [t["name"] for t in answer["tinys"]] == ["poet", "tiny"]
+        assert answer["tinys"][0]["systemPrompt"] == "You write haiku."
+
+        table = screen.query_one(DataTable)
+        table.move_cursor(row=table.get_row_index("poet"))
+        await pilot.press("e")
+        form = app.screen
+        assert isinstance(form, TinyForm)
+        area = form.query_one("#prompt", TextArea)
+        assert area.text == "You write haiku."
+        area.load_text("You write limericks.\nAlways five lines.")
+        await pilot.press("ctrl+s")
+        await until(lambda: rows(screen)["poet"][3] == "You write limericks.")
+        poet = await get(http, server, "/api/tinys/poet")
+        assert poet["tiny"]["systemPrompt"] == "You write limericks.\nAlways five lines."
+
+
+async def test_a_private_tiny_shows_its_key_once(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path, http: aiohttp.ClientSession
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url)
+    app = TinyApp(HubClient(server.url, token_of(server)), TuiConfig(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_settings(app, pilot)
+        await pilot.press("n")
+        await type_text(pilot, "diary")
+        app.screen.query_one("#visibility", Select).value = "private"
+        await pilot.press("ctrl+s")
+        await until(lambda: isinstance(app.screen, KeyNotice))
+        notice = app.screen
+        assert isinstance(notice, KeyNotice)
+        key = notice.key
+        assert key and key in text_of(notice, "#key")
+        assert "Copy it now" in app.export_screenshot().replace("&#160;", " ")
+        url = f"{server.url}/api/tinys/diary"
+        async with http.get(url, headers={c.H_KEY: key}) as response:
+            assert response.status == 200
+        async with http.get(url) as response:
+            assert response.status == 403
+        await pilot.press("escape")
+        await until(lambda: app.screen is screen and "diary" in rows(screen))
+        assert rows(screen)["diary"][2] == "private"
+        assert key not in app.export_screenshot()
+
+
+async def test_a_bad_name_shows_the_hubs_sentence(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url)
+    app = TinyApp(HubClient(server.url, token_of(server)), TuiConfig(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_settings(app, pilot)
+        await pilot.press("n")
+        form = app.screen
+        assert isinstance(form, TinyForm)
+        await type_text(pilot, "Bad Name")
+        await pilot.press("ctrl+s")
+        await until(lambda: text_of(form, "#error").startswith("the hub answered"))
+        assert text_of(form, "#error") == (
+            "the hub answered 400: name must be 2-40 characters: lowercase letters, digits and '-'"
+        )
+        assert app.screen is form  # still open, so the name can be fixed
+
+
+async def test_picking_a_tiny_sets_app_tiny_name(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path, http: aiohttp.ClientSession
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url)
+    body = {"name": "helper", "systemPrompt": "You help."}
+    async with http.post(
+        f"{server.url}/api/tinys", json=body, headers=owner_headers(server)
+    ) as response:
+        assert response.status == 201
+    app = TinyApp(HubClient(server.url, token_of(server)), TuiConfig(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_settings(app, pilot)
+        await until(lambda: list(rows(screen)) == ["helper", "tiny"])
+        assert getattr(app, "tiny_name", c.DEFAULT_TINY) == "tiny"
+        await pilot.press("u")  # the cursor starts on the newest: helper
+        assert app.tiny_name == "helper"  # type: ignore[attr-defined]
+        assert rows(screen)["helper"][0] == "▶" and rows(screen)["tiny"][0] == ""
+        await pilot.press("down", "enter")
+        assert app.tiny_name == "tiny"  # type: ignore[attr-defined]
+
+
+async def test_saving_an_ollama_choice_reaches_the_hub_and_clearing_forgets_it(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path, http: aiohttp.ClientSession
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url)
+    app = TinyApp(HubClient(server.url, token_of(server)), TuiConfig(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_settings(app, pilot)
+        await pilot.press("m")
+        form = app.screen
+        assert isinstance(form, ModelForm)
+        assert form.query_one("#provider", Select).value == c.PROVIDER_OLLAMA
+        form.query_one("#model-id", Input).value = "llama3.1"
+        await pilot.press("ctrl+s")
+        await until(lambda: "saved: ollama llama3.1" in text_of(screen, "#model"))
+        assert (await get(http, server, "/api/model"))["saved"] == {
+            "provider": "ollama",
+            "id": "llama3.1",
+            "baseUrl": "",
+            "maxTokens": None,
+        }
+        await pilot.press("m", "ctrl+r")
+        await until(lambda: "saved: none" in text_of(screen, "#model"))
+        assert (await get(http, server, "/api/model"))["saved"] is None
+
+
+async def test_a_cloud_key_is_never_rendered_nor_written(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path, http: aiohttp.ClientSession
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url)
+    app = TinyApp(HubClient(server.url, token_of(server)), TuiConfig(tmp_path / "tui"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_settings(app, pilot)
+        await pilot.press("m")
+        form = app.screen
+        assert isinstance(form, ModelForm)
+        form.query_one("#provider", Select).value = "openai"
+        await until(lambda: form.query_one("#model-id", Input).value == "")  # qwen3 is gone
+        form.query_one("#model-id", Input).value = "gpt-4o-mini"
+        form.query_one("#api-key", Input).focus()
+        await type_text(pilot, SECRET)
+        assert form.query_one("#api-key", Input).value == SECRET  # typed, really
+        await pilot.pause()
+        shown = app.export_screenshot()
+        assert "gpt-4o-mini" in shown and SECRET not in shown
+        await pilot.press("ctrl+s")
+        await until(lambda: "saved: openai gpt-4o-mini" in text_of(screen, "#model"))
+        assert "API key for openai: held in memory" in text_of(screen, "#model")
+        assert SECRET not in app.export_screenshot()
+        assert not any(
+            SECRET in str(widget.render()) for widget in screen.query("*").results(Widget)
+        )
+        # For this session's chat turns only: the hub refuses to store keys.
+        assert app.model_headers == {  # type: ignore[attr-defined]
+            c.H_MODEL_PROVIDER: "openai",
+            c.H_MODEL_ID: "gpt-4o-mini",
+            c.H_MODEL_API_KEY: SECRET,
+        }
+        saved = (await get(http, server, "/api/model"))["saved"]
+        assert saved["provider"] == "openai" and SECRET not in str(saved)
+        await pilot.press("m", "ctrl+r")
+        await until(lambda: "saved: none" in text_of(screen, "#model"))
+        assert app.model_headers == {}  # type: ignore[attr-defined]
+    written, holding = files_holding(tmp_path, SECRET)  # the TUI's dir and the hub's (hub.db)
+    assert written and holding == []
+
+
+async def test_every_settings_binding_shows_in_the_footer_at_80_by_24(
+    closed_port: int, tmp_path: Path
+) -> None:
+    app = TinyApp(HubClient(f"http://127.0.0.1:{closed_port}", None), TuiConfig(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_settings(app, pilot)
+        footer = screen.query_one(Footer)
+        assert footer.virtual_size.width <= 80, footer.virtual_size
+        shown = {b.binding.id for b in screen.active_bindings.values() if b.binding.show}
+        assert shown >= {
+            "settings_use_tiny",
+            "settings_new_tiny",
+            "settings_edit_tiny",
+            "settings_choose_model",
+            "settings_reload",
+            "show_chat",
+            "quit",
+        }
+        await pilot.press("m")
+        form = app.screen
+        assert isinstance(form, ModelForm)
+        modal = {b.binding.id for b in form.active_bindings.values() if b.binding.show}
+        assert modal >= {"settings_save", "settings_cancel", "settings_unset_model"}
+
+
+async def test_an_unreachable_hub_is_said_plainly(closed_port: int, tmp_path: Path) -> None:
+    app = TinyApp(HubClient(f"http://127.0.0.1:{closed_port}", None), TuiConfig(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_settings(app, pilot)
+        for part in ("#tinys-note", "#model", "#status"):
+            assert text_of(screen, part).startswith(
+                f"cannot reach the hub at http://127.0.0.1:{closed_port}"
+            )
+
+
+async def test_settings_keys_rebind_from_tui_toml(closed_port: int, tmp_path: Path) -> None:
+    (tmp_path / "tui.toml").write_text('[keys]\nsettings_new_tiny = "f9"\n')
+    app = TinyApp(HubClient(f"http://127.0.0.1:{closed_port}", None), TuiConfig.load(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_settings(app, pilot)
+        await pilot.press("n")
+        assert app.screen is screen
+        await pilot.press("f9")
+        assert isinstance(app.screen, TinyForm)
+        await pilot.press("escape")
+        assert app.screen is screen

@@ -1,0 +1,386 @@
+"""The devices screen: every enrolled device and every driver record in one table, the
+machine's own camera/microphone/speech, and the owner's event ring — kept live.
+
+Three things keep it current, because presence can change without any event: the event stream
+(``GET /api/events``, followed in a worker; each event asks for a re-fetch), a periodic re-fetch
+(a device that goes quiet turns offline after 60 s with nobody announcing it), and ``r``. A hub
+that is away is said in one line and retried with backoff; the screen never crashes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from functools import partial
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static
+
+from tui.client import Event, HubClient, HubError
+
+DEVICE_COLUMNS = ("name", "kind", "transport", "status", "capabilities", "detail")
+"""Status before the long columns: at 80 columns it is what must show without scrolling."""
+EVENT_COLUMNS = ("time", "kind", "device", "summary")
+TRANSPORTS = {"usb": "USB", "serial": "serial", "ble": "BLE"}
+DIAL_IN_KINDS = ("daemon", "browser", "cli")
+SUMMARY_KEYS = ("summary", "text", "label", "note", "message", "error", "title", "name")
+CELL_CHARS = 60
+CAPABILITY_CHARS = 32
+SUMMARY_CHARS = 100
+
+Cells = tuple[str | Text, ...]
+
+
+# --- what a row says (pure, so the wording is testable without a terminal) ------------------
+
+
+def one_line(text: str, limit: int) -> str:
+    """Collapse whitespace and cut to ``limit`` characters: a cell is one line."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def ago(seconds: float) -> str:
+    """ "12 s ago", "3 min ago": how long since a device was heard, at a glance."""
+    seconds = max(0.0, seconds)  # the hub's clock may run a little ahead of ours
+    for unit, size in (("d", 86_400), ("h", 3_600), ("min", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)} {unit} ago"
+    return f"{int(seconds)} s ago"
+
+
+def status_cell(word: str, note: str = "") -> Text:
+    """online green, error red, anything else dim: readable without reading."""
+    style = {"online": "green", "error": "bold red"}.get(word, "dim")
+    text = Text(word, style=style)
+    if note:
+        text.append(f" · {note}", style="dim")
+    return text
+
+
+def device_cells(device: Mapping[str, Any], now: float) -> Cells:
+    """An enrolled device: dial-in ones come through the relay, endpoints are dialled."""
+    kind = str(device.get("kind", ""))
+    transport = "relay" if kind in DIAL_IN_KINDS else "endpoint"
+    online, seen = device.get("online"), device.get("last_seen")
+    heard = ago(now - float(seen)) if isinstance(seen, int | float) else ""
+    if online is None:
+        status = status_cell("per call", "reached when asked")
+    elif online:
+        status = status_cell("online", f"seen {heard}")
+    else:
+        status = status_cell("offline", f"last seen {heard}" if heard else "never seen")
+    where = (device.get("platform"), device.get("url") or device.get("lanUrl"))
+    detail = " ".join(str(part) for part in where if part)
+    return (
+        str(device.get("name", "?")),
+        kind,
+        transport,
+        status,
+        one_line(", ".join(device.get("capabilities") or []), CAPABILITY_CHARS),
+        one_line(detail, CELL_CHARS),
+    )
+
+
+def driver_cells(record: Mapping[str, Any]) -> Cells:
+    """A driver record: a physical device the hub reaches itself over USB, serial or BLE."""
+    transport = str(record.get("transport", ""))
+    return (
+        str(record.get("name") or record.get("device_id", "?")),
+        str(record.get("driver", "")),
+        TRANSPORTS.get(transport, transport),
+        status_cell(str(record.get("status", "unknown"))),
+        one_line(", ".join(record.get("capabilities") or []), CAPABILITY_CHARS),
+        one_line(str(record.get("detail") or ""), CELL_CHARS),
+    )
+
+
+def table_rows(
+    devices: Sequence[Mapping[str, Any]], drivers: Sequence[Mapping[str, Any]], now: float
+) -> dict[str, Cells]:
+    """Row key → cells: enrolled devices first, then driver records, keyed so updates land
+    on the same row (the cursor stays where the person left it)."""
+    rows = {f"device:{d.get('id')}": device_cells(d, now) for d in devices}
+    rows.update({f"driver:{r.get('device_id')}": driver_cells(r) for r in drivers})
+    return rows
+
+
+def machine_text(machine: Mapping[str, Any]) -> str:
+    """The machine's camera, microphone and speech, one line each, in the hub's words."""
+    lines = []
+    for part in ("camera", "microphone"):
+        state = machine.get(part) or {}
+        said = state.get("detail") or ("available" if state.get("available") else "unavailable")
+        lines.append(f"{part}: {str(said).removeprefix(part + ' ')}")
+    speech = machine.get("speech") or {}
+    if speech.get("available"):
+        said = speech.get("detail") or (
+            "loaded" if speech.get("loaded") else "ready (loads on first use)"
+        )
+        lines.append(f"speech: {speech.get('model')} — {said}")
+    else:
+        lines.append(f"speech: unavailable — {speech.get('detail') or 'unknown'}")
+    return "\n".join(lines)
+
+
+def summarize(detail: Any) -> str:
+    """One line for an event's detail: its summary, text or label when it has one."""
+    if detail is None:
+        return ""
+    if isinstance(detail, Mapping):
+        for key in SUMMARY_KEYS:
+            value = detail.get(key)
+            if isinstance(value, str) and value.strip():
+                return one_line(value, SUMMARY_CHARS)
+        text = ", ".join(f"{k}={json.dumps(v)}" for k, v in detail.items())
+    else:
+        text = detail if isinstance(detail, str) else json.dumps(detail)
+    return one_line(text, SUMMARY_CHARS)
+
+
+def clock_time(stamp: Any, now: float) -> str:
+    """HH:MM:SS today, the date too when older."""
+    if not isinstance(stamp, int | float):
+        return "?"
+    when = datetime.fromtimestamp(stamp)
+    same_day = when.date() == datetime.fromtimestamp(now).date()
+    return when.strftime("%H:%M:%S" if same_day else "%Y-%m-%d %H:%M")
+
+
+def event_cells(event: Event, names: Mapping[str, str], now: float) -> Cells:
+    device_id = event.get("deviceId")
+    device = "hub" if device_id is None else names.get(str(device_id), str(device_id))
+    return (
+        clock_time(event.get("created_at"), now),
+        str(event.get("kind", "?")),
+        device,
+        summarize(event.get("detail")),
+    )
+
+
+def sync_table(table: DataTable[Any], rows: Mapping[str, Cells]) -> None:
+    """Make the table show exactly ``rows``, changing only what changed, so a live update
+    does not move the cursor or the scroll."""
+    for gone in [key.value for key in table.rows if key.value not in rows]:
+        table.remove_row(gone or "")
+    for key, cells in rows.items():
+        if key not in table.rows:
+            table.add_row(*cells, key=key)
+            continue
+        for column, value in zip(DEVICE_COLUMNS, cells, strict=True):
+            if table.get_cell(key, column) != value:
+                table.update_cell(key, column, value, update_width=True)
+
+
+# --- the screen -------------------------------------------------------------------------------
+
+
+class DevicesScreen(Screen[None]):
+    DEFAULT_CSS = """
+    DevicesScreen #status { height: auto; padding: 0 1; color: $text-muted; }
+    DevicesScreen #status.problem { color: $error; }
+    DevicesScreen #devices { height: 1fr; min-height: 4; }
+    DevicesScreen #machine { height: auto; padding: 0 1; color: $text-muted; }
+    DevicesScreen .heading { height: 1; padding: 0 1; text-style: bold; background: $panel; }
+    DevicesScreen #events { height: 1fr; min-height: 4; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("r", "refresh", "Refresh", id="refresh"),
+    ]
+
+    refresh_every_s: ClassVar[float] = 5.0
+    """Re-fetch this often even without events: presence expires silently."""
+    debounce_s: ClassVar[float] = 0.2
+    """A burst of events (a replay of the ring) costs one re-fetch."""
+    retry_min_s: ClassVar[float] = 1.0
+    retry_max_s: ClassVar[float] = 30.0
+    settled_after_s: ClassVar[float] = 1.0
+    """A stream that has not failed this long after connecting counts as live."""
+    ring_rows: ClassVar[int] = 200
+
+    hub_problem: reactive[str] = reactive("", init=False)
+    stream_problem: reactive[str] = reactive("", init=False)
+    stream_live: reactive[bool] = reactive(False, init=False)
+    counts: reactive[str] = reactive("", init=False)
+
+    def __init__(self, client: HubClient) -> None:
+        super().__init__(name="devices")
+        self.client = client
+        self.ring: deque[Event] = deque(maxlen=self.ring_rows)
+        self.last_event_id = 0
+        self.names: dict[str, str] = {}
+        self._wake = asyncio.Event()
+        self._attempt = 0
+        self._events_dirty = False
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("loading…", id="status")
+        yield DataTable(id="devices", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="machine")
+        yield Static("Event ring, newest first", classes="heading")
+        yield DataTable(id="events", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#devices", DataTable).add_columns(
+            *((name, name) for name in DEVICE_COLUMNS)
+        )
+        self.query_one("#events", DataTable).add_columns(*((name, name) for name in EVENT_COLUMNS))
+        self.poll()
+        self.follow()
+
+    def action_refresh(self) -> None:
+        self._wake.set()
+
+    # --- devices and drivers: fetched on a beat, on events, and on request -------------------
+
+    @work(exclusive=True, group="poll")
+    async def poll(self) -> None:
+        """Fetch, then wait for the beat, an event or ``r``; back off while the hub is away."""
+        delay = self.retry_min_s
+        while True:
+            problem = await self.load()
+            if problem is None:
+                wait, delay = self.refresh_every_s, self.retry_min_s
+                self.hub_problem = ""
+            else:
+                wait, delay = delay, min(delay * 2, self.retry_max_s)
+                self.hub_problem = f"{problem}; retrying in {wait:g} s (r: now)"
+            await self._sleep_or_wake(wait)
+
+    async def _sleep_or_wake(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), seconds)
+        if self._wake.is_set():
+            await asyncio.sleep(self.debounce_s)  # let the rest of a burst arrive
+        self._wake.clear()
+
+    async def load(self) -> str | None:
+        """One re-fetch of /api/devices and /api/drivers: None, or what went wrong."""
+        try:
+            devices = (await self.client.call("GET", "/api/devices")).get("devices", [])
+            drivers = await self.client.call("GET", "/api/drivers")
+        except (HubError, TimeoutError) as exc:
+            return str(exc) or "the hub did not answer in time"
+        self.show_devices(devices, drivers.get("drivers", []), drivers.get("machine") or {})
+        return None
+
+    def show_devices(
+        self,
+        devices: Sequence[Mapping[str, Any]],
+        records: Sequence[Mapping[str, Any]],
+        machine: Mapping[str, Any],
+    ) -> None:
+        now = time.time()
+        sync_table(self.query_one("#devices", DataTable), table_rows(devices, records, now))
+        self.query_one("#machine", Static).update(machine_text(machine))
+        names = {str(d.get("id")): str(d.get("name")) for d in devices}
+        names.update({str(r.get("device_id")): str(r.get("name")) for r in records})
+        if names != self.names:
+            self.names = names
+            self._events_changed()
+        self.counts = (
+            f"{len(devices)} device{'s' * (len(devices) != 1)}, "
+            f"{len(records)} driver record{'s' * (len(records) != 1)} · "
+            f"updated {datetime.fromtimestamp(now):%H:%M:%S}"
+        )
+
+    # --- the event ring: followed live, resumed after the last id on reconnect ---------------
+
+    @work(exclusive=True, group="events")
+    async def follow(self) -> None:
+        delay = self.retry_min_s
+        while True:
+            started = time.monotonic()
+            lost = await self._follow_once()
+            if time.monotonic() - started > self.refresh_every_s:
+                delay = self.retry_min_s  # it ran a good while: this is a new outage
+            self.stream_live = False
+            self.stream_problem = f"{lost}; reconnecting in {delay:g} s"
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, self.retry_max_s)
+
+    async def _follow_once(self) -> str:
+        """Follow the stream until it ends; say why it ended."""
+        self._attempt += 1
+        attempt = self._attempt
+        self.set_timer(self.settled_after_s, partial(self._settled, attempt))
+        try:
+            async for event in self.client.follow_events(self.last_event_id):
+                self._settled(attempt)
+                self.take(event)
+        except (HubError, TimeoutError) as exc:
+            return str(exc) or "the hub did not answer in time"
+        finally:
+            if self._attempt == attempt:
+                self._attempt += 1  # a pending settle timer of this attempt no longer applies
+        return "the hub closed the event stream"
+
+    def _settled(self, attempt: int) -> None:
+        if attempt == self._attempt:
+            self.stream_live, self.stream_problem = True, ""
+
+    def take(self, event: Event) -> None:
+        event_id = event.get("id")
+        if isinstance(event_id, int):
+            if event_id <= self.last_event_id:
+                return  # already shown (a replay after a reconnect)
+            self.last_event_id = event_id
+        self.ring.appendleft(event)
+        self._events_changed()
+        self._wake.set()  # an event may mean a device changed: re-fetch (debounced)
+
+    def _events_changed(self) -> None:
+        """Redraw the ring once per burst, not once per event of a 1000-event replay."""
+        if not self._events_dirty:
+            self._events_dirty = True
+            self.set_timer(0.05, self._draw_events)
+
+    def _draw_events(self) -> None:
+        self._events_dirty = False
+        table = self.query_one("#events", DataTable)
+        now = time.time()
+        table.clear()
+        for index, event in enumerate(self.ring):
+            key = str(event.get("id", f"e{index}"))
+            table.add_row(*event_cells(event, self.names, now), key=key)
+
+    # --- the one status line ------------------------------------------------------------------
+
+    def watch_hub_problem(self) -> None:
+        self._show_status()
+
+    def watch_stream_problem(self) -> None:
+        self._show_status()
+
+    def watch_stream_live(self) -> None:
+        self._show_status()
+
+    def watch_counts(self) -> None:
+        self._show_status()
+
+    def _show_status(self) -> None:
+        problem = self.hub_problem or (
+            f"event stream lost: {self.stream_problem}" if self.stream_problem else ""
+        )
+        if problem:
+            said = problem
+        elif not self.stream_live:
+            said = f"connecting to the event stream… · {self.counts}"
+        else:
+            said = f"live · {self.counts}"
+        status = self.query_one("#status", Static)
+        status.update(Text(said))
+        status.set_class(bool(problem), "problem")

@@ -1,0 +1,584 @@
+"""The settings screen: which tiny you talk to (and its prompt), which model answers, and how the
+hub is doing — all read and changed over the hub's HTTP API, like every other client.
+
+The chosen tiny lives on the App as ``tiny_name`` (the chat screen sends it as ``x-tiny-name``).
+A cloud API key is never saved: the hub refuses keys on ``PUT /api/model`` and keeps none, so
+the key stays in this process's memory as ``App.model_headers`` (the ``x-tiny-model-*`` headers
+the chat screen adds to each turn) and is never drawn on screen or written to disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Generic, TypeVar
+from urllib.parse import quote
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import DataTable, Footer, Header, Input, Label, Select, Static, TextArea
+
+from hub import contracts as c
+from tui.client import HubClient, HubError
+
+NOT_YET = "not available on this hub yet"
+PAIRING_LATER = "pairing arrives with the LAN feature"
+PROMPT_PREVIEW_CHARS = 44
+
+Answer = dict[str, Any]
+DraftT = TypeVar("DraftT")
+
+
+# --- what the forms hand back ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TinyDraft:
+    """A new tiny (name, visibility, prompt) or, with ``name`` set and ``creating`` off, a new
+    prompt for an existing one."""
+
+    name: str
+    prompt: str
+    visibility: str = "public"
+    creating: bool = True
+
+    def body(self) -> dict[str, str]:
+        if not self.creating:
+            return {"systemPrompt": self.prompt}
+        body = {"name": self.name, "visibility": self.visibility}
+        if self.prompt.strip():
+            body["systemPrompt"] = self.prompt
+        return body
+
+
+@dataclass(frozen=True)
+class ModelDraft:
+    """A model choice. ``api_key`` has no repr, so it cannot leak into a log or a traceback."""
+
+    provider: str
+    model_id: str = ""
+    base_url: str = ""
+    api_key: str = field(default="", repr=False)
+
+    def body(self) -> dict[str, str]:
+        """What PUT /api/model takes: never the key (the hub refuses it)."""
+        body = {"provider": self.provider, "id": self.model_id}
+        if self.base_url:
+            body["baseUrl"] = self.base_url
+        return body
+
+    def session_headers(self) -> dict[str, str]:
+        """The per-turn headers that carry a cloud key; empty when there is no key to carry."""
+        if not self.api_key or self.provider not in c.CLOUD_PROVIDERS:
+            return {}
+        headers = {
+            c.H_MODEL_PROVIDER: self.provider,
+            c.H_MODEL_ID: self.model_id,
+            c.H_MODEL_API_KEY: self.api_key,
+        }
+        if self.base_url:
+            headers[c.H_MODEL_BASE_URL] = self.base_url
+        return headers
+
+
+# --- pure formatting ---------------------------------------------------------------------------
+
+
+def prompt_preview(prompt: str) -> str:
+    """The first non-empty line of a prompt, cut to fit one table row at 80 columns."""
+    line = next((ln.strip() for ln in prompt.splitlines() if ln.strip()), "")
+    return line if len(line) <= PROMPT_PREVIEW_CHARS else line[: PROMPT_PREVIEW_CHARS - 1] + "…"
+
+
+def tools_word(capable: object) -> str:
+    return "tools on" if capable else "tools off"
+
+
+def describe_default(model: dict[str, Any]) -> str:
+    return (
+        f"{model.get('provider', '?')} {model.get('id') or '(no id)'} · "
+        f"{tools_word(model.get('toolsCapable'))}"
+    )
+
+
+def saved_tools(saved: dict[str, Any], default: dict[str, Any]) -> str:
+    """Whether the saved model gets tools. The hub reports this only for its default, so the
+    rest follows the hub's own rule (hub/agent/models.py) without guessing Ollama's answer."""
+    if saved.get("provider") == default.get("provider") and saved.get("id") in (
+        "",
+        default.get("id"),
+    ):
+        return tools_word(default.get("toolsCapable"))
+    if saved.get("provider") == c.PROVIDER_EMBEDDED:
+        return tools_word(False)
+    if saved.get("provider") == c.PROVIDER_OLLAMA:
+        return "tools: the hub asks Ollama at the next turn"
+    return tools_word(True)
+
+
+def model_lines(model: Answer | HubError, health: Answer | HubError, key_for: str) -> list[str]:
+    """The model section: the hub's default, the caller's saved choice, and a held key."""
+    if isinstance(health, HubError):
+        return [str(health)]
+    default = health.get("model", {})
+    lines = [f"default: {describe_default(default)}", f"  why: {default.get('reason', '')}"]
+    if isinstance(model, HubError):
+        lines.append(f"saved: {model}")
+    elif model.get("saved") is None:
+        lines.append("saved: none (the hub's default answers)")
+    else:
+        saved = model["saved"]
+        where = f" at {saved['baseUrl']}" if saved.get("baseUrl") else ""
+        lines.append(
+            f"saved: {saved.get('provider')} {saved.get('id') or '(default id)'}{where} · "
+            f"{saved_tools(saved, default)}"
+        )
+    if key_for:
+        lines.append(f"API key for {key_for}: held in memory for this session only")
+    elif isinstance(model, dict) and (model.get("saved") or {}).get("provider") in (
+        c.CLOUD_PROVIDERS
+    ):
+        lines.append("API key: none in this session (the hub's model.api_key applies if set)")
+    return lines
+
+
+def status_lines(health: Answer | HubError, url: str) -> list[str]:
+    """The status section: version and model, then LAN, cloud sync and pairing as far as
+    /api/health tells (those features land later; nothing here invents a route)."""
+    if isinstance(health, HubError):
+        return [str(health)]
+    model = health.get("model", {})
+    pairing = health.get("pairing")
+    return [
+        f"hub: {url} · version {health.get('version', '?')} · up {health.get('uptime', 0):.0f} s",
+        f"model: {describe_default(model)}",
+        f"LAN: {health.get('lanUrl') or NOT_YET}",
+        f"cloud sync: {health.get('cloud') or NOT_YET}",
+        f"pairing: {pairing or PAIRING_LATER}",
+    ]
+
+
+# --- modals ------------------------------------------------------------------------------------
+
+
+class FormModal(ModalScreen[Answer | None], Generic[DraftT]):
+    """A form whose save goes to the hub while the form stays open: a refusal is shown here, as
+    the hub's sentence, and only a success closes it (with the hub's answer)."""
+
+    DEFAULT_CSS = """
+    FormModal { align: center middle; }
+    FormModal #form {
+        width: 78; max-width: 100%; height: auto; max-height: 100%;
+        border: round $primary; background: $surface; padding: 0 1;
+    }
+    FormModal .title { text-style: bold; }
+    FormModal .row { height: 1; margin-top: 1; }
+    FormModal .row Label { width: 12; }
+    FormModal .row Input, FormModal .row Select { width: 1fr; }
+    FormModal TextArea { height: 8; background: $boost; }
+    FormModal #error { color: $error; margin-top: 1; }
+    FormModal .note { color: $text-muted; margin-top: 1; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+s", "save", "Save", id="settings_save"),
+        Binding("escape", "cancel", "Cancel", id="settings_cancel"),
+    ]
+
+    def __init__(self, submit: Callable[[DraftT], Awaitable[Answer]]) -> None:
+        super().__init__()
+        self.submit = submit
+
+    def draft(self) -> DraftT:
+        """The form's values; ValueError for what can be said before asking the hub."""
+        raise NotImplementedError
+
+    def show_error(self, message: str) -> None:
+        self.query_one("#error", Static).update(message)
+
+    def action_save(self) -> None:
+        try:
+            draft = self.draft()
+        except ValueError as exc:
+            self.show_error(str(exc))
+            return
+        self.show_error("saving…")
+        self.send(lambda: self.submit(draft))
+
+    @work(exclusive=True, group="submit")
+    async def send(self, request: Callable[[], Awaitable[Answer]]) -> None:
+        try:
+            answer = await request()
+        except HubError as exc:
+            self.show_error(str(exc))
+            return
+        self.dismiss(answer)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class TinyForm(FormModal[TinyDraft]):
+    """Create a tiny (name, visibility, prompt), or edit an existing tiny's prompt."""
+
+    def __init__(
+        self, submit: Callable[[TinyDraft], Awaitable[Answer]], editing: Answer | None = None
+    ) -> None:
+        super().__init__(submit)
+        self.editing = editing
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="form"):
+            if self.editing is None:
+                yield Label("New tiny", classes="title")
+                with Horizontal(classes="row"):
+                    yield Label("name")
+                    yield Input(placeholder="lowercase, digits, '-'", id="name", compact=True)
+                with Horizontal(classes="row"):
+                    yield Label("visibility")
+                    yield Select(
+                        [("public", "public"), ("private (needs its key)", "private")],
+                        value="public",
+                        allow_blank=False,
+                        id="visibility",
+                        compact=True,
+                    )
+                prompt = ""
+            else:
+                yield Label(f"The prompt of {self.editing['name']}", classes="title")
+                prompt = self.editing.get("systemPrompt", "")
+            yield Label("prompt (empty: the hub's default prompt)", classes="note")
+            yield TextArea(prompt, id="prompt", compact=True)
+            yield Static("", id="error", markup=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#name" if self.editing is None else "#prompt").focus()
+
+    def draft(self) -> TinyDraft:
+        prompt = self.query_one("#prompt", TextArea).text
+        if self.editing is not None:
+            return TinyDraft(self.editing["name"], prompt, creating=False)
+        visibility = self.query_one("#visibility", Select).value
+        return TinyDraft(
+            self.query_one("#name", Input).value.strip(), prompt, visibility=str(visibility)
+        )
+
+
+class ModelForm(FormModal[ModelDraft]):
+    """Choose Ollama (a model id), the embedded model, or a cloud provider with its key; or
+    unset the saved choice so the hub's default answers again."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+r", "unset", "Unset", id="settings_unset_model"),
+    ]
+
+    PROVIDERS: ClassVar[list[tuple[str, str]]] = [
+        ("ollama (on this machine)", c.PROVIDER_OLLAMA),
+        ("embedded (offline, no tools)", c.PROVIDER_EMBEDDED),
+        *((f"{name} (cloud)", name) for name in c.CLOUD_PROVIDERS if name != "google"),
+    ]
+
+    def __init__(
+        self,
+        submit: Callable[[ModelDraft], Awaitable[Answer]],
+        unset: Callable[[], Awaitable[Answer]],
+        current: Answer,
+    ) -> None:
+        super().__init__(submit)
+        self.unset = unset
+        self.current = current
+
+    def action_unset(self) -> None:
+        self.show_error("unsetting…")
+        self.send(self.unset)
+
+    def compose(self) -> ComposeResult:
+        provider = self.current.get("provider", c.PROVIDER_OLLAMA)
+        if provider not in {value for _, value in self.PROVIDERS}:
+            provider = c.PROVIDER_OLLAMA
+        with Vertical(id="form"):
+            yield Label("Model", classes="title")
+            with Horizontal(classes="row"):
+                yield Label("provider")
+                yield Select(
+                    self.PROVIDERS, value=provider, allow_blank=False, id="provider", compact=True
+                )
+            with Horizontal(classes="row"):
+                yield Label("model id")
+                yield Input(self.current.get("id", ""), id="model-id", compact=True)
+            with Horizontal(classes="row"):
+                yield Label("base URL")
+                yield Input(
+                    self.current.get("baseUrl") or "",
+                    placeholder="custom provider, or another Ollama",
+                    id="base-url",
+                    compact=True,
+                )
+            with Horizontal(classes="row"):
+                yield Label("API key")
+                yield Input(password=True, placeholder="cloud only", id="api-key", compact=True)
+            yield Static(
+                "The hub never stores API keys: this one stays in this TUI's memory for this "
+                "session, sent with each chat turn, never shown or written to disk.",
+                classes="note",
+            )
+            yield Static("", id="error", markup=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#provider").focus()
+
+    @on(Select.Changed, "#provider")
+    def provider_changed(self, event: Select.Changed) -> None:
+        """Another provider's model ids mean nothing here: offer the current id only for the
+        current provider."""
+        same = event.value == self.current.get("provider")
+        self.query_one("#model-id", Input).value = self.current.get("id", "") if same else ""
+
+    def draft(self) -> ModelDraft:
+        provider = str(self.query_one("#provider", Select).value)
+        model_id = self.query_one("#model-id", Input).value.strip()
+        if provider in c.CLOUD_PROVIDERS and not model_id:
+            raise ValueError(f"provider {provider} needs a model id")
+        return ModelDraft(
+            provider,
+            model_id,
+            self.query_one("#base-url", Input).value.strip(),
+            self.query_one("#api-key", Input).value.strip(),
+        )
+
+
+class KeyNotice(ModalScreen[None]):
+    """A private tiny's key, the one time the hub shows it."""
+
+    DEFAULT_CSS = """
+    KeyNotice { align: center middle; }
+    KeyNotice #notice {
+        width: 78; max-width: 100%; height: auto;
+        border: round $warning; background: $surface; padding: 0 1;
+    }
+    KeyNotice #key { text-style: bold; margin: 1 0; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("c", "copy", "Copy key", id="settings_copy_key"),
+        Binding("escape,enter", "close", "Close", id="settings_close_key"),
+    ]
+
+    def __init__(self, tiny: str, key: str) -> None:
+        super().__init__()
+        self.tiny = tiny
+        self.key = key
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="notice"):
+            yield Static(f"{self.tiny} is private. Its key:", markup=False)
+            yield Static(self.key, id="key", markup=False)
+            yield Static(
+                "Copy it now: the hub keeps only a hash and will not show it again. A phone or "
+                "another person needs it (x-tiny-key) to talk to this tiny.",
+                markup=False,
+            )
+        yield Footer()
+
+    def action_copy(self) -> None:
+        self.app.copy_to_clipboard(self.key)
+        self.notify("key copied (if your terminal allows it)")
+
+    def action_close(self) -> None:
+        self.key = ""
+        self.dismiss(None)
+
+
+# --- the screen --------------------------------------------------------------------------------
+
+
+class SettingsScreen(Screen[None]):
+    DEFAULT_CSS = """
+    SettingsScreen #body { height: 1fr; padding: 0 1; }
+    SettingsScreen .heading { text-style: bold; color: $accent; }
+    SettingsScreen #tinys { height: auto; max-height: 9; }
+    SettingsScreen #tinys-note { color: $text-muted; }
+    SettingsScreen #tinys-note.error, SettingsScreen .error { color: $error; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("u", "use_tiny", "Use", id="settings_use_tiny"),
+        Binding("n", "new_tiny", "New", id="settings_new_tiny"),
+        Binding("e", "edit_tiny", "Edit", id="settings_edit_tiny"),
+        Binding("m", "choose_model", "Model", id="settings_choose_model"),
+        Binding("r", "reload", "Reload", id="settings_reload"),
+        # Already here: hidden, so this screen's footer (and the app's) fits in 80 columns.
+        Binding("f4", "app.switch_mode('settings')", "Settings", id="show_settings", show=False),
+    ]
+
+    def __init__(self, client: HubClient) -> None:
+        super().__init__(name="settings")
+        self.client = client
+        self.tinys: dict[str, Answer] = {}
+        self.default_model: Answer = {}
+        self.saved_model: Answer | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with VerticalScroll(id="body"):
+            yield Static("Tinys", classes="heading")
+            yield DataTable(id="tinys", cursor_type="row", zebra_stripes=True)
+            yield Static("loading…", id="tinys-note", markup=False)
+            yield Static("Model", classes="heading")
+            yield Static("loading…", id="model", markup=False)
+            yield Static("Status", classes="heading")
+            yield Static("loading…", id="status", markup=False)
+        yield Footer(compact=True, show_command_palette=False)
+
+    def on_mount(self) -> None:
+        self.query_one(DataTable).add_columns(" ", "name", "visibility", "prompt")
+
+    def on_screen_resume(self) -> None:
+        """Read everything afresh whenever the screen is shown: another client (a phone, a
+        tool call) may have changed tinys or the model meanwhile."""
+        self.query_one(DataTable).focus()
+        self.action_reload()
+
+    @property
+    def tiny_name(self) -> str:
+        return str(getattr(self.app, "tiny_name", c.DEFAULT_TINY))
+
+    @property
+    def model_headers(self) -> dict[str, str]:
+        return dict(getattr(self.app, "model_headers", {}) or {})
+
+    def action_reload(self) -> None:
+        self.load_tinys()
+        self.load_model()
+
+    # --- tinys -----------------------------------------------------------------------------
+
+    @work(exclusive=True, group="tinys")
+    async def load_tinys(self) -> None:
+        note = self.query_one("#tinys-note", Static)
+        try:
+            answer = await self.client.call("GET", "/api/tinys", params={"limit": 50})
+        except HubError as exc:
+            note.update(str(exc))
+            note.add_class("error")
+            return
+        note.remove_class("error")
+        self.tinys = {t["name"]: t for t in answer.get("tinys", [])}
+        self.fill_table()
+        shown, total = len(self.tinys), answer.get("total", len(self.tinys))
+        more = f" (the newest {shown} of {total})" if total > shown else ""
+        note.update(f"talking to {self.tiny_name}{more}")
+
+    def fill_table(self) -> None:
+        """Redraw the rows, keeping the cursor on the same tiny when it is still there."""
+        table = self.query_one(DataTable)
+        selected = self.selected_name()
+        table.clear()
+        for name, tiny in self.tinys.items():
+            table.add_row(
+                "▶" if name == self.tiny_name else "",
+                Text(name),
+                tiny.get("visibility", ""),
+                Text(prompt_preview(tiny.get("systemPrompt", ""))),
+                key=name,
+            )
+        if selected in self.tinys:
+            table.move_cursor(row=table.get_row_index(selected))
+
+    def selected_name(self) -> str | None:
+        table = self.query_one(DataTable)
+        if table.row_count == 0:
+            return None
+        return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+
+    @on(DataTable.RowSelected, "#tinys")
+    def row_chosen(self) -> None:
+        self.action_use_tiny()
+
+    def action_use_tiny(self) -> None:
+        name = self.selected_name()
+        if name is None:
+            return
+        self.app.tiny_name = name  # type: ignore[attr-defined]  # the chat screen reads it
+        self.sub_title = f"talking to {name}"
+        self.query_one("#tinys-note", Static).update(f"talking to {name}")
+        self.fill_table()
+
+    def action_new_tiny(self) -> None:
+        self.app.push_screen(TinyForm(self.create_tiny), self.tiny_saved)
+
+    def action_edit_tiny(self) -> None:
+        name = self.selected_name()
+        if name is None:
+            self.notify("no tiny to edit", severity="warning")
+            return
+        self.app.push_screen(TinyForm(self.change_tiny, self.tinys[name]), self.tiny_saved)
+
+    async def create_tiny(self, draft: TinyDraft) -> Answer:
+        return await self.client.call("POST", "/api/tinys", body=draft.body())
+
+    async def change_tiny(self, draft: TinyDraft) -> Answer:
+        path = f"/api/tinys/{quote(draft.name, safe='')}"
+        return await self.client.call("PATCH", path, body=draft.body())
+
+    def tiny_saved(self, answer: Answer | None) -> None:
+        if answer is None:
+            return
+        name = answer.get("tiny", {}).get("name", "")
+        if answer.get("key"):
+            self.app.push_screen(KeyNotice(name, answer["key"]))
+        self.notify(f"saved {name}")
+        self.load_tinys()
+
+    # --- model and status ------------------------------------------------------------------
+
+    @work(exclusive=True, group="model")
+    async def load_model(self) -> None:
+        model, health = await asyncio.gather(
+            self._answer_or_error("/api/model"), self._answer_or_error("/api/health")
+        )
+        if not isinstance(health, HubError):
+            self.default_model = health.get("model", {})
+        if not isinstance(model, HubError):
+            self.saved_model = model.get("saved")
+        held = self.model_headers.get(c.H_MODEL_PROVIDER, "")
+        self.show("#model", model_lines(model, health, held), isinstance(health, HubError))
+        self.show("#status", status_lines(health, self.client.url), isinstance(health, HubError))
+
+    async def _answer_or_error(self, path: str) -> Answer | HubError:
+        try:
+            return await self.client.call("GET", path)
+        except HubError as exc:
+            return exc
+
+    def show(self, selector: str, lines: list[str], failed: bool) -> None:
+        static = self.query_one(selector, Static)
+        static.update("\n".join(lines))
+        static.set_class(failed, "error")
+
+    def action_choose_model(self) -> None:
+        current = self.saved_model or self.default_model
+        self.app.push_screen(
+            ModelForm(self.save_model, self.unset_model, current), self.model_saved
+        )
+
+    async def save_model(self, draft: ModelDraft) -> Answer:
+        answer = await self.client.call("PUT", "/api/model", body=draft.body())
+        self.app.model_headers = draft.session_headers()  # type: ignore[attr-defined]
+        return answer
+
+    async def unset_model(self) -> Answer:
+        answer = await self.client.call("DELETE", "/api/model")
+        self.app.model_headers = {}  # type: ignore[attr-defined]
+        return answer
+
+    def model_saved(self, answer: Answer | None) -> None:
+        if answer is None:
+            return
+        saved = answer.get("saved")
+        self.notify("model choice saved" if saved else "unset: the hub's default answers")
+        self.load_model()

@@ -1,0 +1,514 @@
+"""The chat screen's widgets: messages, the reasoning pane, tool cards, follow-up chips, the
+status line, the prompt, the sidebar, the yes/no question and the ``render_ui`` components.
+
+Widgets only show what they are given and post a message when the person does something
+(copy, send, pick a chip); the chat screen decides what that means.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from rich.table import Table
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.reactive import reactive
+from textual.screen import ModalScreen
+from textual.widget import Widget
+from textual.widgets import (
+    Button,
+    Collapsible,
+    Footer,
+    Label,
+    Markdown,
+    OptionList,
+    Sparkline,
+    Static,
+    TextArea,
+)
+from textual.widgets.option_list import Option
+
+from hub import contracts as c
+from tui.conversations import Conversation
+
+COPY_BINDING = Binding("c", "copy", "Copy", id="copy_message")
+PREVIEW_CHARS = 300
+
+
+def shorten(text: str, limit: int = PREVIEW_CHARS) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class CopyRequested(Message):
+    """A message widget asks for its text to go to the clipboard (the screen does it)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
+class UserMessage(Static, can_focus=True):
+    """What the person said. Focus it (Tab or a click) and press ``c`` to copy it."""
+
+    DEFAULT_CSS = """
+    UserMessage { margin: 1 0 0 6; padding: 0 1; background: $primary 20%; }
+    UserMessage:focus { background: $primary 40%; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [COPY_BINDING]
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text, markup=False)
+        self.text = text
+
+    def action_copy(self) -> None:
+        self.post_message(CopyRequested(self.text))
+
+
+class ReplyMessage(Markdown, can_focus=True):
+    """The companion's reply, as Markdown; streamed in with ``Markdown.get_stream``."""
+
+    DEFAULT_CSS = """
+    ReplyMessage { margin: 1 6 0 0; padding: 0 1; background: $surface; }
+    ReplyMessage:focus { background: $boost; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [COPY_BINDING]
+
+    def action_copy(self) -> None:
+        self.post_message(CopyRequested(self.source))
+
+
+class Notice(Static):
+    """A line in the chat from the TUI itself: an error, a warning, or plain information."""
+
+    DEFAULT_CSS = """
+    Notice { margin: 1 0 0 0; color: $error; }
+    Notice.info { color: $text-muted; }
+    Notice.warning { color: $warning; }
+    """
+
+    def __init__(self, text: str, severity: str = "error") -> None:
+        super().__init__(text, markup=False, classes=severity)
+        self.text = text
+
+
+class ReasoningPane(Collapsible):
+    """The model's reasoning, folded away by default: there when wanted, not in the way."""
+
+    DEFAULT_CSS = """
+    ReasoningPane { margin: 1 6 0 0; border-top: none; padding-bottom: 0; }
+    ReasoningPane Static { color: $text-muted; }
+    """
+
+    def __init__(self) -> None:
+        self.text = ""
+        self._body = Static("", markup=False)
+        super().__init__(self._body, title="Reasoning", collapsed=True)
+
+    def add(self, fragment: str) -> None:
+        self.text += fragment
+        self._body.update(self.text)
+
+
+def content_text(content: Sequence[Mapping[str, Any]]) -> str:
+    """A tool result's content as one readable string: its text, which is written for people
+    and the model; the JSON (meant for clients) only when there is no text."""
+    texts = [str(block["text"]) for block in content if "text" in block]
+    if texts:
+        return "\n".join(texts)
+    parts: list[str] = []
+    for block in content:
+        if "json" in block:
+            parts.append(json.dumps(block["json"], ensure_ascii=False))
+        elif "image" in block:
+            parts.append(f"[image: {block['image'].get('format') or 'unknown format'}]")
+    return "\n".join(parts)
+
+
+class ToolCard(Static):
+    """One tool call: name, input, status, result or error, and how long it took (measured
+    here, from the first event that named it to its result)."""
+
+    DEFAULT_CSS = """
+    ToolCard {
+        margin: 1 6 0 0; padding: 0 1; border: round $secondary; color: $text-muted;
+        height: auto;
+    }
+    ToolCard.-ok { border: round $success; }
+    ToolCard.-error { border: round $error; }
+    """
+
+    status: reactive[str] = reactive("calling")
+
+    def __init__(self, tool_use_id: str, name: str) -> None:
+        super().__init__("", markup=False)
+        self.tool_use_id = tool_use_id
+        self.tool_name = name
+        self.input: Any = None
+        self.partial_input = ""
+        self.result = ""
+        self.error = ""
+        self.duration_s: float | None = None
+        self._started = time.monotonic()
+        self.border_title = f"⚙ {name}"
+
+    def add_input(self, fragment: str) -> None:
+        self.partial_input += fragment
+        self._show()
+
+    def running(self, tool_input: Any) -> None:
+        self.input = tool_input
+        self.status = "running"
+
+    def finished(
+        self, status: str, content: Sequence[Mapping[str, Any]], error: str | None
+    ) -> None:
+        self.duration_s = time.monotonic() - self._started
+        self.result = content_text(content)
+        self.error = error or ""
+        self.status = "ok" if status == "success" else "error"
+
+    def watch_status(self, status: str) -> None:
+        self.set_class(status == "ok", "-ok")
+        self.set_class(status == "error", "-error")
+        took = f" · {self.duration_s:.2f} s" if self.duration_s is not None else ""
+        self.border_subtitle = f"{status}{took}"
+        self._show()
+
+    def _show(self) -> None:
+        if self.input is not None:
+            shown_input = json.dumps(self.input, ensure_ascii=False)
+        else:
+            shown_input = self.partial_input
+        lines = [f"input: {shorten(shown_input, 200)}"] if shown_input else []
+        if self.status == "error":
+            lines.append(f"error: {shorten(self.error or self.result)}")
+        elif self.result:
+            lines.append(f"result: {shorten(self.result)}")
+        self.update("\n".join(lines) or "…")
+
+
+class Chip(Button):
+    DEFAULT_CSS = """
+    Chip { min-width: 8; margin: 0 1 0 0; background: $primary 30%; }
+    Chip:focus { background: $primary; }
+    """
+
+    def __init__(self, number: int, text: str) -> None:
+        super().__init__(f" {number} {shorten(text, 36)} ", compact=True)
+        self.text = text
+        self.tooltip = text
+
+
+class FollowupChips(Horizontal):
+    """``suggest_followups``' chips under the reply: alt+1…4, or focus one and press Enter."""
+
+    DEFAULT_CSS = """
+    FollowupChips { height: auto; margin: 1 0 0 0; }
+    """
+
+    class Picked(Message):
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    def __init__(self, suggestions: Sequence[str]) -> None:
+        super().__init__(*(Chip(i, s) for i, s in enumerate(suggestions[:4], 1)))
+        self.suggestions = list(suggestions[:4])
+
+    @on(Button.Pressed)
+    def _picked(self, event: Button.Pressed) -> None:
+        event.stop()
+        if isinstance(event.button, Chip):
+            self.post_message(self.Picked(event.button.text))
+
+
+def status_text(
+    health: Mapping[str, Any] | None, problem: str, usage: Mapping[str, int], total: int
+) -> Text:
+    """The bottom line: which model answers, tools on/off, tokens; or why there is no hub."""
+    if problem:
+        return Text(f"⚠ {shorten(problem, 76)}", style="bold red")
+    if health is None:
+        return Text("connecting to the hub…", style="dim")
+    model = health.get("model") or {}
+    provider, model_id = model.get("provider", "?"), model.get("id", "?")
+    parts: list[Text] = []
+    if provider == c.PROVIDER_EMBEDDED:
+        parts.append(Text("⚠ offline: embedded model, no tools", style="bold yellow"))
+        parts.append(Text(str(model_id)))
+    else:
+        tools = "tools on" if model.get("toolsCapable") else "tools off"
+        parts.append(Text(f"{provider} {model_id} · {tools}"))
+    if usage:
+        parts.append(Text(f"last {usage.get('inputTokens', 0)}→{usage.get('outputTokens', 0)} tok"))
+    if total:
+        parts.append(Text(f"chat {total} tok"))
+    return Text(" · ").join(parts)
+
+
+class StatusLine(Static):
+    """Model, tools, token usage, or the offline/unreachable warning. Set its attributes."""
+
+    DEFAULT_CSS = """
+    StatusLine { height: 1; padding: 0 1; background: $panel; }
+    """
+
+    health: reactive[dict[str, Any] | None] = reactive(None)
+    problem: reactive[str] = reactive("")
+    usage: reactive[dict[str, int]] = reactive(dict)
+    total_tokens: reactive[int] = reactive(0)
+
+    def render(self) -> Text:
+        return status_text(self.health, self.problem, self.usage, self.total_tokens)
+
+    @property
+    def plain(self) -> str:
+        return self.render().plain
+
+
+def _is_function_key(binding: BindingType) -> bool:
+    key = binding.key if isinstance(binding, Binding) else binding[0]
+    return any(k.strip().startswith("f") and k.strip()[1:].isdigit() for k in key.split(","))
+
+
+class Prompt(TextArea, inherit_bindings=False):
+    """The message being written. Enter sends; the newline key (shift+enter or ctrl+j, any key
+    with ``newline = "..."`` in tui.toml) starts a new line.
+
+    TextArea's F-key bindings (f6 select line, f7 select all) are left out: function keys
+    belong to the app (F1-F4 switch screens, and tui.toml may move them, e.g. to F6)."""
+
+    DEFAULT_CSS = """
+    Prompt { height: auto; min-height: 3; max-height: 8; background: $boost; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *(b for b in TextArea.BINDINGS if not _is_function_key(b)),
+        Binding("enter", "send", "Send", id="send", priority=True),
+        Binding("ctrl+j,shift+enter", "newline", "Newline", id="newline", priority=True),
+    ]
+
+    class Submitted(Message):
+        def __init__(self, prompt: Prompt, text: str) -> None:
+            super().__init__()
+            self.prompt = prompt
+            self.text = text
+
+        @property
+        def control(self) -> Prompt:
+            return self.prompt
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(
+            id=id,
+            soft_wrap=True,
+            show_line_numbers=False,
+            compact=True,
+            placeholder="Say something to your companion…",
+        )
+
+    def action_send(self) -> None:
+        self.post_message(self.Submitted(self, self.text))
+
+    def action_newline(self) -> None:
+        self.insert("\n")
+
+
+class Sidebar(Vertical):
+    """Conversations kept on this machine (Enter continues one) and the local notes."""
+
+    DEFAULT_CSS = """
+    Sidebar { width: 28; dock: left; border-right: solid $panel; display: none; }
+    Sidebar.-shown { display: block; }
+    Sidebar Label { color: $text-muted; padding: 0 1; }
+    Sidebar OptionList { height: 1fr; border: none; }
+    Sidebar #notes { height: auto; max-height: 10; padding: 0 1; color: $text-muted; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Label("Conversations")
+        yield OptionList(id="conversations")
+        yield Label("Notes (this device only)")
+        yield Static("", id="notes", markup=False)
+
+    def show_conversations(self, conversations: Sequence[Conversation], current: str) -> None:
+        options = self.query_one("#conversations", OptionList)
+        options.set_options(
+            Option(("● " if conv.id == current else "") + conv.title, id=conv.id)
+            for conv in conversations
+        )
+
+    def show_notes(self, notes: Sequence[str]) -> None:
+        text = "\n".join(f"• {shorten(n, 80)}" for n in notes) or "(none)"
+        self.query_one("#notes", Static).update(text)
+
+
+class ChatFooter(Footer):
+    """Every binding of the chat screen, on two lines so all of them fit in 80 columns."""
+
+    DEFAULT_CSS = """
+    ChatFooter {
+        layout: grid; grid-columns: auto; grid-rows: 1; grid-gutter: 0 1; height: 2;
+        &.-compact FooterKey { margin: 0; }
+        &.-compact KeyGroup { margin: 0; padding: 0; }
+    }
+    """
+    ROWS = 2
+
+    def compose(self) -> ComposeResult:
+        yield from super().compose()
+        # Footer.compose makes one grid column per item; lay the same items out in two rows.
+        self.styles.grid_size_columns = max(1, -(-self._items() // self.ROWS))
+
+    def _items(self) -> int:
+        """How many cells Footer.compose makes: one per action, two per group (keys, label)."""
+        shown = {
+            binding.action: binding
+            for (_, binding, _, _) in self.screen.active_bindings.values()
+            if binding.show
+        }
+        groups = {b.group for b in shown.values() if b.group is not None}
+        return sum(1 for b in shown.values() if b.group is None) + 2 * len(groups)
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """A yes/no question, answered with y/n, Escape (no) or the buttons."""
+
+    DEFAULT_CSS = """
+    ConfirmScreen { align: center middle; }
+    ConfirmScreen > Vertical {
+        width: 60; height: auto; border: thick $warning; background: $surface; padding: 1 2;
+    }
+    ConfirmScreen Horizontal { height: auto; margin-top: 1; }
+    ConfirmScreen Button { margin-right: 2; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "Yes", id="confirm_yes"),
+        Binding("n,escape", "answer(False)", "No", id="confirm_no"),
+    ]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(self.question, markup=False)
+            with Horizontal():
+                yield Button("Yes (y)", id="yes", variant="warning")
+                yield Button("No (n)", id="no")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
+
+
+# --- render_ui: props only, drawn with what a terminal has --------------------------------------
+
+EIGHTHS = " ▏▎▍▌▋▊▉"
+BAR_WIDTH = 32
+
+
+class UiComponent(Vertical):
+    """A ``render_ui`` result in the chat; ``component`` says which kind it is."""
+
+    DEFAULT_CSS = """
+    UiComponent { height: auto; margin: 1 6 0 0; padding: 0 1; border: round $accent; }
+    UiComponent Sparkline { height: 3; }
+    """
+
+    def __init__(self, component: str, title: str, *children: Widget) -> None:
+        super().__init__(*children)
+        self.component = component
+        if title:
+            self.border_title = title
+
+
+def _numbers(values: Any) -> list[float]:
+    if not isinstance(values, list) or not values:
+        raise ValueError("values must be a non-empty list of numbers")
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        raise ValueError("values must all be numbers")
+    return [float(v) for v in values]
+
+
+def _labels(props: Mapping[str, Any], count: int) -> list[str]:
+    labels = props.get("labels") or []
+    if not isinstance(labels, list):
+        raise ValueError("labels must be a list")
+    return [str(x) for x in labels[:count]] + [str(i + 1) for i in range(len(labels), count)]
+
+
+def bar_lines(labels: Sequence[str], values: Sequence[float], width: int = BAR_WIDTH) -> str:
+    """Horizontal bars of block characters, eighths for the remainder; negatives draw none."""
+    top = max((abs(v) for v in values), default=0.0) or 1.0
+    label_width = min(max(len(label) for label in labels), 16)
+    lines = []
+    for label, value in zip(labels, values, strict=True):
+        cells = max(value, 0.0) / top * width
+        full, eighth = int(cells), int((cells - int(cells)) * 8)
+        bar = "█" * full + (EIGHTHS[eighth] if eighth else "")
+        lines.append(f"{label[:label_width]:<{label_width}} {bar} {value:g}")
+    return "\n".join(lines)
+
+
+def _table(props: Mapping[str, Any]) -> Widget:
+    columns, rows = props.get("columns"), props.get("rows")
+    if not isinstance(columns, list) or not columns:
+        raise ValueError("a table needs columns: a non-empty list")
+    if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
+        raise ValueError("a table needs rows: a list of lists")
+    table = Table(*(str(col) for col in columns), expand=False)
+    for row in rows:
+        cells = [str(cell) for cell in row[: len(columns)]]
+        table.add_row(*cells, *([""] * (len(columns) - len(cells))))
+    return Static(table)
+
+
+def _key_value(props: Mapping[str, Any]) -> Widget:
+    items = props.get("items")
+    if isinstance(items, list) and all(isinstance(i, list) and len(i) == 2 for i in items):
+        items = {str(k): v for k, v in items}
+    if not isinstance(items, dict) or not items:
+        raise ValueError("key_value needs items: a non-empty mapping")
+    table = Table(show_header=False, box=None, padding=(0, 2, 0, 0))
+    table.add_column(style="bold")
+    table.add_column()
+    for key, value in items.items():
+        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        table.add_row(str(key), shown)
+    return Static(table)
+
+
+def build_component(component: str, props: Any) -> UiComponent:
+    """The widget for a ``render_ui`` request; ValueError says what is wrong with the props."""
+    if not isinstance(props, dict):
+        raise ValueError("props must be an object")
+    title = str(props.get("title") or "")
+    if component == "table":
+        return UiComponent(component, title, _table(props))
+    if component == "key_value":
+        return UiComponent(component, title, _key_value(props))
+    if component == "bar_chart":
+        values = _numbers(props.get("values"))
+        labels = _labels(props, len(values))
+        return UiComponent(component, title, Static(bar_lines(labels, values), markup=False))
+    if component == "line_chart":
+        values = _numbers(props.get("values"))
+        labels = _labels(props, len(values))
+        scale = f"{labels[0]} … {labels[-1]} · min {min(values):g} · max {max(values):g}"
+        return UiComponent(component, title, Sparkline(values), Label(scale, markup=False))
+    raise ValueError(f"this terminal cannot draw a {component!r}")
