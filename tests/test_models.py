@@ -16,7 +16,7 @@ from hub.agent.models import (
     embedded_choice,
     probe_ollama,
 )
-from tests.conftest import StartHub, settings_for
+from tests.conftest import StartHub, owner_headers, settings_for
 from tests.fakes.ollama import FakeModel, FakeOllama
 
 
@@ -154,3 +154,31 @@ async def test_health_reports_the_ollama_choice(
         "toolsCapable": True,
         "reason": model["reason"],
     }
+
+
+async def test_api_models_lists_ollamas_models_with_their_tool_capability(
+    start_hub: StartHub, fake_ollama: FakeOllama, http: aiohttp.ClientSession
+) -> None:
+    fake_ollama.models = [FakeModel("qwen3:latest"), FakeModel("gemma:2b", ("completion",))]
+    server = await start_hub(ollama_host=fake_ollama.url)
+    async with http.get(f"{server.url}/api/models", headers=owner_headers(server)) as response:
+        assert response.status == 200
+        listed = await response.json()
+    assert listed["ollama"]["answering"] is True
+    assert [(m["id"], m["tools"]) for m in listed["ollama"]["models"]] == [
+        ("qwen3:latest", True),
+        ("gemma:2b", False),
+    ]
+    assert listed["embedded"]["tools"] is False and "openai" in listed["cloud"]
+    async with http.get(f"{server.url}/api/models") as response:
+        assert response.status == 401
+
+
+async def test_api_models_says_why_ollama_is_missing(
+    start_hub: StartHub, closed_port: int, http: aiohttp.ClientSession
+) -> None:
+    server = await start_hub(ollama_host=f"http://127.0.0.1:{closed_port}")
+    async with http.get(f"{server.url}/api/models", headers=owner_headers(server)) as response:
+        listed = await response.json()
+    assert listed["ollama"]["answering"] is False and listed["ollama"]["models"] == []
+    assert "Cannot connect" in listed["ollama"]["error"]

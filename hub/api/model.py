@@ -2,6 +2,8 @@
 
 GET shows it and the hub's default; PUT saves ``{provider, id?, baseUrl?, maxTokens?}``;
 DELETE forgets it. An API key is refused here: keys come per request or from the hub's config.
+``GET /api/models`` lists what there is to choose from: Ollama's models with whether each can
+call tools (asked now, not cached), the embedded model, the cloud providers.
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 from aiohttp import web
 
 from hub import contracts as c
+from hub.agent.embedded import BUNDLED_MODEL_ID
+from hub.agent.models import probe_ollama
 from hub.api.auth import Access, access, caller
 from hub.api.body import read_json_body
 from hub.api.errors import http_error
@@ -79,3 +83,25 @@ async def delete_model(request: web.Request) -> web.Response:
     assert user is not None
     save_model(request.app[HUB].db, user, None)
     return web.json_response({"saved": None})
+
+
+@routes.get("/api/models")
+@access(Access.USER)
+async def list_models(request: web.Request) -> web.Response:
+    hub = request.app[HUB]
+    probe = await probe_ollama(hub.settings.ollama_host)
+    return web.json_response(
+        {
+            "ollama": {
+                "host": probe.host,
+                "answering": probe.answering,
+                "error": probe.error,
+                "models": [
+                    {"id": m.name, "tools": m.tools, "capabilities": list(m.capabilities)}
+                    for m in probe.models
+                ],
+            },
+            "embedded": {"id": BUNDLED_MODEL_ID, "tools": False},
+            "cloud": list(c.CLOUD_PROVIDERS),
+        }
+    )
