@@ -21,6 +21,7 @@ from textual.widgets import Sparkline
 
 from tests.conftest import StartHub, owner_headers
 from tests.fakes.ollama import FakeOllama, Reply
+from tests.test_tui import chat_of
 from tests.waits import until
 from tui.app import TinyApp
 from tui.chat import ChatScreen
@@ -39,12 +40,6 @@ from tui.widgets import (
     UiComponent,
     UserMessage,
 )
-
-
-def chat_of(app: TinyApp) -> ChatScreen:
-    screen = app.screen
-    assert isinstance(screen, ChatScreen)
-    return screen
 
 
 def notices(chat: ChatScreen) -> list[str]:
@@ -423,17 +418,25 @@ def test_an_unreadable_notes_file_is_kept_aside_not_overwritten(tmp_path: Path) 
 # --- what goes wrong ----------------------------------------------------------------------------
 
 
+async def a_long_reply_started(
+    pilot: Pilot[None], fake_ollama: FakeOllama, text: str
+) -> ChatScreen:
+    """Send ``text``; return once the first words of a long, slow reply are on screen."""
+    fake_ollama.script(Reply(chunks=[f"w{i} " for i in range(400)], delay_s=0.02))
+    chat = chat_of(pilot.app)  # type: ignore[arg-type]
+    await say(pilot, chat, text)
+    await until(lambda: "w3" in chat.query_one(ReplyMessage).source)
+    return chat
+
+
 async def test_the_hub_going_away_mid_reply_is_said_and_the_conversation_kept(
     start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
 ) -> None:
     server = await start_hub(ollama_host=fake_ollama.url)
-    fake_ollama.script(Reply(chunks=[f"w{i} " for i in range(400)], delay_s=0.02))
     config = TuiConfig(tmp_path)
     app = TinyApp(HubClient(server.url, None), config)
     async with app.run_test() as pilot:
-        chat = chat_of(app)
-        await say(pilot, chat, "a long story please")
-        await until(lambda: "w3" in chat.query_one(ReplyMessage).source)
+        chat = await a_long_reply_started(pilot, fake_ollama, "a long story please")
         assert server.runner.server is not None
         for connection in server.runner.server.connections:  # the hub dies: no goodbye
             connection.force_close()
@@ -453,13 +456,10 @@ async def test_quitting_mid_reply_closes_the_model_and_keeps_what_arrived(
     start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
 ) -> None:
     server = await start_hub(ollama_host=fake_ollama.url)
-    fake_ollama.script(Reply(chunks=[f"w{i} " for i in range(400)], delay_s=0.02))
     config = TuiConfig(tmp_path)
     app = TinyApp(HubClient(server.url, None), config)
     async with app.run_test() as pilot:
-        chat = chat_of(app)
-        await say(pilot, chat, "go on and on")
-        await until(lambda: "w3" in chat.query_one(ReplyMessage).source)
+        chat = await a_long_reply_started(pilot, fake_ollama, "go on and on")
         await pilot.press("ctrl+q")
     await until(lambda: fake_ollama.disconnects == 1)
     stored = ConversationStore(config.conversations_dir).load(chat.conversation.id)

@@ -68,35 +68,49 @@ class HubClient:
     async def follow_events(self, after: int = 0) -> AsyncIterator[Event]:
         """The owner's event ring (``GET /api/events``): stored events after ``after``, then
         live ones, until the caller stops iterating or the hub goes away (HubError)."""
-        try:
-            async with (
-                aiohttp.ClientSession(timeout=self.timeout) as http,
-                http.get(
-                    f"{self.url}/api/events",
-                    params={"after": str(after)},
-                    headers=self._headers(),
-                    timeout=aiohttp.ClientTimeout(total=None, connect=10, sock_read=None),
-                ) as response,
-            ):
-                if response.status != 200:
-                    await _json_or_raise(response)
-                async for event in _read_sse(response.content):
-                    yield event
-        except aiohttp.ClientError as exc:
-            raise HubError(f"lost the hub's event stream at {self.url}: {exc}") from None
+        endless = aiohttp.ClientTimeout(total=None, connect=10, sock_read=None)
+        async for event in self._sse(
+            "GET",
+            "/api/events",
+            "lost the hub's event stream",
+            params={"after": str(after)},
+            read_timeout=endless,
+        ):
+            yield event
 
     async def stream_chat(
         self, messages: list[dict[str, Any]], headers: Mapping[str, str] | None = None
     ) -> AsyncIterator[Event]:
         """Yield each SSE event of one turn; return at ``[DONE]``. Closing this generator
         closes the connection, which cancels the turn in the hub."""
+        async for event in self._sse(
+            "POST", "/api/chat", "lost the hub", body={"messages": messages}, headers=headers
+        ):
+            yield event
+
+    async def _sse(
+        self,
+        method: str,
+        path: str,
+        lost: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: Any = None,
+        headers: Mapping[str, str] | None = None,
+        read_timeout: aiohttp.ClientTimeout | None = None,
+    ) -> AsyncIterator[Event]:
+        """One Server-Sent Events response, event by event; the hub's error sentence (a JSON
+        error before the stream) or ``lost`` (the connection failing) as HubError."""
         try:
             async with (
                 aiohttp.ClientSession(timeout=self.timeout) as http,
-                http.post(
-                    f"{self.url}/api/chat",
-                    json={"messages": messages},
+                http.request(
+                    method,
+                    f"{self.url}{path}",
+                    params=dict(params or {}),
+                    json=body,
                     headers=self._headers(headers),
+                    timeout=read_timeout or self.timeout,
                 ) as response,
             ):
                 if response.status != 200:
@@ -104,7 +118,7 @@ class HubClient:
                 async for event in _read_sse(response.content):
                     yield event
         except aiohttp.ClientError as exc:
-            raise HubError(f"lost the hub at {self.url}: {exc}") from None
+            raise HubError(f"{lost} at {self.url}: {exc}") from None
 
 
 async def _json_or_raise(response: aiohttp.ClientResponse) -> dict[str, Any]:
