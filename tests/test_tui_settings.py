@@ -3,10 +3,14 @@ model choice, the hub's status — and an API key that never reaches the screen 
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
+from aiohttp import web
 from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Input, Select, Static, TextArea
@@ -14,12 +18,12 @@ from textual.widgets import DataTable, Footer, Input, Select, Static, TextArea
 from hub import contracts as c
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
-from tests.fakes.ollama import FakeOllama
+from tests.fakes.ollama import FakeModel, FakeOllama
 from tests.waits import until
 from tui.app import TinyApp
 from tui.client import HubClient
 from tui.config import TuiConfig
-from tui.settings import KeyNotice, ModelForm, SettingsScreen, TinyForm
+from tui.settings import ASKING_OLLAMA, KeyNotice, ModelForm, SettingsScreen, TinyForm
 
 SECRET = "sktestsecret4242zz"
 
@@ -29,7 +33,8 @@ def token_of(server: RunningServer) -> str:
 
 
 async def open_settings(app: TinyApp, pilot: Pilot[None]) -> SettingsScreen:
-    """F4, then wait until both loads answered (or failed)."""
+    """F4, then wait until both loads answered (or failed): the model section is drawn once
+    /api/model, /api/health and /api/models (which asks Ollama) have all answered."""
     await pilot.press("f4")
     screen = app.screen
     assert isinstance(screen, SettingsScreen)
@@ -208,6 +213,146 @@ async def test_saving_an_ollama_choice_reaches_the_hub_and_clearing_forgets_it(
         await pilot.press("m", "ctrl+r")
         await until(lambda: "saved: none" in text_of(screen, "#model"))
         assert (await get(http, server, "/api/model"))["saved"] is None
+
+
+class HeldOllama(FakeOllama):
+    """A fake Ollama whose model list waits until the test lets it answer."""
+
+    def __init__(self) -> None:
+        super().__init__([FakeModel("qwen3:latest"), FakeModel("gemma:2b", ("completion",))])
+        self.answer = asyncio.Event()
+        self.answer.set()
+        self.asked = asyncio.Event()
+
+    async def _tags(self, request: web.Request) -> web.Response:
+        self.asked.set()
+        await self.answer.wait()
+        return await super()._tags(request)
+
+
+@pytest.fixture
+async def held_ollama() -> AsyncIterator[HeldOllama]:
+    fake = HeldOllama()
+    await fake.start()
+    yield fake
+    fake.answer.set()
+    await fake.stop()
+
+
+async def test_the_model_section_lists_ollamas_models_with_tools_on_or_off(
+    start_hub: StartHub, held_ollama: HeldOllama, tmp_path: Path
+) -> None:
+    server = await start_hub(ollama_host=held_ollama.url)
+    app = TinyApp(HubClient(server.url, token_of(server)), TuiConfig(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_settings(app, pilot)
+        assert text_of(screen, "#models").splitlines() == [
+            f"Ollama at {held_ollama.url} has:",
+            "  qwen3:latest · tools on",
+            "  gemma:2b · tools off",
+            "embedded: SmolLM2-135M-Instruct · tools off",
+        ]
+        # A reload asks Ollama again (the hub's default stays cached): while Ollama has not
+        # answered, the section says so, and the screen goes on answering keys.
+        held_ollama.answer.clear()
+        held_ollama.asked.clear()
+        await pilot.press("r")
+        await until(held_ollama.asked.is_set)
+        assert text_of(screen, "#models") == ASKING_OLLAMA
+        await pilot.press("n")
+        form = app.screen
+        assert isinstance(form, TinyForm)
+        await pilot.press("escape")
+        assert app.screen is screen
+        held_ollama.answer.set()
+        # (had the hub given up on the held Ollama meanwhile, a reload asks it once more)
+        await until(lambda: text_of(screen, "#models") != ASKING_OLLAMA)
+        if "gemma:2b · tools off" not in text_of(screen, "#models"):
+            await pilot.press("r")
+        await until(lambda: "gemma:2b · tools off" in text_of(screen, "#models"))
+
+
+async def test_picking_a_listed_model_in_the_form_saves_it(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path, http: aiohttp.ClientSession
+) -> None:
+    fake_ollama.models = [FakeModel("qwen3:latest"), FakeModel("gemma:2b", ("completion",))]
+    server = await start_hub(ollama_host=fake_ollama.url)
+    app = TinyApp(HubClient(server.url, token_of(server)), TuiConfig(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_settings(app, pilot)
+        await pilot.press("m")
+        form = app.screen
+        assert isinstance(form, ModelForm)
+        pick = form.query_one("#ollama-model", Select)
+        model_id = form.query_one("#model-id", Input)
+        assert (pick.value, model_id.value) == ("qwen3:latest", "qwen3:latest")  # the default
+        assert text_of(form, "#model-note") == "qwen3:latest can call tools."
+        await pilot.press("tab")  # from the provider to Ollama's models
+        assert form.focused is pick
+        await pilot.press("enter", "down", "enter")  # the one below qwen3:latest
+        await until(lambda: model_id.value == "gemma:2b")
+        assert pick.value == "gemma:2b"
+        await until(lambda: "gemma:2b cannot call tools" in text_of(form, "#model-note"))
+        await pilot.press("ctrl+s")
+        await until(lambda: "saved: ollama gemma:2b · tools off" in text_of(screen, "#model"))
+        assert (await get(http, server, "/api/model"))["saved"] == {
+            "provider": "ollama",
+            "id": "gemma:2b",
+            "baseUrl": "",
+            "maxTokens": None,
+        }
+
+
+async def test_an_id_typed_by_hand_still_works_and_a_late_list_is_offered(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path, http: aiohttp.ClientSession
+) -> None:
+    fake_ollama.models = [FakeModel("qwen3:latest"), FakeModel("gemma:2b", ("completion",))]
+    server = await start_hub(ollama_host=fake_ollama.url)
+    app = TinyApp(HubClient(server.url, token_of(server)), TuiConfig(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_settings(app, pilot)
+        listed = screen.listed
+        await pilot.press("m")
+        form = app.screen
+        assert isinstance(form, ModelForm)
+        pick = form.query_one("#ollama-model", Select)
+        form.offer(None)  # as if the form opened before Ollama answered
+        await until(lambda: text_of(form, "#model-note") == ASKING_OLLAMA and pick.disabled)
+        form.offer(listed)
+        await until(lambda: not pick.disabled and pick.value == "qwen3:latest")
+        model_id = form.query_one("#model-id", Input)
+        model_id.value = ""
+        model_id.focus()
+        await type_text(pilot, "gemma")  # gemma:latest is not listed: no pick, no tools claim
+        await until(lambda: pick.value == Select.NULL)
+        assert "is not listed" in text_of(form, "#model-note")
+        await pilot.press("colon", "2", "b")
+        await until(lambda: pick.value == "gemma:2b")
+        await pilot.press("ctrl+s")
+        await until(lambda: "saved: ollama gemma:2b" in text_of(screen, "#model"))
+        assert (await get(http, server, "/api/model"))["saved"]["id"] == "gemma:2b"
+
+
+async def test_ollama_not_answering_is_said_with_the_hubs_reason(
+    start_hub: StartHub, closed_port: int, tmp_path: Path
+) -> None:
+    server = await start_hub(ollama_host=f"http://127.0.0.1:{closed_port}")
+    app = TinyApp(HubClient(server.url, token_of(server)), TuiConfig(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_settings(app, pilot)
+        reason, embedded = text_of(screen, "#models").splitlines()
+        assert reason.startswith(f"Ollama: not answering at http://127.0.0.1:{closed_port} (")
+        assert "Cannot connect" in reason
+        assert embedded == "embedded: SmolLM2-135M-Instruct · tools off"
+        await pilot.press("m")
+        form = app.screen
+        assert isinstance(form, ModelForm)
+        assert form.query_one("#provider", Select).value == c.PROVIDER_EMBEDDED  # the default
+        assert not form.query_one("#pick-row").display
+        form.query_one("#provider", Select).value = c.PROVIDER_OLLAMA
+        await until(lambda: form.query_one("#pick-row").display)
+        assert form.query_one("#ollama-model", Select).disabled  # nothing to pick
+        assert text_of(form, "#model-note") == reason
 
 
 async def test_a_cloud_key_is_never_rendered_nor_written(

@@ -1,6 +1,10 @@
 """The settings screen: which tiny you talk to (and its prompt), which model answers, and how the
 hub is doing — all read and changed over the hub's HTTP API, like every other client.
 
+What there is to choose from comes from ``GET /api/models``: the hub asks Ollama there and then
+(its models, and which can call tools), so that request runs in a worker and the screen says
+"asking Ollama…" until it answers.
+
 The chosen tiny lives on the App as ``tiny_name`` (the chat screen sends it as ``x-tiny-name``).
 A cloud API key is never saved: the hub refuses keys on ``PUT /api/model`` and keeps none, so
 the key stays in this process's memory as ``App.model_headers`` (the ``x-tiny-model-*`` headers
@@ -27,6 +31,7 @@ from hub import contracts as c
 from tui.client import HubClient, HubError
 
 NOT_YET = "not available on this hub yet"
+ASKING_OLLAMA = "asking Ollama…"
 PAIRING_LATER = "pairing arrives with the LAN feature"
 PROMPT_PREVIEW_CHARS = 44
 
@@ -106,9 +111,60 @@ def describe_default(model: dict[str, Any]) -> str:
     )
 
 
-def saved_tools(saved: dict[str, Any], default: dict[str, Any]) -> str:
-    """Whether the saved model gets tools. The hub reports this only for its default, so the
-    rest follows the hub's own rule (hub/agent/models.py) without guessing Ollama's answer."""
+def ollama_models(listed: Answer | HubError | None) -> list[Answer]:
+    """Ollama's models as GET /api/models listed them (none while asking, or on an error)."""
+    if not isinstance(listed, dict):
+        return []
+    return list((listed.get("ollama") or {}).get("models") or [])
+
+
+def find_listed(models: list[Answer], model_id: str) -> Answer | None:
+    """The listed model an id names: as listed, or without Ollama's ``:latest`` tag."""
+    for model in models:
+        listed_id = str(model.get("id", ""))
+        if model_id and model_id in (listed_id, listed_id.removesuffix(":latest")):
+            return model
+    return None
+
+
+def ollama_unlisted(listed: Answer | HubError | None) -> str:
+    """Why no Ollama model can be listed ("" when some can): asking, the hub's sentence, or
+    Ollama's state as the hub saw it."""
+    if listed is None:
+        return ASKING_OLLAMA
+    if isinstance(listed, HubError):
+        return str(listed)
+    ollama = listed.get("ollama") or {}
+    if not ollama.get("answering"):
+        return f"Ollama: not answering at {ollama.get('host', '?')} ({ollama.get('error', '?')})"
+    if not ollama.get("models"):
+        return f"Ollama at {ollama.get('host', '?')} has no models (try: ollama pull qwen3)"
+    return ""
+
+
+def models_lines(listed: Answer | HubError | None) -> list[str]:
+    """What there is to choose from: Ollama's models, each with tools on or off (or why there
+    are none), then the embedded model."""
+    reason = ollama_unlisted(listed)
+    if not isinstance(listed, dict):
+        return [reason]
+    if reason:
+        lines = [reason]
+    else:
+        lines = [f"Ollama at {listed['ollama'].get('host', '?')} has:"]
+        lines += [f"  {m.get('id')} · {tools_word(m.get('tools'))}" for m in ollama_models(listed)]
+    embedded = listed.get("embedded")
+    if embedded:
+        lines.append(f"embedded: {embedded.get('id')} · {tools_word(embedded.get('tools'))}")
+    return lines
+
+
+def saved_tools(
+    saved: dict[str, Any], default: dict[str, Any], listed: list[Answer] | None = None
+) -> str:
+    """Whether the saved model gets tools. The hub reports this only for its default; for an
+    Ollama model on the hub's own Ollama, GET /api/models said what Ollama answers; the rest
+    follows the hub's own rule (hub/agent/models.py) without guessing Ollama's answer."""
     if saved.get("provider") == default.get("provider") and saved.get("id") in (
         "",
         default.get("id"),
@@ -117,11 +173,19 @@ def saved_tools(saved: dict[str, Any], default: dict[str, Any]) -> str:
     if saved.get("provider") == c.PROVIDER_EMBEDDED:
         return tools_word(False)
     if saved.get("provider") == c.PROVIDER_OLLAMA:
+        known = None if saved.get("baseUrl") else find_listed(listed or [], saved.get("id", ""))
+        if known is not None:
+            return tools_word(known.get("tools"))
         return "tools: the hub asks Ollama at the next turn"
     return tools_word(True)
 
 
-def model_lines(model: Answer | HubError, health: Answer | HubError, key_for: str) -> list[str]:
+def model_lines(
+    model: Answer | HubError,
+    health: Answer | HubError,
+    key_for: str,
+    listed: list[Answer] | None = None,
+) -> list[str]:
     """The model section: the hub's default, the caller's saved choice, and a held key."""
     if isinstance(health, HubError):
         return [str(health)]
@@ -136,7 +200,7 @@ def model_lines(model: Answer | HubError, health: Answer | HubError, key_for: st
         where = f" at {saved['baseUrl']}" if saved.get("baseUrl") else ""
         lines.append(
             f"saved: {saved.get('provider')} {saved.get('id') or '(default id)'}{where} · "
-            f"{saved_tools(saved, default)}"
+            f"{saved_tools(saved, default, listed)}"
         )
     if key_for:
         lines.append(f"API key for {key_for}: held in memory for this session only")
@@ -270,9 +334,13 @@ class TinyForm(FormModal[TinyDraft]):
 
 
 class ModelForm(FormModal[ModelDraft]):
-    """Choose Ollama (a model id), the embedded model, or a cloud provider with its key; or
-    unset the saved choice so the hub's default answers again."""
+    """Choose Ollama (one of its listed models, or an id typed by hand), the embedded model, or
+    a cloud provider with its key; or unset the saved choice so the hub's default answers
+    again."""
 
+    DEFAULT_CSS = """
+    ModelForm #model-note { margin-top: 0; }
+    """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+r", "unset", "Unset", id="settings_unset_model"),
     ]
@@ -288,10 +356,13 @@ class ModelForm(FormModal[ModelDraft]):
         submit: Callable[[ModelDraft], Awaitable[Answer]],
         unset: Callable[[], Awaitable[Answer]],
         current: Answer,
+        listed: Answer | HubError | None = None,
     ) -> None:
         super().__init__(submit)
         self.unset = unset
         self.current = current
+        self.listed = listed
+        """GET /api/models's answer; None while the screen is still asking (see offer)."""
 
     def action_unset(self) -> None:
         self.show_error("unsetting…")
@@ -308,9 +379,13 @@ class ModelForm(FormModal[ModelDraft]):
                 yield Select(
                     self.PROVIDERS, value=provider, allow_blank=False, id="provider", compact=True
                 )
+            with Horizontal(classes="row", id="pick-row"):
+                yield Label("Ollama has")
+                yield Select[str]([], prompt=ASKING_OLLAMA, id="ollama-model", compact=True)
             with Horizontal(classes="row"):
                 yield Label("model id")
                 yield Input(self.current.get("id", ""), id="model-id", compact=True)
+            yield Static("", id="model-note", classes="note", markup=False)
             with Horizontal(classes="row"):
                 yield Label("base URL")
                 yield Input(
@@ -332,6 +407,58 @@ class ModelForm(FormModal[ModelDraft]):
 
     def on_mount(self) -> None:
         self.query_one("#provider").focus()
+        self.offer(self.listed)
+
+    def offer(self, listed: Answer | HubError | None) -> None:
+        """Offer Ollama's models (GET /api/models's answer; the screen calls this again when
+        an answer arrives while the form is open), each marked with whether it can call
+        tools."""
+        self.listed = listed
+        pick = self.query_one("#ollama-model", Select)
+        options = [
+            (f"{m['id']} · {tools_word(m.get('tools'))}", str(m["id"]))
+            for m in ollama_models(listed)
+        ]
+        if listed is None:
+            pick.prompt = ASKING_OLLAMA
+        else:
+            pick.prompt = "pick one of Ollama's models" if options else "none listed"
+        with pick.prevent(Select.Changed):  # not a pick: it must not overwrite the id
+            pick.set_options(options)
+        pick.disabled = not options
+        self.sync_pick()
+
+    def sync_pick(self) -> None:
+        """Show the typed id as picked when it is one of the listed models, and say whether
+        it can call tools."""
+        pick = self.query_one("#ollama-model", Select)
+        model_id = self.query_one("#model-id", Input).value.strip()
+        listed = {str(m["id"]) for m in ollama_models(self.listed)}
+        wanted = model_id if model_id in listed else Select.NULL
+        if pick.value != wanted:
+            with pick.prevent(Select.Changed):  # following the id, not picking one
+                pick.value = wanted
+        ollama = self.query_one("#provider", Select).value == c.PROVIDER_OLLAMA
+        self.query_one("#pick-row").display = ollama
+        self.query_one("#model-id", Input).placeholder = (
+            "pick one above, or type an id" if ollama else ""
+        )
+        note = self.query_one("#model-note", Static)
+        note.display = ollama
+        note.update(self.ollama_note(model_id))
+
+    def ollama_note(self, model_id: str) -> str:
+        unlisted = ollama_unlisted(self.listed)
+        known = find_listed(ollama_models(self.listed), model_id)
+        if known is not None and known.get("tools"):
+            return f"{known['id']} can call tools."
+        if known is not None:
+            return f"{known['id']} cannot call tools: the tiny will answer without them."
+        if unlisted:
+            return unlisted
+        if not model_id:
+            return "No id: the hub's default answers, if it is an Ollama model."
+        return f"{model_id} is not listed: the hub asks Ollama about tools at the next turn."
 
     @on(Select.Changed, "#provider")
     def provider_changed(self, event: Select.Changed) -> None:
@@ -339,6 +466,21 @@ class ModelForm(FormModal[ModelDraft]):
         current provider."""
         same = event.value == self.current.get("provider")
         self.query_one("#model-id", Input).value = self.current.get("id", "") if same else ""
+        self.sync_pick()
+
+    @on(Select.Changed, "#ollama-model")
+    def model_picked(self, event: Select.Changed) -> None:
+        """Picking a listed model fills in its id (which can still be edited by hand). Only
+        the person's picks arrive here: sync_pick's own changes are not announced."""
+        if event.value == Select.NULL:
+            return
+        model_id = self.query_one("#model-id", Input)
+        if model_id.value != event.value:
+            model_id.value = str(event.value)
+
+    @on(Input.Changed, "#model-id")
+    def model_id_typed(self) -> None:
+        self.sync_pick()
 
     def draft(self) -> ModelDraft:
         provider = str(self.query_one("#provider", Select).value)
@@ -421,6 +563,8 @@ class SettingsScreen(Screen[None]):
         self.tinys: dict[str, Answer] = {}
         self.default_model: Answer = {}
         self.saved_model: Answer | None = None
+        self.listed: Answer | HubError | None = None
+        """GET /api/models's last answer (or the hub's refusal); None until the first."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -430,6 +574,7 @@ class SettingsScreen(Screen[None]):
             yield Static("loading…", id="tinys-note", markup=False)
             yield Static("Model", classes="heading")
             yield Static("loading…", id="model", markup=False)
+            yield Static(ASKING_OLLAMA, id="models", markup=False)
             yield Static("Status", classes="heading")
             yield Static("loading…", id="status", markup=False)
         yield Footer(compact=True, show_command_palette=False)
@@ -538,16 +683,31 @@ class SettingsScreen(Screen[None]):
 
     @work(exclusive=True, group="model")
     async def load_model(self) -> None:
-        model, health = await asyncio.gather(
-            self._answer_or_error("/api/model"), self._answer_or_error("/api/health")
+        """The saved choice, the hub's status and what there is to choose from. GET
+        /api/models asks Ollama live (seconds, at worst), so the section says so meanwhile;
+        all three are drawn together, so the section never mixes old and new answers."""
+        self.query_one("#models").display = True
+        self.show("#models", [ASKING_OLLAMA], False)
+        model, health, listed = await asyncio.gather(
+            self._answer_or_error("/api/model"),
+            self._answer_or_error("/api/health"),
+            self._answer_or_error("/api/models"),
         )
         if not isinstance(health, HubError):
             self.default_model = health.get("model", {})
         if not isinstance(model, HubError):
             self.saved_model = model.get("saved")
+        self.listed = listed
+        if isinstance(self.app.screen, ModelForm):
+            self.app.screen.offer(listed)
         held = self.model_headers.get(c.H_MODEL_PROVIDER, "")
-        self.show("#model", model_lines(model, health, held), isinstance(health, HubError))
-        self.show("#status", status_lines(health, self.client.url), isinstance(health, HubError))
+        failed = isinstance(health, HubError)
+        lines = model_lines(model, health, held, ollama_models(listed))
+        self.show("#model", lines, failed)
+        # An unreachable hub is said once, in the line above.
+        self.query_one("#models").display = not (failed and isinstance(listed, HubError))
+        self.show("#models", models_lines(listed), isinstance(listed, HubError))
+        self.show("#status", status_lines(health, self.client.url), failed)
 
     async def _answer_or_error(self, path: str) -> Answer | HubError:
         try:
@@ -563,7 +723,7 @@ class SettingsScreen(Screen[None]):
     def action_choose_model(self) -> None:
         current = self.saved_model or self.default_model
         self.app.push_screen(
-            ModelForm(self.save_model, self.unset_model, current), self.model_saved
+            ModelForm(self.save_model, self.unset_model, current, self.listed), self.model_saved
         )
 
     async def save_model(self, draft: ModelDraft) -> Answer:
