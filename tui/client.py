@@ -6,6 +6,7 @@ nothing from the hub but ``hub.contracts``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
@@ -50,20 +51,34 @@ class HubClient:
     ) -> dict[str, Any]:
         """One JSON request to the hub (``/api/devices``, ``/learnings``, ...): the JSON
         answer, or HubError with the hub's own error sentence."""
+        quick = aiohttp.ClientTimeout(total=30)
         try:
-            async with (
-                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as http,
-                http.request(
-                    method,
-                    f"{self.url}{path}",
-                    params=dict(params or {}),
-                    json=body,
-                    headers=self._headers(headers),
-                ) as response,
-            ):
+            async with self._request(method, path, params, body, headers, quick) as response:
                 return await _json_or_raise(response)
         except aiohttp.ClientError as exc:
             raise HubError(f"cannot reach the hub at {self.url}: {exc}") from None
+
+    @contextlib.asynccontextmanager
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, str | int] | None,
+        body: Any,
+        headers: Mapping[str, str] | None,
+        limits: aiohttp.ClientTimeout,
+    ) -> AsyncIterator[aiohttp.ClientResponse]:
+        async with (
+            aiohttp.ClientSession(timeout=limits) as http,
+            http.request(
+                method,
+                f"{self.url}{path}",
+                params={k: str(v) for k, v in (params or {}).items()},
+                json=body,
+                headers=self._headers(headers),
+            ) as response,
+        ):
+            yield response
 
     async def follow_events(self, after: int = 0) -> AsyncIterator[Event]:
         """The owner's event ring (``GET /api/events``): stored events after ``after``, then
@@ -101,18 +116,9 @@ class HubClient:
     ) -> AsyncIterator[Event]:
         """One Server-Sent Events response, event by event; the hub's error sentence (a JSON
         error before the stream) or ``lost`` (the connection failing) as HubError."""
+        limits = read_timeout or self.timeout
         try:
-            async with (
-                aiohttp.ClientSession(timeout=self.timeout) as http,
-                http.request(
-                    method,
-                    f"{self.url}{path}",
-                    params=dict(params or {}),
-                    json=body,
-                    headers=self._headers(headers),
-                    timeout=read_timeout or self.timeout,
-                ) as response,
-            ):
+            async with self._request(method, path, params, body, headers, limits) as response:
                 if response.status != 200:
                     await _json_or_raise(response)
                 async for event in _read_sse(response.content):
