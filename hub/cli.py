@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tui.add_argument("--url", help="the hub's URL (default: the local hub)")
     tui.add_argument("--token", help=f"a token (default: {TOKEN_ENV} or owner.token)")
+    tui.add_argument(
+        "--pin",
+        help="an https hub's certificate fingerprint (SHA-256 hex, as `tiny-hub discover` and "
+        "the pairing QR show it): trust that hub by it (default: the local hub's own)",
+    )
     sub.add_parser(
         "doctor",
         parents=[common],
@@ -137,6 +143,23 @@ def build_parser() -> argparse.ArgumentParser:
         default="scanner",
         help="which NFC command set its firmware has",
     )
+    discover = sub.add_parser(
+        "discover",
+        help="list the hubs advertised on this network",
+        description="Browse the LAN (mDNS, _tinyhub._tcp) and print one line per hub: "
+        "name, lanUrl, version, id and TLS fingerprint.",
+    )
+    discover.add_argument(
+        "--seconds", type=float, default=3.0, help="how long to listen (default 3)"
+    )
+    sub.add_parser(
+        "pair",
+        parents=[common],
+        help="show a pairing code and QR for a phone",
+        description="Make a one-time pairing offer (a 6-digit code valid 5 minutes) and print "
+        "it with a QR code carrying the hub's lanUrl, the code and the TLS fingerprint; the "
+        "phone sends the code to POST /api/pair.",
+    )
     sub.add_parser("version", help="print the version", description="Print the version.")
     return parser
 
@@ -147,6 +170,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command == "version":
         print(f"tiny-hub {__version__}")
         return 0
+    if command == "discover":
+        from hub.lan.discover import discover_command
+
+        return asyncio.run(discover_command(args.seconds))
     if command == "emulate" and args.device == "flipper":
         from firmware_bridges.emulators import flipper
 
@@ -167,6 +194,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return show_config(settings)
         if command == "memory":
             return memory_command(settings, args.action)
+        if command == "pair":
+            return pair_command(settings)
         if command == "serve":
             setup_logging(settings.log_level)
             return asyncio.run(serve(settings))
@@ -178,9 +207,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             setup_logging(settings.log_level, settings.home / "hub.log")
             return asyncio.run(chat_once(settings, args))
         if command == "tui":
-            return run_tui(
-                _local_url(settings, args.url), _token(settings, args.token), settings.home
-            )
+            url = _local_url(settings, args.url)
+            token = _token(settings, args.token)
+            return run_tui(url, token, settings.home, args.pin or _pin(settings, url))
         return run_hub_with_tui(settings)
     except (ConfigError, StartError, MigrationError, CliError) as exc:
         print(f"tiny-hub: {exc}", file=sys.stderr)
@@ -214,10 +243,13 @@ async def serve(settings: Settings, hardware: dict[str, Any] | None = None) -> i
         server = await start_server(hub, settings.host, settings.port, sock)
         model = await hub.models.default()
         print(
-            f"tiny-hub {__version__} serving on http://{settings.host}:{server.port}"
+            f"tiny-hub {__version__} serving on {server.public_url}"
             f" (model: {model.provider} {model.model_id}; data: {settings.home})",
             flush=True,
         )
+        print(f"lanUrl: {server.lan_url or 'none (not on a LAN; lan.url names one)'}", flush=True)
+        if hub.lan.fingerprint:
+            print(f"TLS SHA-256 {hub.lan.fingerprint}; local clients: {server.url}", flush=True)
         await stop.wait()
         await server.stop()
     finally:
@@ -246,7 +278,7 @@ async def chat_once(settings: Settings, args: argparse.Namespace) -> int:
     }
     messages = [{"role": "user", "content": args.text}]
     async with _hub_for_chat(settings, args.url) as url:
-        client = HubClient(url, _token(settings, args.token))
+        client = HubClient(url, _token(settings, args.token), pin=_pin(settings, url))
         replied, failed = False, False
         try:
             async for event in client.stream_chat(messages, headers):
@@ -274,7 +306,7 @@ async def _hub_for_chat(settings: Settings, url: str | None) -> Any:
         return
     local = _local_url(settings, None)
     try:
-        await HubClient(local).health()
+        await HubClient(local, pin=_pin(settings, local)).health()
         yield local
         return
     except HubError:
@@ -290,11 +322,40 @@ async def _hub_for_chat(settings: Settings, url: str | None) -> Any:
         hub.close()
 
 
+def pair_command(settings: Settings) -> int:
+    from hub.lan.address import lan_url
+    from hub.lan.pairing import make_offer, render_terminal
+    from hub.lan.tls import local_fingerprint
+
+    url = lan_url(settings.lan_url, settings.host, settings.port, tls=settings.lan_tls)
+    fingerprint = local_fingerprint(settings.home) if settings.lan_tls else None
+    hub = Hub.open(settings)
+    try:
+        offer = make_offer(hub, lan_url=url, fingerprint=fingerprint)
+    finally:
+        hub.close()
+    print(render_terminal(offer))
+    minutes = max(1, round((offer.expires_at - time.time()) / 60))
+    print(f"pairing code: {offer.code} (valid {minutes} minutes, once)")
+    print(f"the phone dials: {url or 'no LAN address (set lan.url)'}")
+    if fingerprint:
+        print(f"certificate SHA-256: {fingerprint}")
+    return 0
+
+
 def _local_url(settings: Settings, url: str | None) -> str:
     if url:
         return url.rstrip("/")
     host = "127.0.0.1" if settings.host in ("0.0.0.0", "", "::") else settings.host
-    return f"http://{host}:{settings.port}"
+    scheme = "https" if settings.lan_tls else "http"
+    return f"{scheme}://{host}:{settings.port}"
+
+
+def _pin(settings: Settings, url: str) -> str | None:
+    """For an https hub on this machine, its own certificate's fingerprint (from the data dir)."""
+    from hub.lan.tls import local_fingerprint
+
+    return local_fingerprint(settings.home) if url.startswith("https://") else None
 
 
 def _token(settings: Settings, given: str | None) -> str | None:
@@ -307,12 +368,12 @@ def _token(settings: Settings, given: str | None) -> str | None:
     return None
 
 
-def run_tui(url: str, token: str | None, home: Path) -> int:
+def run_tui(url: str, token: str | None, home: Path, pin: str | None = None) -> int:
     from tui.app import TinyApp
     from tui.client import HubClient
     from tui.config import TuiConfig
 
-    TinyApp(HubClient(url, token), TuiConfig.load(home / "tui")).run()
+    TinyApp(HubClient(url, token, pin=pin), TuiConfig.load(home / "tui")).run()
     return 0
 
 

@@ -209,6 +209,36 @@ class Settings:
         (),
         "hosts on the home network the http tool may fetch (comma-separated in the variable)",
     )
+    lan_url: str = _setting(
+        "lan",
+        "url",
+        "TINY_HUB_LAN_URL",
+        "",
+        "the URL phones on the home network dial; empty means found from the interface that "
+        "routes to the LAN (not loopback, not a docker bridge)",
+    )
+    lan_name: str = _setting(
+        "lan",
+        "name",
+        "TINY_HUB_LAN_NAME",
+        "",
+        "the hub's name in its mDNS advertisement; empty means the machine's hostname",
+    )
+    lan_advertise: bool = _setting(
+        "lan",
+        "advertise",
+        "TINY_HUB_LAN_ADVERTISE",
+        True,
+        "advertise the hub as _tinyhub._tcp on the LAN (never when it listens on loopback only)",
+    )
+    lan_tls: bool = _setting(
+        "lan",
+        "tls",
+        "TINY_HUB_LAN_TLS",
+        False,
+        "serve HTTPS with a self-signed certificate kept in the data dir (phones pin its "
+        "fingerprint); plain HTTP stays on a loopback port for the local TUI",
+    )
 
     @property
     def config_path(self) -> Path:
@@ -396,6 +426,8 @@ def _validate(settings: Settings, path: Path, env: Mapping[str, str]) -> None:
         fail("embedded_threads", "must be 0 (every core) or more")
     if settings.ping_interval_s <= 0:
         fail("ping_interval_s", "must be more than 0 seconds")
+    if settings.lan_url and not re.match(r"https?://[^/]+", settings.lan_url):
+        fail("lan_url", f"{settings.lan_url!r} is not an http:// or https:// URL")
 
 
 def _describe_syntax_error(path: Path, text: str, exc: tomllib.TOMLDecodeError) -> str:

@@ -18,6 +18,7 @@ from hub.devices.transcripts import TranscriptStore
 from hub.drivers import DriverManager
 from hub.hardware import AuditLog, build_manager
 from hub.identity import Identity, User
+from hub.lan.address import LanInfo
 from hub.memory.graph import MemoryStore
 from hub.memory.vectors import VectorIndex
 from hub.senses import Senses
@@ -41,6 +42,7 @@ class Hub:
     transcripts: TranscriptStore
     version: str = __version__
     started_at: float = field(default_factory=time.monotonic)
+    lan: LanInfo = field(default_factory=LanInfo)  # set by start_server
 
     @classmethod
     def open(

@@ -10,11 +10,14 @@ import asyncio
 import errno
 import logging
 import socket
+import ssl
 from dataclasses import dataclass
 
 from aiohttp import web
 
 from hub.api.app import create_app
+from hub.lan.address import is_loopback_host, lan_address, lan_url
+from hub.lan.advertise import Advertiser, hub_id, hub_name
 from hub.runtime import Hub
 
 log = logging.getLogger(__name__)
@@ -32,13 +35,29 @@ class RunningServer:
     port: int
     maintenance: asyncio.Task[None] | None = None
     sweeper: asyncio.Task[None] | None = None
+    advertiser: Advertiser | None = None
 
     @property
     def url(self) -> str:
+        """Where local clients (the TUI, ``chat``) call: plain HTTP on loopback under TLS."""
+        if self.hub.lan.loopback_url:
+            return self.hub.lan.loopback_url
         host = "127.0.0.1" if self.host in ("0.0.0.0", "", "::") else self.host
         return f"http://{host}:{self.port}"
 
+    @property
+    def public_url(self) -> str:
+        """The main listener as bound (https when lan.tls is on)."""
+        scheme = "https" if self.hub.lan.fingerprint else "http"
+        return f"{scheme}://{self.host}:{self.port}"
+
+    @property
+    def lan_url(self) -> str | None:
+        return self.hub.lan.url
+
     async def stop(self) -> None:
+        if self.advertiser is not None:  # goodbyes first: phones stop dialling a closing hub
+            await self.advertiser.stop()
         await self.hub.drivers.stop()
         if self.sweeper is not None:
             self.sweeper.cancel()
@@ -68,12 +87,69 @@ async def start_server(
     sock = sock or bind_socket(host, port)
     runner = web.AppRunner(create_app(hub), handler_cancellation=True, access_log=None)
     await runner.setup()
-    await web.SockSite(runner, sock).start()
+    await web.SockSite(runner, sock, ssl_context=_tls_context(hub)).start()
+    if hub.lan.fingerprint is not None:  # the local TUI keeps plain HTTP, on loopback only
+        loopback = bind_socket("127.0.0.1", 0)
+        await web.SockSite(runner, loopback).start()
+        hub.lan.loopback_url = f"http://127.0.0.1:{loopback.getsockname()[1]}"
+        log.info("TLS on; plain HTTP for local clients at %s", hub.lan.loopback_url)
     server = RunningServer(hub, runner, host, int(sock.getsockname()[1]))
     server.maintenance = asyncio.create_task(_index_missing_vectors(hub))
     server.sweeper = asyncio.create_task(_sweep_mailbox(hub))
+    _start_lan(server)
     await hub.drivers.start()
     return server
+
+
+def _tls_context(hub: Hub) -> ssl.SSLContext | None:
+    """With lan.tls, the hub's own certificate (made once, see hub.lan.tls); else None."""
+    if not hub.settings.lan_tls:
+        return None
+    from hub.lan.tls import ensure_certificate
+
+    settings = hub.settings
+    try:
+        certificate = ensure_certificate(
+            settings.home, hub_name(settings.lan_name), lan_address(), socket.gethostname()
+        )
+        context = certificate.server_context()
+    except (OSError, ValueError, ssl.SSLError) as exc:
+        raise StartError(
+            f"cannot use the TLS certificate in {settings.home / 'tls'}: {exc} "
+            "(delete that folder to make a new one; phones will need pairing again)"
+        ) from None
+    hub.lan.fingerprint = certificate.fingerprint
+    return context
+
+
+def _start_lan(server: RunningServer) -> None:
+    """Work out the lanUrl and, once HTTP is up, advertise the hub over mDNS (unless told not
+    to, or unless it listens on loopback only, where nothing on the LAN could reach it)."""
+    settings, lan = server.hub.settings, server.hub.lan
+
+    def compute() -> str | None:
+        return lan_url(settings.lan_url, server.host, server.port, tls=lan.fingerprint is not None)
+
+    lan.url = compute()
+    if lan.url:
+        log.info("reachable on the LAN at %s", lan.url)
+    else:
+        log.info("no LAN address (listening on %s; set lan.url to name one)", server.host)
+    if not settings.lan_advertise:
+        log.info("not advertising on the LAN: lan.advertise is false")
+        return
+    if is_loopback_host(server.host):
+        log.info("not advertising on the LAN: listening on %s only", server.host)
+        return
+    server.advertiser = Advertiser(
+        name=hub_name(settings.lan_name),
+        port=server.port,
+        hub_id=hub_id(settings.home),
+        version=server.hub.version,
+        lan=lan,
+        compute_url=compute,
+    )
+    server.advertiser.start()
 
 
 SWEEP_EVERY_S = 60.0

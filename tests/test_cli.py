@@ -19,7 +19,18 @@ from pathlib import Path
 import pytest
 
 SCRIPT = Path(sys.executable).with_name("tiny-hub")
-COMMANDS = ("serve", "chat", "tui", "doctor", "config", "memory", "emulate", "version")
+COMMANDS = (
+    "serve",
+    "chat",
+    "tui",
+    "doctor",
+    "config",
+    "memory",
+    "emulate",
+    "discover",
+    "pair",
+    "version",
+)
 
 
 def cli_env(home: Path, closed_port: int, **extra: str) -> dict[str, str]:
@@ -371,6 +382,30 @@ def test_emulate_nicla_voice_serves_a_hub_with_the_board_attached(
             while not line.startswith(b"data: "):
                 line = stream.readline()
         assert json.loads(line[len(b"data: ") :])["kind"] == "nicla_wake"
+    finally:
+        served.process.send_signal(signal.SIGINT)
+        served.process.wait(timeout=30)
+
+
+def test_pair_prints_a_code_a_phone_trades_for_a_token(home: Path, closed_port: int) -> None:
+    env = cli_env(home, closed_port)
+    result = run(["pair"], env)
+    assert result.returncode == 0, result.stderr
+    match = re.search(r"pairing code: (\d{6}) \(valid 5 minutes, once\)", result.stdout)
+    assert match, result.stdout
+    assert "▀" in result.stdout or "█" in result.stdout  # the QR, drawn in the terminal
+    served = start_serve(env)
+    try:
+        body = json.dumps({"code": match.group(1), "name": "Pixel", "platform": "android"})
+        request = urllib.request.Request(
+            f"{served.url}/api/pair",
+            data=body.encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            paired = json.load(response)
+        assert paired["token"] and paired["deviceId"]
     finally:
         served.process.send_signal(signal.SIGINT)
         served.process.wait(timeout=30)

@@ -30,6 +30,12 @@ class HubClient:
     timeout: aiohttp.ClientTimeout = field(
         default_factory=lambda: aiohttp.ClientTimeout(total=None, connect=10, sock_read=120)
     )
+    pin: str | None = None
+    """The SHA-256 fingerprint (hex) of a hub's self-signed certificate: an https hub is then
+    trusted by that fingerprint alone (``lan.tls``); without it, the usual CA checks apply."""
+
+    def _ssl(self) -> aiohttp.Fingerprint | bool:
+        return aiohttp.Fingerprint(bytes.fromhex(self.pin)) if self.pin else True
 
     def _headers(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         headers = dict(extra or {})
@@ -76,6 +82,7 @@ class HubClient:
                 params={k: str(v) for k, v in (params or {}).items()},
                 json=body,
                 headers=self._headers(headers),
+                ssl=self._ssl(),
             ) as response,
         ):
             yield response

@@ -1,4 +1,8 @@
-"""GET /api/health: is the hub up, which model answers and why (anonymous callers allowed)."""
+"""GET /api/health: is the hub up, which model answers and why (anonymous callers allowed).
+
+``lanUrl`` is what a phone on the same network dials (null when the hub is not on a LAN);
+``loopbackUrl`` is the plain-HTTP listener kept on 127.0.0.1 for local clients when TLS is on.
+"""
 
 from __future__ import annotations
 
@@ -22,5 +26,7 @@ async def health(request: web.Request) -> web.Response:
             "model": model.describe(),
             "uptime": round(hub.uptime_s, 3),
             "dataDir": str(hub.settings.home),
+            "lanUrl": hub.lan.url,
+            "loopbackUrl": hub.lan.loopback_url,
         }
     )
