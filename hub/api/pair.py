@@ -1,0 +1,85 @@
+"""Pairing a phone over HTTP (issue 9 §3); the rules live in :mod:`hub.lan.pairing`.
+
+``POST /api/pair/offer`` (owner) makes a code and its QR; ``POST /api/pair`` (anonymous: the
+phone has no credential yet, the code is one) trades a code for a device token;
+``GET /api/tokens`` and ``DELETE /api/tokens?id=`` (owner) list and revoke what was paired.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from hub.api.auth import Access, access, caller
+from hub.api.body import read_json_body
+from hub.api.errors import http_error
+from hub.api.keys import HUB
+from hub.lan.pairing import (
+    MAX_PAIR_BODY_BYTES,
+    Pairing,
+    PairingLocked,
+    make_offer,
+    parse_pair_request,
+)
+
+routes = web.RouteTableDef()
+
+#: What a request with no peer address (a Unix socket) is throttled as.
+UNKNOWN_ADDRESS = "unknown"
+
+
+def _owner_id(request: web.Request) -> str:
+    user = caller(request)
+    assert user is not None  # the route's access rule already required the owner
+    return user.id
+
+
+def _locked(exc: PairingLocked) -> web.Response:
+    """429 with the sentence and ``Retry-After``, so a phone app can wait the right time."""
+    return web.json_response(
+        {"error": str(exc), "retryAfter": exc.retry_after},
+        status=exc.status,
+        headers={"Retry-After": str(exc.retry_after)},
+    )
+
+
+@routes.post("/api/pair/offer")
+@access(Access.OWNER)
+async def offer(request: web.Request) -> web.Response:
+    """A new code and QR (the older open offer stops working). lanUrl and the certificate
+    fingerprint are what the running hub knows of itself; either may be null."""
+    hub = request.app[HUB]
+    made = make_offer(hub, lan_url=hub.lan.url, fingerprint=hub.lan.fingerprint)
+    return web.json_response(made.as_json())
+
+
+@routes.post("/api/pair")
+@access(Access.ANONYMOUS)
+async def pair(request: web.Request) -> web.Response:
+    pairing = Pairing(request.app[HUB])
+    address = request.remote or UNKNOWN_ADDRESS
+    try:
+        pairing.check_unlocked(address)  # a locked address is refused before its body is read
+        wanted = parse_pair_request(await read_json_body(request, MAX_PAIR_BODY_BYTES))
+        paired = pairing.redeem(wanted, address)
+    except PairingLocked as exc:
+        return _locked(exc)
+    return web.json_response(
+        {"token": paired.token, "deviceId": paired.device_id, "name": paired.name}
+    )
+
+
+@routes.get("/api/tokens")
+@access(Access.OWNER)
+async def list_tokens(request: web.Request) -> web.Response:
+    paired = Pairing(request.app[HUB]).paired(_owner_id(request))
+    return web.json_response({"tokens": paired})
+
+
+@routes.delete("/api/tokens")
+@access(Access.OWNER)
+async def revoke_token(request: web.Request) -> web.Response:
+    device_id = request.query.get("id", "")
+    if not device_id:
+        raise http_error(web.HTTPBadRequest, "id is required (a deviceId from GET /api/tokens)")
+    Pairing(request.app[HUB]).revoke(_owner_id(request), device_id)
+    return web.json_response({"ok": True})
