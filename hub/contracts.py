@@ -114,6 +114,18 @@ MAX_CHAT_BODY_BYTES: Final = 4 * 1024 * 1024
 # The largest body any route takes: a media upload (8 MB, base64) and its JSON envelope.
 MAX_REQUEST_BYTES: Final = 12 * 1024 * 1024
 
+# --- Request limits (hub/api/limits.py) ----------------------------------------------------------
+# A whole body must arrive within this long: 12 MiB in 15 s is under 7 Mbit/s, slower than any
+# LAN, while a client trickling a byte at a time is cut off instead of holding a connection.
+BODY_READ_TIMEOUT_S: Final = 15.0
+# Requests without a signed-in token, per peer address: a token bucket of this rate and burst.
+# A page of the TUI or a daemon's heartbeat-and-pull loop is a few requests a second.
+ADDRESS_RATE_PER_S: Final = 20.0
+ADDRESS_BURST: Final = 60
+# Requests bearing a token that names a user, per token: a person's own clients get more room.
+TOKEN_RATE_PER_S: Final = 50.0
+TOKEN_BURST: Final = 200
+
 # --- Identity ----------------------------------------------------------------------------------
 SESSION_COOKIE: Final = "tiny_session"
 

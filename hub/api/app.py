@@ -13,20 +13,28 @@ from hub.api import (
     health,
     learnings,
     model,
+    pair,
     tinys,
 )
 from hub.api.auth import auth_middleware
 from hub.api.errors import error_middleware
 from hub.api.keys import HUB
-from hub.contracts import MAX_REQUEST_BYTES
+from hub.api.limits import GUARD, Guard, Limits, body_middleware, rate_limit_middleware
 from hub.runtime import Hub
 
 
-def create_app(hub: Hub) -> web.Application:
+def create_app(hub: Hub, limits: Limits | None = None) -> web.Application:
+    """``limits``: the size, rate and slow-body limits (the contract's defaults when None);
+    ``app[GUARD].limits`` changes them on a running app."""
+    limits = limits or Limits()
     app = web.Application(
-        middlewares=[error_middleware, auth_middleware], client_max_size=MAX_REQUEST_BYTES
+        # Outermost first: errors become JSON; a caller over its rate (or declaring too big a
+        # body) is refused before anything else; then who may call; then the body is read.
+        middlewares=[error_middleware, rate_limit_middleware, auth_middleware, body_middleware],
+        client_max_size=limits.max_body_bytes,
     )
     app[HUB] = hub
+    app[GUARD] = Guard(limits)
     app.add_routes(health.routes)
     app.add_routes(chat.routes)
     app.add_routes(tinys.routes)
@@ -36,6 +44,7 @@ def create_app(hub: Hub) -> web.Application:
     app.add_routes(devices.routes)
     app.add_routes(endpoint.routes)
     app.add_routes(drivers.routes)
+    app.add_routes(pair.routes)
     app.on_shutdown.append(_end_event_streams)
     return app
 

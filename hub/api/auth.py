@@ -20,6 +20,9 @@ from hub.contracts import SESSION_COOKIE
 from hub.identity import User
 
 _CALLER: web.RequestKey[User | None] = web.RequestKey("caller")
+# The presented token and who it names, resolved once: the rate limiter needs it before this
+# middleware runs, and resolving twice would also stamp the token's last use twice.
+_PRESENTED: web.RequestKey[tuple[str | None, User | None]] = web.RequestKey("presented caller")
 _ACCESS_ATTR = "__tiny_hub_access__"
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -29,6 +32,9 @@ class Access(enum.Enum):
     ANONYMOUS = "anonymous"
     USER = "user"
     OWNER = "owner"
+    # A dial-in device: anonymous to this middleware, authenticated by ``{deviceId, token}``
+    # in the body by the route itself (hub/api/devices.py ``_dial_in``).
+    DEVICE = "device"
 
 
 def access(level: Access) -> Callable[[F], F]:
@@ -53,19 +59,34 @@ def _presented_token(request: web.Request) -> str | None:
     return request.cookies.get(SESSION_COOKIE)
 
 
+def presented_caller(request: web.Request) -> tuple[str | None, User | None]:
+    """The token the request presents (None: none; "": an unusable one) and the user it
+    names, if any; resolved once per request."""
+    presented = request.get(_PRESENTED)
+    if presented is None:
+        token = _presented_token(request)
+        user = request.app[HUB].identity.resolve(token) if token else None
+        presented = request[_PRESENTED] = (token, user)
+    return presented
+
+
+def declared_access(handler: Callable[..., Any]) -> Access:
+    """What a route handler declared; a handler that declared nothing needs a user."""
+    level = getattr(handler, _ACCESS_ATTR, Access.USER)
+    return level if isinstance(level, Access) else Access.USER
+
+
 @web.middleware
 async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    token = _presented_token(request)
-    user = None
-    if token is not None:
-        user = request.app[HUB].identity.resolve(token) if token else None
-        if user is None:
-            return json_error(401, "invalid token: sign in again or use the token in owner.token")
+    token, user = presented_caller(request)
+    if token is not None and user is None:
+        return json_error(401, "invalid token: sign in again or use the token in owner.token")
     request[_CALLER] = user
     if request.match_info.http_exception is not None:  # no such route: let it 404 / 405
         return await handler(request)
-    needed = getattr(handler, _ACCESS_ATTR, Access.USER)
-    if needed is not Access.ANONYMOUS and user is None:
+    # The route's own handler, not ``handler``: that is the next middleware when one follows.
+    needed = declared_access(request.match_info.handler)
+    if needed in (Access.USER, Access.OWNER) and user is None:
         return json_error(401, "sign in required: send Authorization: Bearer <token>")
     if needed is Access.OWNER and not user.is_owner:  # type: ignore[union-attr]
         return json_error(403, "only the hub's owner may do this")

@@ -9,6 +9,7 @@ from typing import Any
 from aiohttp import web
 
 from hub.api.errors import http_error
+from hub.api.limits import read_body
 from hub.contracts import MAX_CHAT_BODY_BYTES
 
 MAX_JSON_BODY_BYTES = MAX_CHAT_BODY_BYTES
@@ -18,13 +19,14 @@ JSON_TYPES = ("application/json", "application/x-www-form-urlencoded", "")
 
 async def read_json_body(request: web.Request, max_bytes: int = MAX_JSON_BODY_BYTES) -> Any:
     """The body as JSON: 400 when it claims JSON and is not, 415 when it is something else,
-    413 above ``max_bytes`` (the application's own cap is the largest route's).
+    413 above ``max_bytes`` (the application's own cap is the largest route's), 408 when the
+    body does not arrive within the read deadline (usually already read by the body middleware).
 
     ``curl -d`` labels JSON as a form, so a form type that parses as JSON is accepted.
     """
     if (request.content_length or 0) > max_bytes:
         raise _too_large(max_bytes, request.content_length or 0)
-    raw = await request.read()
+    raw = await read_body(request)
     if len(raw) > max_bytes:
         raise _too_large(max_bytes, len(raw))
     try:

@@ -214,7 +214,7 @@ async def media(request: web.Request) -> web.Response:
 
 
 @routes.post("/api/devices/heartbeat")
-@access(Access.ANONYMOUS)
+@access(Access.DEVICE)
 async def heartbeat(request: web.Request) -> web.Response:
     device, body = await _dial_in(request)
     devices = _devices(request)
@@ -228,7 +228,7 @@ async def heartbeat(request: web.Request) -> web.Response:
 
 
 @routes.put("/api/devices/relay")
-@access(Access.ANONYMOUS)
+@access(Access.DEVICE)
 async def pull(request: web.Request) -> web.Response:
     device, body = await _dial_in(request)
     messages = await _run(lambda: _devices(request).mailbox.pull(device, body.get("max")))
@@ -236,7 +236,7 @@ async def pull(request: web.Request) -> web.Response:
 
 
 @routes.patch("/api/devices/relay")
-@access(Access.ANONYMOUS)
+@access(Access.DEVICE)
 async def reply(request: web.Request) -> web.Response:
     device, body = await _dial_in(request)
     if "payload" not in body:
@@ -248,7 +248,7 @@ async def reply(request: web.Request) -> web.Response:
 
 
 @routes.post("/api/media")
-@access(Access.ANONYMOUS)
+@access(Access.DEVICE)
 async def upload(request: web.Request) -> web.Response:
     device, body = await _dial_in(request)
     key = await _run(
@@ -260,7 +260,7 @@ async def upload(request: web.Request) -> web.Response:
 
 
 @routes.post("/api/devices/event")
-@access(Access.ANONYMOUS)
+@access(Access.DEVICE)
 async def device_event(request: web.Request) -> web.Response:
     device, body = await _dial_in(request)
     kind = body.get("kind")
@@ -284,7 +284,7 @@ async def device_event(request: web.Request) -> web.Response:
 
 
 @routes.post("/api/devices/task-result")
-@access(Access.ANONYMOUS)
+@access(Access.DEVICE)
 async def task_result(request: web.Request) -> web.Response:
     device, body = await _dial_in(request)
     task_id = body.get("taskId")
@@ -301,7 +301,7 @@ async def task_result(request: web.Request) -> web.Response:
 
 
 @routes.post("/api/devices/ask")
-@access(Access.ANONYMOUS)
+@access(Access.DEVICE)
 async def ask(request: web.Request) -> web.Response:
     """A device asks its owner's tiny: ``{text}`` or ``{mediaId}`` → ``{text}``."""
     device, body = await _dial_in(request)

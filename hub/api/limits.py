@@ -1,0 +1,177 @@
+"""Limits that keep one client from starving the rest: body size, request rate, slow bodies.
+
+The hub listens on the LAN, so anything that can reach it may send too much, too often or too
+slowly. Three rules, each a JSON error a client can act on:
+
+- **Size**: a declared ``Content-Length`` above the cap is a 413 before a byte of the body is
+  read; a chunked body is counted as it arrives and refused the moment it passes the cap.
+- **Rate**: a token bucket per caller. A request that presents a token naming a user is charged
+  to that token (a signed-in person gets more room); anything else — anonymous callers, dial-in
+  devices (their token is in the body) and tokens that name nobody — is charged to the peer
+  address, so rotating made-up tokens cannot dodge the limit. Over the limit is a 429 with
+  ``Retry-After``. A request is charged once, when it arrives: a long-lived stream
+  (``/api/events``, a chat turn) costs one request however long it stays open.
+- **Slow bodies**: the whole body must arrive within a deadline, else 408. The read is awaited
+  on the event loop, so a client trickling a byte at a time holds only its own connection.
+
+The limits live in a mutable :class:`Guard` under the application key :data:`GUARD`, so a test
+(or a future setting) can tighten them on a running hub.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from aiohttp import web
+
+from hub import contracts as c
+from hub.api.auth import presented_caller
+from hub.api.errors import Handler
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The numbers; the defaults are the contract's constants."""
+
+    max_body_bytes: int = c.MAX_REQUEST_BYTES
+    body_read_timeout_s: float = c.BODY_READ_TIMEOUT_S
+    address_rate_per_s: float = c.ADDRESS_RATE_PER_S
+    address_burst: int = c.ADDRESS_BURST
+    token_rate_per_s: float = c.TOKEN_RATE_PER_S
+    token_burst: int = c.TOKEN_BURST
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    stamp: float
+
+
+# Idle buckets are dropped once this many exist: a full bucket is the same as no bucket.
+_PRUNE_ABOVE = 4096
+
+
+@dataclass
+class Guard:
+    """The limits in force and the buckets they fill; one per application."""
+
+    limits: Limits = field(default_factory=Limits)
+    clock: Callable[[], float] = time.monotonic
+    _buckets: dict[str, _Bucket] = field(default_factory=dict)
+
+    def take(self, key: str, rate: float, burst: int) -> float:
+        """Spend one request from ``key``'s bucket: 0 when allowed, else seconds to wait."""
+        now = self.clock()
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            if len(self._buckets) >= _PRUNE_ABOVE:
+                self._prune(now)
+            bucket = self._buckets[key] = _Bucket(float(burst), now)
+        bucket.tokens = min(float(burst), bucket.tokens + (now - bucket.stamp) * rate)
+        bucket.stamp = now
+        if bucket.tokens >= 1.0:
+            bucket.tokens -= 1.0
+            return 0.0
+        return (1.0 - bucket.tokens) / rate if rate > 0 else math.inf
+
+    def _prune(self, now: float) -> None:
+        limits = self.limits
+        rate = min(limits.address_rate_per_s, limits.token_rate_per_s)
+        burst = max(limits.address_burst, limits.token_burst)
+        refill_s = burst / rate if rate > 0 else math.inf
+        for key in [k for k, b in self._buckets.items() if now - b.stamp >= refill_s]:
+            del self._buckets[key]
+
+
+GUARD = web.AppKey("limits", Guard)
+
+
+def _closing_error(status: int, message: str) -> web.Response:
+    """A JSON error that also ends the connection: the rest of the body is not worth reading
+    (aiohttp still drains it briefly, so the client sees this answer and not a reset)."""
+    response = web.json_response({"error": message}, status=status)
+    response.force_close()
+    return response
+
+
+def _too_large_message(limit: int) -> str:
+    return f"body too large (limit {limit} bytes)"
+
+
+def _too_large(cap: int, size: int) -> web.HTTPException:
+    exc = web.HTTPRequestEntityTooLarge(
+        max_size=cap,
+        actual_size=size,
+        text=json.dumps({"error": _too_large_message(cap)}),
+        content_type="application/json",
+    )
+    exc.force_close()
+    return exc
+
+
+def _timed_out(deadline_s: float) -> web.HTTPException:
+    message = f"the request body did not arrive within {deadline_s:g} s"
+    exc = web.HTTPRequestTimeout(
+        text=json.dumps({"error": message}), content_type="application/json"
+    )
+    exc.force_close()
+    return exc
+
+
+@web.middleware
+async def rate_limit_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Charge the request to its token or address, and refuse a declared oversized body, all
+    before the route or the auth check does any work."""
+    guard = request.app[GUARD]
+    limits = guard.limits
+    token, user = presented_caller(request)
+    if user is not None and token:
+        key = "token:" + hashlib.sha256(token.encode()).hexdigest()
+        wait = guard.take(key, limits.token_rate_per_s, limits.token_burst)
+    else:
+        key = f"addr:{request.remote or '?'}"
+        wait = guard.take(key, limits.address_rate_per_s, limits.address_burst)
+    if wait > 0:
+        retry = max(1, math.ceil(wait)) if math.isfinite(wait) else 3600
+        return web.json_response(
+            {"error": f"too many requests: slow down and retry after {retry} s"},
+            status=429,
+            headers={"Retry-After": str(retry)},
+        )
+    if (request.content_length or 0) > limits.max_body_bytes:
+        return _closing_error(413, _too_large_message(limits.max_body_bytes))
+    return await handler(request)
+
+
+async def read_body(request: web.Request) -> bytes:
+    """The whole body within the size cap and the read deadline, read once (aiohttp caches
+    it, so a later ``request.read()`` is free); a JSON 413 or 408 ``HTTPException`` else."""
+    guard = request.app.get(GUARD)
+    limits = guard.limits if guard is not None else Limits()
+    cap = min(limits.max_body_bytes, request.client_max_size or limits.max_body_bytes)
+    try:
+        async with asyncio.timeout(limits.body_read_timeout_s):
+            raw = await request.read()
+    except TimeoutError:
+        raise _timed_out(limits.body_read_timeout_s) from None
+    except web.HTTPRequestEntityTooLarge:
+        raise _too_large(cap, cap + 1) from None
+    if len(raw) > cap:
+        raise _too_large(cap, len(raw))
+    return raw
+
+
+@web.middleware
+async def body_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Read any body up front under :func:`read_body`'s rules, so every route — also one that
+    ignores its body — answers a slow or oversized one the same way. It runs after the auth
+    check: a caller who may not use the route is refused without its body being read."""
+    if request.body_exists:
+        await read_body(request)
+    return await handler(request)
