@@ -13,7 +13,7 @@ import pytest
 from aiohttp import web
 from textual.pilot import Pilot
 from textual.widget import Widget
-from textual.widgets import DataTable, Footer, Input, Select, Static, TextArea
+from textual.widgets import DataTable, Digits, Footer, Input, Select, Static, TextArea
 
 from hub import contracts as c
 from hub.server import RunningServer
@@ -23,7 +23,17 @@ from tests.waits import until
 from tui.app import TinyApp
 from tui.client import HubClient
 from tui.config import TuiConfig
-from tui.settings import ASKING_OLLAMA, KeyNotice, ModelForm, SettingsScreen, TinyForm
+from tui.settings import (
+    ASKING_OLLAMA,
+    NO_LAN,
+    NO_PHONES,
+    Confirm,
+    KeyNotice,
+    ModelForm,
+    PairNotice,
+    SettingsScreen,
+    TinyForm,
+)
 
 SECRET = "sktestsecret4242zz"
 
@@ -47,8 +57,8 @@ def text_of(screen: Any, selector: str) -> str:
     return str(screen.query_one(selector, Static).render())
 
 
-def rows(screen: SettingsScreen) -> dict[str, list[str]]:
-    table = screen.query_one(DataTable)
+def rows(screen: SettingsScreen, selector: str = "#tinys") -> dict[str, list[str]]:
+    table = screen.query_one(selector, DataTable)
     return {str(key.value): [str(cell) for cell in table.get_row(key)] for key in table.rows}
 
 
@@ -84,9 +94,11 @@ async def test_lists_tinys_the_model_and_the_status(
         assert "saved: none" in model
         status = text_of(screen, "#status")
         assert f"version {server.hub.version}" in status
-        assert "LAN: not available on this hub yet" in status
+        assert f"LAN: {NO_LAN}" in status
         assert "cloud sync: not available on this hub yet" in status
-        assert "pairing arrives with the LAN feature" in status
+        assert "pairing: p shows a code and a QR" in status
+        assert text_of(screen, "#phones-note") == NO_PHONES
+        assert not screen.query_one("#phones").display
 
 
 async def test_create_a_tiny_in_the_modal_then_edit_its_prompt(
@@ -410,13 +422,16 @@ async def test_every_settings_binding_shows_in_the_footer_at_80_by_24(
             "settings_new_tiny",
             "settings_edit_tiny",
             "settings_choose_model",
-            "settings_reload",
+            "settings_pair",
+            "settings_unpair",
             "show_chat",
             "quit",
         }
         await pilot.press("m")
         form = app.screen
         assert isinstance(form, ModelForm)
+        hidden = {b.binding.id for b in screen.active_bindings.values() if not b.binding.show}
+        assert "settings_reload" in hidden  # still bound (r), just not in the footer
         modal = {b.binding.id for b in form.active_bindings.values() if b.binding.show}
         assert modal >= {"settings_save", "settings_cancel", "settings_unset_model"}
 
@@ -442,3 +457,79 @@ async def test_settings_keys_rebind_from_tui_toml(closed_port: int, tmp_path: Pa
         assert isinstance(app.screen, TinyForm)
         await pilot.press("escape")
         assert app.screen is screen
+
+
+LAN_URL = "http://192.168.1.20:8765"
+
+
+async def test_the_lan_url_is_shown(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url, lan_url=LAN_URL)
+    app = TinyApp(HubClient(server.url, token_of(server)), TuiConfig(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_settings(app, pilot)
+        assert f"LAN: {LAN_URL}" in text_of(screen, "#status").splitlines()
+
+
+async def test_pair_a_phone_with_the_shown_code_then_unpair_it(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path, http: aiohttp.ClientSession
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url, lan_url=LAN_URL)
+    app = TinyApp(HubClient(server.url, token_of(server)), TuiConfig(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_settings(app, pilot)
+        assert not any(isinstance(s, PairNotice) for s in app.screen_stack)  # only when asked
+        await pilot.press("p")
+        await until(lambda: isinstance(app.screen, PairNotice))
+        notice = app.screen
+        assert isinstance(notice, PairNotice)
+        code = notice.query_one("#code", Digits).value
+        assert len(code) == 6 and code.isdigit()
+        qr = text_of(notice, "#qr").splitlines()
+        assert len(qr) > 10 and len({len(line) for line in qr}) == 1  # a block, as the hub drew it
+        assert set("".join(qr)) <= set(" █▀▄")
+        assert text_of(notice, "#valid") == "valid for 5 minutes, once"
+
+        body = {"code": code, "name": "Bea's Pixel", "platform": "android"}
+        async with http.post(f"{server.url}/api/pair", json=body) as response:
+            assert response.status == 200, await response.text()
+            device_id = (await response.json())["deviceId"]
+        await pilot.press("escape")
+        await until(lambda: app.screen is screen and device_id in rows(screen, "#phones"))
+        name, platform, paired, online = rows(screen, "#phones")[device_id]
+        assert (name, platform, online) == ("Bea's Pixel", "android", "offline")
+        assert paired  # a date
+        assert screen.query_one("#phones").display
+
+        await pilot.press("x")
+        await until(lambda: isinstance(app.screen, Confirm))
+        await pilot.press("n")  # no: nothing happens
+        await until(lambda: app.screen is screen)
+        tokens = await get(http, server, "/api/tokens")
+        assert [t["deviceId"] for t in tokens["tokens"]] == [device_id]
+        await pilot.press("x")
+        await until(lambda: isinstance(app.screen, Confirm))
+        assert "Bea's Pixel" in text_of(app.screen, "#question")
+        await pilot.press("y")
+        await until(lambda: text_of(screen, "#phones-note") == NO_PHONES)
+        assert rows(screen, "#phones") == {}
+        assert (await get(http, server, "/api/tokens")) == {"tokens": []}
+
+
+async def test_pairing_as_a_non_owner_shows_the_hubs_sentence(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url, lan_url=LAN_URL)
+    bea = server.hub.identity.add_user("bea")
+    token = server.hub.identity.issue_token(bea, "tui")
+    app = TinyApp(HubClient(server.url, token), TuiConfig(tmp_path))
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        screen = await open_settings(app, pilot)
+        await until(lambda: text_of(screen, "#phones-note").startswith("the hub answered 403"))
+        await pilot.press("p")
+        await until(lambda: any("403" in n.message for n in app._notifications))
+        (note,) = [n for n in app._notifications if "403" in n.message]
+        assert note.message.startswith("the hub answered 403")
+        assert app.screen is screen
+        assert server.hub.db["pairing_offers"].count == 0

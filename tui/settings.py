@@ -9,11 +9,16 @@ The chosen tiny lives on the App as ``tiny_name`` (the chat screen sends it as `
 A cloud API key is never saved: the hub refuses keys on ``PUT /api/model`` and keeps none, so
 the key stays in this process's memory as ``App.model_headers`` (the ``x-tiny-model-*`` headers
 the chat screen adds to each turn) and is never drawn on screen or written to disk.
+
+Phones pair with a code: ``POST /api/pair/offer`` makes one (and its QR, drawn as text), shown in
+a modal only when asked for; ``GET /api/tokens`` lists the paired phones and ``DELETE
+/api/tokens?id=`` unpairs one, after a yes/no.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
@@ -25,14 +30,26 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.widgets import DataTable, Footer, Header, Input, Label, Select, Static, TextArea
+from textual.widgets import (
+    DataTable,
+    Digits,
+    Footer,
+    Header,
+    Input,
+    Label,
+    Select,
+    Static,
+    TextArea,
+)
 
 from hub import contracts as c
 from tui.client import HubClient, HubError
 
 NOT_YET = "not available on this hub yet"
 ASKING_OLLAMA = "asking Ollama…"
-PAIRING_LATER = "pairing arrives with the LAN feature"
+NO_LAN = "not on a network (the hub listens on loopback only; set server.host / lan.url)"
+PAIRING_HOW = "pairing: p shows a code and a QR for a phone (valid 5 minutes, once)"
+NO_PHONES = "no phones paired yet"
 PROMPT_PREVIEW_CHARS = 44
 
 Answer = dict[str, Any]
@@ -212,19 +229,37 @@ def model_lines(
 
 
 def status_lines(health: Answer | HubError, url: str) -> list[str]:
-    """The status section: version and model, then LAN, cloud sync and pairing as far as
-    /api/health tells (those features land later; nothing here invents a route)."""
+    """The status section: version and model, where a phone on the LAN dials (and the loopback
+    listener when TLS is on), cloud sync as far as /api/health tells, and how to pair."""
     if isinstance(health, HubError):
         return [str(health)]
     model = health.get("model", {})
-    pairing = health.get("pairing")
-    return [
+    lines = [
         f"hub: {url} · version {health.get('version', '?')} · up {health.get('uptime', 0):.0f} s",
         f"model: {describe_default(model)}",
-        f"LAN: {health.get('lanUrl') or NOT_YET}",
-        f"cloud sync: {health.get('cloud') or NOT_YET}",
-        f"pairing: {pairing or PAIRING_LATER}",
+        f"LAN: {health.get('lanUrl') or NO_LAN}",
     ]
+    if health.get("loopbackUrl"):
+        lines.append(f"loopback: {health['loopbackUrl']}")
+    lines += [f"cloud sync: {health.get('cloud') or NOT_YET}", PAIRING_HOW]
+    return lines
+
+
+def when(seconds: object) -> str:
+    """An epoch time as a local date and minute ("" when the hub sent none)."""
+    if not isinstance(seconds, int | float):
+        return ""
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(seconds))
+
+
+def valid_for(offer: Answer) -> str:
+    """How long and how often an offer's code works, from the hub's expiresIn."""
+    seconds = int(offer.get("expiresIn") or 0)
+    if seconds and seconds % 60 == 0:
+        span = f"{seconds // 60} minute{'s' if seconds != 60 else ''}"
+    else:
+        span = f"{seconds} seconds"
+    return f"valid for {span}, once"
 
 
 # --- modals ------------------------------------------------------------------------------------
@@ -536,6 +571,81 @@ class KeyNotice(ModalScreen[None]):
         self.dismiss(None)
 
 
+class PairNotice(ModalScreen[None]):
+    """A pairing offer: the QR (as the hub drew it, for a terminal) and its code, large. The QR
+    with its quiet zone is up to 57 columns; beside it the code takes 19, so both fit in 80
+    columns (taller than 24 rows, the box scrolls)."""
+
+    DEFAULT_CSS = """
+    PairNotice { align: center middle; }
+    PairNotice #pair {
+        width: auto; max-width: 100%; height: auto; max-height: 100%;
+        border: round $accent; background: $surface; padding: 0; scrollbar-size-vertical: 1;
+    }
+    PairNotice #pair-row { height: auto; width: auto; }
+    PairNotice #qr { width: auto; height: auto; }
+    PairNotice #pair-side { width: 19; height: auto; padding: 0 0 0 1; }
+    PairNotice .title { text-style: bold; }
+    PairNotice #code { text-style: bold; color: $accent; width: auto; margin: 1 0; }
+    PairNotice #valid { text-style: bold; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,enter", "close", "Close", id="settings_close_pair"),
+    ]
+
+    def __init__(self, offer: Answer) -> None:
+        super().__init__()
+        self.code = str(offer.get("code", ""))
+        self.qr = str((offer.get("qr") or {}).get("text", ""))
+        self.valid = valid_for(offer)
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="pair"), Horizontal(id="pair-row"):
+            yield Static(Text(self.qr.rstrip("\n"), no_wrap=True), id="qr")
+            with Vertical(id="pair-side"):
+                yield Static("Pair a phone", classes="title")
+                yield Static("Scan the QR in the tiny app, or type the code:", markup=False)
+                yield Digits(self.code, id="code")
+                yield Static(self.valid, id="valid", markup=False)
+                yield Static(
+                    "A new code voids this one. The phone must reach the hub's LAN address.",
+                    markup=False,
+                )
+        yield Footer()
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class Confirm(ModalScreen[bool]):
+    """A yes/no question; only yes goes ahead."""
+
+    DEFAULT_CSS = """
+    Confirm { align: center middle; }
+    Confirm #confirm {
+        width: 60; max-width: 100%; height: auto;
+        border: round $warning; background: $surface; padding: 0 1;
+    }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "Yes", id="settings_confirm_yes"),
+        Binding("n,escape", "answer(False)", "No", id="settings_confirm_no"),
+    ]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm"):
+            yield Static(self.question, id="question", markup=False)
+            yield Static("y: yes · n or Escape: no", markup=False)
+        yield Footer()
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
+
+
 # --- the screen --------------------------------------------------------------------------------
 
 
@@ -546,13 +656,19 @@ class SettingsScreen(Screen[None]):
     SettingsScreen #tinys { height: auto; max-height: 9; }
     SettingsScreen #tinys-note { color: $text-muted; }
     SettingsScreen #tinys-note.error, SettingsScreen .error { color: $error; }
+    SettingsScreen #phones { height: auto; max-height: 7; }
+    SettingsScreen #phones-note { color: $text-muted; }
+    SettingsScreen #phones-note.error { color: $error; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("u", "use_tiny", "Use", id="settings_use_tiny"),
         Binding("n", "new_tiny", "New", id="settings_new_tiny"),
         Binding("e", "edit_tiny", "Edit", id="settings_edit_tiny"),
         Binding("m", "choose_model", "Model", id="settings_choose_model"),
-        Binding("r", "reload", "Reload", id="settings_reload"),
+        # Hidden to keep the footer within 80 columns: the screen reloads whenever it is shown.
+        Binding("r", "reload", "Reload", id="settings_reload", show=False),
+        Binding("p", "pair", "Pair", id="settings_pair"),
+        Binding("x", "unpair", "Unpair", id="settings_unpair"),
         # Already here: hidden, so this screen's footer (and the app's) fits in 80 columns.
         Binding("f4", "app.switch_mode('settings')", "Settings", id="show_settings", show=False),
     ]
@@ -565,6 +681,8 @@ class SettingsScreen(Screen[None]):
         self.saved_model: Answer | None = None
         self.listed: Answer | HubError | None = None
         """GET /api/models's last answer (or the hub's refusal); None until the first."""
+        self.phones: dict[str, Answer] = {}
+        """GET /api/tokens's paired phones by deviceId."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -577,15 +695,21 @@ class SettingsScreen(Screen[None]):
             yield Static(ASKING_OLLAMA, id="models", markup=False)
             yield Static("Status", classes="heading")
             yield Static("loading…", id="status", markup=False)
+            yield Static("Paired phones", classes="heading")
+            yield DataTable(id="phones", cursor_type="row", zebra_stripes=True)
+            yield Static("loading…", id="phones-note", markup=False)
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
-        self.query_one(DataTable).add_columns(" ", "name", "visibility", "prompt")
+        self.query_one("#tinys", DataTable).add_columns(" ", "name", "visibility", "prompt")
+        phones = self.query_one("#phones", DataTable)
+        phones.add_columns("name", "platform", "paired", "online")
+        phones.display = False
 
     def on_screen_resume(self) -> None:
         """Read everything afresh whenever the screen is shown: another client (a phone, a
         tool call) may have changed tinys or the model meanwhile."""
-        self.query_one(DataTable).focus()
+        self.query_one("#tinys", DataTable).focus()
         self.action_reload()
 
     @property
@@ -620,7 +744,7 @@ class SettingsScreen(Screen[None]):
 
     def fill_table(self) -> None:
         """Redraw the rows, keeping the cursor on the same tiny when it is still there."""
-        table = self.query_one(DataTable)
+        table = self.query_one("#tinys", DataTable)
         selected = self.selected_name()
         table.clear()
         for name, tiny in self.tinys.items():
@@ -635,7 +759,10 @@ class SettingsScreen(Screen[None]):
             table.move_cursor(row=table.get_row_index(selected))
 
     def selected_name(self) -> str | None:
-        table = self.query_one(DataTable)
+        return self.selected_key("#tinys")
+
+    def selected_key(self, selector: str) -> str | None:
+        table = self.query_one(selector, DataTable)
         if table.row_count == 0:
             return None
         return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
@@ -688,10 +815,11 @@ class SettingsScreen(Screen[None]):
         all three are drawn together, so the section never mixes old and new answers."""
         self.query_one("#models").display = True
         self.show("#models", [ASKING_OLLAMA], False)
-        model, health, listed = await asyncio.gather(
+        model, health, listed, phones = await asyncio.gather(
             self._answer_or_error("/api/model"),
             self._answer_or_error("/api/health"),
             self._answer_or_error("/api/models"),
+            self._answer_or_error("/api/tokens"),
         )
         if not isinstance(health, HubError):
             self.default_model = health.get("model", {})
@@ -708,6 +836,7 @@ class SettingsScreen(Screen[None]):
         self.query_one("#models").display = not (failed and isinstance(listed, HubError))
         self.show("#models", models_lines(listed), isinstance(listed, HubError))
         self.show("#status", status_lines(health, self.client.url), failed)
+        self.fill_phones(phones, failed)
 
     async def _answer_or_error(self, path: str) -> Answer | HubError:
         try:
@@ -742,3 +871,83 @@ class SettingsScreen(Screen[None]):
         saved = answer.get("saved")
         self.notify("model choice saved" if saved else "unset: the hub's default answers")
         self.load_model()
+
+    # --- paired phones ---------------------------------------------------------------------
+
+    @work(exclusive=True, group="phones")
+    async def load_phones(self) -> None:
+        self.fill_phones(await self._answer_or_error("/api/tokens"), False)
+
+    def fill_phones(self, answer: Answer | HubError, hub_unreachable: bool) -> None:
+        """The phones table, or why there is none (an unreachable hub is said once, above)."""
+        note = self.query_one("#phones-note", Static)
+        table = self.query_one("#phones", DataTable)
+        if isinstance(answer, HubError):
+            self.phones = {}
+            table.clear()
+            table.display = False
+            note.display = not hub_unreachable
+            note.update(str(answer))
+            note.add_class("error")
+            return
+        note.display = True
+        note.remove_class("error")
+        selected = self.selected_key("#phones")
+        self.phones = {str(p["deviceId"]): p for p in answer.get("tokens", [])}
+        table.clear()
+        for device_id, phone in self.phones.items():
+            table.add_row(
+                Text(str(phone.get("name", ""))),
+                str(phone.get("platform", "")),
+                when(phone.get("pairedAt")),
+                "online" if phone.get("online") else "offline",
+                key=device_id,
+            )
+        if selected in self.phones:
+            table.move_cursor(row=table.get_row_index(selected))
+        table.display = bool(self.phones)
+        count = len(self.phones)
+        note.update(f"{count} paired · Unpair removes the selected one" if count else NO_PHONES)
+
+    def action_pair(self) -> None:
+        self.offer_pairing()
+
+    @work(exclusive=True, group="pair")
+    async def offer_pairing(self) -> None:
+        try:
+            offer = await self.client.call("POST", "/api/pair/offer")
+        except HubError as exc:
+            self.notify(str(exc), title="pairing", severity="error")
+            return
+        self.app.push_screen(PairNotice(offer), self.pair_closed)
+
+    def pair_closed(self, _: None) -> None:
+        """The phone may have used the code meanwhile: list the phones again."""
+        self.load_phones()
+
+    def action_unpair(self) -> None:
+        device_id = self.selected_key("#phones")
+        if device_id is None or device_id not in self.phones:
+            self.notify("no paired phone to unpair", severity="warning")
+            return
+        phone = self.phones[device_id]
+        question = (
+            f"Unpair {phone.get('name', device_id)} ({phone.get('platform', '?')})? "
+            "Its token stops working at once; pairing again needs a new code."
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.unpair(device_id, str(phone.get("name", device_id)))
+
+        self.app.push_screen(Confirm(question), answered)
+
+    @work(group="unpair")
+    async def unpair(self, device_id: str, name: str) -> None:
+        try:
+            await self.client.call("DELETE", "/api/tokens", params={"id": device_id})
+        except HubError as exc:
+            self.notify(str(exc), title="unpair", severity="error")
+        else:
+            self.notify(f"unpaired {name}")
+        self.load_phones()
