@@ -14,7 +14,8 @@ from tests.waits import until
 from tui.app import TinyApp
 from tui.client import HubClient
 from tui.config import TuiConfig
-from tui.memory import ConfirmForgetScreen, MemoryScreen, TypeWordScreen, detail_text, stamp
+from tui.memory import MemoryScreen, TypeWordScreen, detail_text, stamp
+from tui.widgets import ConfirmScreen
 
 
 def app_for(server: RunningServer, tmp_path: Path) -> TinyApp:
@@ -105,12 +106,12 @@ async def test_unlearn_asks_first_and_only_yes_closes_the_fact(
         await pilot.press("down")
         for cancel in ("n", "escape", "enter"):  # Enter presses the focused Cancel button
             await pilot.press("d")
-            await until(lambda: isinstance(app.screen, ConfirmForgetScreen))
+            await until(lambda: isinstance(app.screen, ConfirmScreen))
             await pilot.press(cancel)
             await until(lambda: app.screen is screen)
             assert is_current(server, jazz)
         await pilot.press("delete")
-        await until(lambda: isinstance(app.screen, ConfirmForgetScreen))
+        await until(lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")
         await until(lambda: listed(screen) == ["I live by the sea"])
         assert not is_current(server, jazz)  # closed, kept as history
@@ -128,7 +129,7 @@ async def test_unlearn_can_be_rebound_in_tui_toml(start_hub: StartHub, tmp_path:
         await pilot.press("down", "d")
         assert app.screen is screen  # "d" no longer unlearns
         await pilot.press("u")
-        await until(lambda: isinstance(app.screen, ConfirmForgetScreen))
+        await until(lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("n")
         await until(lambda: app.screen is screen)
 
@@ -176,7 +177,7 @@ async def test_a_refusal_is_shown_in_the_hubs_own_words(
         await until(lambda: listed(screen) == ["I like jazz"])
         server.hub.memory.unlearn(server.hub.owner.id, jazz)  # closed behind the screen's back
         await pilot.press("down", "d")
-        await until(lambda: isinstance(app.screen, ConfirmForgetScreen))
+        await until(lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")
         await until(lambda: "already closed" in status_line(screen))
         assert status_line(screen).startswith(f"the hub answered 400: id: fact {jazz}")

@@ -27,13 +27,13 @@ from tui.settings import (
     ASKING_OLLAMA,
     NO_LAN,
     NO_PHONES,
-    Confirm,
     KeyNotice,
     ModelForm,
     PairNotice,
     SettingsScreen,
     TinyForm,
 )
+from tui.widgets import ConfirmScreen
 
 SECRET = "sktestsecret4242zz"
 
@@ -503,13 +503,13 @@ async def test_pair_a_phone_with_the_shown_code_then_unpair_it(
         assert screen.query_one("#phones").display
 
         await pilot.press("x")
-        await until(lambda: isinstance(app.screen, Confirm))
+        await until(lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("n")  # no: nothing happens
         await until(lambda: app.screen is screen)
         tokens = await get(http, server, "/api/tokens")
         assert [t["deviceId"] for t in tokens["tokens"]] == [device_id]
         await pilot.press("x")
-        await until(lambda: isinstance(app.screen, Confirm))
+        await until(lambda: isinstance(app.screen, ConfirmScreen))
         assert "Bea's Pixel" in text_of(app.screen, "#question")
         await pilot.press("y")
         await until(lambda: text_of(screen, "#phones-note") == NO_PHONES)

@@ -18,11 +18,12 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Vertical
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, DataTable, Footer, Header, Input, Static
+from textual.widgets import DataTable, Footer, Header, Input, Static
 
 from tui.client import HubClient, HubError
+from tui.widgets import ConfirmScreen
 
 Fact = dict[str, Any]
 T = TypeVar("T")
@@ -75,45 +76,7 @@ def detail_text(fact_id: str, trail: Sequence[Mapping[str, Any]]) -> Text:
     return text
 
 
-# --- the two confirmations ----------------------------------------------------------------------
-
-
-class ConfirmForgetScreen(ModalScreen[bool]):
-    """Yes or no to forgetting, the button named for the act. Cancel has the focus, so a stray
-    Enter forgets nothing. Its keys share ids with the app's other confirmations."""
-
-    DEFAULT_CSS = """
-    ConfirmForgetScreen { align: center middle; }
-    ConfirmForgetScreen > Vertical {
-        width: 64; max-width: 100%; height: auto; padding: 1 2;
-        border: thick $error; background: $surface;
-    }
-    ConfirmForgetScreen Horizontal { height: auto; margin-top: 1; align-horizontal: right; }
-    ConfirmForgetScreen Button { margin-left: 2; }
-    """
-    AUTO_FOCUS = "#cancel"
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("y", "answer(True)", "Yes", id="confirm_yes"),
-        Binding("n,escape", "answer(False)", "No", id="confirm_no"),
-    ]
-
-    def __init__(self, question: str | Text, yes: str) -> None:
-        super().__init__()
-        self.question, self.yes = question, yes
-
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Static(self.question, id="question")
-            with Horizontal():
-                yield Button(self.yes, variant="error", id="yes")
-                yield Button("Cancel", id="cancel")
-
-    def action_answer(self, yes: bool) -> None:
-        self.dismiss(yes)
-
-    @on(Button.Pressed)
-    def pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "yes")
+# --- the word to type (the yes/no question is tui.widgets.ConfirmScreen) ---------------------
 
 
 class TypeWordScreen(ModalScreen[str | None]):
@@ -291,7 +254,7 @@ class MemoryScreen(Screen[None]):
             (one_line(str(self.facts[fact_id].get("fact", "")), 300), "bold"),
             ("\n\nIt leaves recall and listings, and stays as history.", "dim"),
         )
-        modal = ConfirmForgetScreen(question, "Unlearn")
+        modal = ConfirmScreen(question, "Unlearn", "Cancel", danger=True)
         self._ask(modal, partial(self._unlearn_answered, fact_id))
 
     def _unlearn_answered(self, fact_id: str, yes: bool | None) -> None:

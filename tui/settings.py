@@ -44,6 +44,7 @@ from textual.widgets import (
 
 from hub import contracts as c
 from tui.client import HubClient, HubError
+from tui.widgets import ConfirmScreen
 
 NOT_YET = "not available on this hub yet"
 ASKING_OLLAMA = "asking Ollama…"
@@ -617,35 +618,6 @@ class PairNotice(ModalScreen[None]):
         self.dismiss(None)
 
 
-class Confirm(ModalScreen[bool]):
-    """A yes/no question; only yes goes ahead."""
-
-    DEFAULT_CSS = """
-    Confirm { align: center middle; }
-    Confirm #confirm {
-        width: 60; max-width: 100%; height: auto;
-        border: round $warning; background: $surface; padding: 0 1;
-    }
-    """
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("y", "answer(True)", "Yes", id="settings_confirm_yes"),
-        Binding("n,escape", "answer(False)", "No", id="settings_confirm_no"),
-    ]
-
-    def __init__(self, question: str) -> None:
-        super().__init__()
-        self.question = question
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="confirm"):
-            yield Static(self.question, id="question", markup=False)
-            yield Static("y: yes · n or Escape: no", markup=False)
-        yield Footer()
-
-    def action_answer(self, yes: bool) -> None:
-        self.dismiss(yes)
-
-
 # --- the screen --------------------------------------------------------------------------------
 
 
@@ -940,7 +912,7 @@ class SettingsScreen(Screen[None]):
             if yes:
                 self.unpair(device_id, str(phone.get("name", device_id)))
 
-        self.app.push_screen(Confirm(question), answered)
+        self.app.push_screen(ConfirmScreen(question, "Unpair"), answered)
 
     @work(group="unpair")
     async def unpair(self, device_id: str, name: str) -> None:

@@ -379,34 +379,41 @@ class ChatFooter(Footer):
 
 
 class ConfirmScreen(ModalScreen[bool]):
-    """A yes/no question, answered with y/n, Escape (no) or the buttons."""
+    """The app's one yes/no question (opening a link, unlearning a fact, unpairing a phone):
+    y or the yes button goes ahead; n, Escape or the no button does not. The no button has the
+    focus, so a stray Enter answers no. `danger` marks an act that cannot be taken back."""
 
     DEFAULT_CSS = """
     ConfirmScreen { align: center middle; }
     ConfirmScreen > Vertical {
-        width: 60; height: auto; border: thick $warning; background: $surface; padding: 1 2;
+        width: 64; max-width: 100%; height: auto; max-height: 100%; padding: 1 2;
+        border: thick $warning; background: $surface;
     }
-    ConfirmScreen Horizontal { height: auto; margin-top: 1; }
-    ConfirmScreen Button { margin-right: 2; }
+    ConfirmScreen.danger > Vertical { border: thick $error; }
+    ConfirmScreen #question { height: auto; max-height: 16; overflow-y: auto; }
+    ConfirmScreen Horizontal { height: auto; margin-top: 1; align-horizontal: right; }
+    ConfirmScreen Button { margin-left: 2; }
     """
+    AUTO_FOCUS = "#no"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "answer(True)", "Yes", id="confirm_yes"),
         Binding("n,escape", "answer(False)", "No", id="confirm_no"),
     ]
 
-    def __init__(self, question: str) -> None:
-        super().__init__()
-        self.question = question
+    def __init__(
+        self, question: str | Text, yes: str = "Yes", no: str = "No", *, danger: bool = False
+    ) -> None:
+        super().__init__(classes="danger" if danger else None)
+        self.question, self.yes, self.no, self.danger = question, yes, no, danger
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(self.question, markup=False)
+            yield Static(self.question, id="question", markup=False)
             with Horizontal():
-                yield Button("Yes (y)", id="yes", variant="warning")
-                yield Button("No (n)", id="no")
-
-    def on_mount(self) -> None:
-        self.query_one("#no", Button).focus()
+                yield Button(
+                    f"{self.yes} (y)", id="yes", variant="error" if self.danger else "warning"
+                )
+                yield Button(f"{self.no} (n)", id="no")
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
