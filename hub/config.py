@@ -202,6 +202,21 @@ class Settings:
         "",
         "language code to transcribe in (en, de, ...); empty detects it (tiny.en is English)",
     )
+    cloud_url: str = _setting(
+        "cloud",
+        "url",
+        "TINY_HUB_CLOUD_URL",
+        "",
+        "the cloud relay (the web app's origin) this hub dials in to; empty means no cloud",
+    )
+    cloud_device_id: str = _setting(
+        "cloud",
+        "device_id",
+        "TINY_HUB_CLOUD_DEVICE_ID",
+        "",
+        "this hub's device id at the cloud (set by tiny-hub cloud join); its token is kept in "
+        "cloud.token in the data dir, never in this file",
+    )
     http_allow_hosts: tuple[str, ...] = _setting(
         "http",
         "allow_hosts",
@@ -239,6 +254,10 @@ class Settings:
         "serve HTTPS with a self-signed certificate kept in the data dir (phones pin its "
         "fingerprint); plain HTTP stays on a loopback port for the local TUI",
     )
+
+    @property
+    def cloud_token_path(self) -> Path:
+        return self.home / "cloud.token"
 
     @property
     def config_path(self) -> Path:

@@ -1,0 +1,143 @@
+"""The cloud's dial-in routes (seed 001, Path B) from the device's side: one method per route.
+
+Every call carries ``{deviceId, token}`` in the body, as the seed says. Failures are sorted into
+the two things the caller must do differently: ``CloudUnavailable`` (unreachable, timed out, a
+5xx, an answer that is not the seed's JSON) means back off and try again later;
+``CloudAuthError`` (401/403: the token was revoked or is wrong) means stop and tell the owner —
+hammering the cloud with a dead token helps no one.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+CALL_TIMEOUT_S = 30.0
+
+
+class CloudError(Exception):
+    """A cloud call failed; ``str()`` says why, for a person (never the token)."""
+
+
+class CloudUnavailable(CloudError):
+    """Unreachable, too slow, a 5xx, or garbage: worth retrying later."""
+
+
+class CloudAuthError(CloudError):
+    """The cloud refused the device's credentials (401/403): retrying will not help."""
+
+
+class CloudRefused(CloudError):
+    """A 4xx other than 401/403: this request is wrong and will stay wrong."""
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """One message pulled from the relay: ``payload`` is the JSON text the sender put in."""
+
+    id: str
+    payload: str
+    created_at: float | None = None
+
+
+class CloudClient:
+    def __init__(
+        self,
+        url: str,
+        device_id: str,
+        token: str,
+        *,
+        timeout_s: float = CALL_TIMEOUT_S,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.device_id = device_id
+        self._token = token
+        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+
+    async def heartbeat(self, capabilities: list[str], lan_url: str | None) -> dict[str, Any]:
+        """POST /api/devices/heartbeat ``{capabilities, lanUrl?}``."""
+        body: dict[str, Any] = {"capabilities": capabilities}
+        if lan_url:
+            body["lanUrl"] = lan_url
+        return await self._call("POST", "/api/devices/heartbeat", body)
+
+    async def pull(self, limit: int = 10) -> list[Envelope]:
+        """PUT /api/devices/relay ``{max}`` → the envelopes waiting for this device."""
+        answer = await self._call("PUT", "/api/devices/relay", {"max": limit})
+        messages = answer.get("messages")
+        if not isinstance(messages, list):
+            raise CloudUnavailable("the cloud's relay answer has no message list")
+        pulled = []
+        for message in messages:
+            if not isinstance(message, dict) or not isinstance(message.get("id"), str):
+                raise CloudUnavailable("the cloud sent a relay message without an id")
+            payload = message.get("payload")
+            text = payload if isinstance(payload, str) else json.dumps(payload)
+            pulled.append(Envelope(message["id"], text, message.get("created_at")))
+        return pulled
+
+    async def reply(self, in_reply_to: str, payload: str) -> dict[str, Any]:
+        """PATCH /api/devices/relay ``{inReplyTo, payload}``."""
+        body = {"inReplyTo": in_reply_to, "payload": payload}
+        return await self._call("PATCH", "/api/devices/relay", body)
+
+    async def event(self, kind: str, detail: Any) -> dict[str, Any]:
+        """POST /api/devices/event ``{kind, detail}``."""
+        return await self._call("POST", "/api/devices/event", {"kind": kind, "detail": detail})
+
+    async def task_result(
+        self, task_id: str, summary: str | None = None, result: Any = None
+    ) -> dict[str, Any]:
+        """POST /api/devices/task-result ``{taskId, summary?, result?}``."""
+        body: dict[str, Any] = {"taskId": task_id}
+        if summary is not None:
+            body["summary"] = summary
+        if result is not None:
+            body["result"] = result
+        return await self._call("POST", "/api/devices/task-result", body)
+
+    async def upload_media(self, data_base64: str, content_type: str) -> str:
+        """POST /api/media ``{data, contentType}`` → the URL the cloud serves it at."""
+        body = {"data": data_base64, "contentType": content_type}
+        answer = await self._call("POST", "/api/media", body)
+        url = answer.get("url")
+        if not isinstance(url, str):
+            raise CloudUnavailable("the cloud's media answer has no url")
+        return url
+
+    async def call(self, method: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """Any other dial-in route (the outbox replays stored calls through this)."""
+        return await self._call(method, path, body)
+
+    async def _call(self, method: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        payload = {"deviceId": self.device_id, "token": self._token, **body}
+        try:
+            async with (
+                aiohttp.ClientSession(timeout=self._timeout) as http,
+                http.request(method, f"{self.url}{path}", json=payload) as response,
+            ):
+                text = await response.text()
+                status = response.status
+        except (aiohttp.ClientError, TimeoutError, UnicodeDecodeError) as exc:
+            raise CloudUnavailable(f"cannot reach the cloud at {self.url}: {exc}") from None
+        return _answer(status, text, f"{method} {path}")
+
+
+def _answer(status: int, text: str, what: str) -> dict[str, Any]:
+    try:
+        parsed = json.loads(text) if text else {}
+    except json.JSONDecodeError:
+        parsed = None
+    said = parsed.get("error") if isinstance(parsed, dict) else None
+    if status in (401, 403):
+        raise CloudAuthError(f"the cloud refused this hub's token ({status}: {said or what})")
+    if status >= 500:
+        raise CloudUnavailable(f"the cloud failed {what} ({status}: {said or 'no detail'})")
+    if status >= 400:
+        raise CloudRefused(f"the cloud refused {what} ({status}: {said or 'no detail'})")
+    if not isinstance(parsed, dict):
+        raise CloudUnavailable(f"the cloud answered {what} with something that is not JSON")
+    return parsed
