@@ -23,6 +23,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
@@ -249,6 +250,10 @@ class DevicesScreen(Screen[None]):
     @work(exclusive=True, group="poll")
     async def poll(self) -> None:
         """Fetch, then wait for the beat, an event or ``r``; back off while the hub is away."""
+        with contextlib.suppress(NoMatches):  # the screen is closing: its widgets are gone
+            await self._poll()
+
+    async def _poll(self) -> None:
         delay = self.retry_min_s
         while True:
             problem = await self.load()
@@ -301,6 +306,10 @@ class DevicesScreen(Screen[None]):
 
     @work(exclusive=True, group="events")
     async def follow(self) -> None:
+        with contextlib.suppress(NoMatches):  # the screen is closing: its widgets are gone
+            await self._follow()
+
+    async def _follow(self) -> None:
         delay = self.retry_min_s
         while True:
             started = time.monotonic()
@@ -350,7 +359,10 @@ class DevicesScreen(Screen[None]):
 
     def _draw_events(self) -> None:
         self._events_dirty = False
-        table = self.query_one("#events", DataTable)
+        try:
+            table = self.query_one("#events", DataTable)
+        except NoMatches:  # the screen is closing
+            return
         now = time.time()
         table.clear()
         for index, event in enumerate(self.ring):
