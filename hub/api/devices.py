@@ -22,6 +22,7 @@ from hub.api.errors import http_error
 from hub.api.keys import HUB
 from hub.devices.endpoint import EndpointError, EndpointRefused, check_endpoint_url
 from hub.devices.events import DEVICE_EVENT_KINDS, RingEvent
+from hub.devices.idempotency import idempotency_key
 from hub.devices.registry import Device
 from hub.devices.service import DeviceAnswer, Devices
 from hub.devices.transcripts import TRANSCRIPT_EVENT
@@ -64,6 +65,19 @@ async def _dial_in(request: web.Request) -> tuple[Device, dict[str, Any]]:
     body = await _object(request)
     device = await _run(lambda: _devices(request).registry.authenticate(body))
     return device, body
+
+
+def _once(
+    request: web.Request,
+    device: Device,
+    body: dict[str, Any],
+    work: Callable[[], dict[str, Any]],
+) -> web.Response:
+    """Answer a dial-in call that may carry ``idempotencyKey``: a replay of a call already done
+    (a sender's outbox resending after a lost answer) gets the stored answer, not a second run."""
+    key = idempotency_key(body)
+    route = f"{request.method} {request.path}"
+    return web.json_response(_devices(request).idempotency.once(device, key, route, work))
 
 
 # --- the owner's routes ---------------------------------------------------------------------
@@ -241,22 +255,28 @@ async def reply(request: web.Request) -> web.Response:
     device, body = await _dial_in(request)
     if "payload" not in body:
         raise http_error(web.HTTPBadRequest, "payload is required")
-    await _run(
-        lambda: _devices(request).mailbox.reply(device, body.get("inReplyTo"), body["payload"])
-    )
-    return web.json_response({"ok": True})
+    mailbox = _devices(request).mailbox
+
+    def work() -> dict[str, Any]:
+        mailbox.reply(device, body.get("inReplyTo"), body["payload"])
+        return {"ok": True}
+
+    # With a key, a repeat of a delivered reply answers the same; without one, a second reply
+    # is still "already answered".
+    return _once(request, device, body, work)
 
 
 @routes.post("/api/media")
 @access(Access.DEVICE)
 async def upload(request: web.Request) -> web.Response:
     device, body = await _dial_in(request)
-    key = await _run(
-        lambda: _devices(request).media.put_base64(
-            device, body.get("data"), body.get("contentType")
-        )
-    )
-    return web.json_response({"key": key, "url": f"/media/{key}"})
+    media = _devices(request).media
+
+    def work() -> dict[str, Any]:
+        key = media.put_base64(device, body.get("data"), body.get("contentType"))
+        return {"key": key, "url": f"/media/{key}"}
+
+    return _once(request, device, body, work)
 
 
 @routes.post("/api/devices/event")
@@ -269,18 +289,23 @@ async def device_event(request: web.Request) -> web.Response:
     detail = body.get("detail")
     if len(json.dumps(detail)) > c.RELAY_PAYLOAD_MAX_BYTES:
         raise http_error(web.HTTPBadRequest, f"detail is over {c.RELAY_PAYLOAD_MAX_BYTES} bytes")
-    if (
-        kind == TRANSCRIPT_EVENT
-        and isinstance(detail, dict)
-        and isinstance(detail.get("text"), str)
-    ):
-        # A transcript the device made itself: kept beside the hub's own, so the transcript
-        # tools list both.
-        request.app[HUB].transcripts.add(
-            device.owner, "device", detail["text"], device_id=device.id, announce=False
-        )
-    event = _devices(request).events.publish(device.owner, kind, device.id, detail)
-    return web.json_response({"ok": True, "id": event.id})
+    hub = request.app[HUB]
+
+    def work() -> dict[str, Any]:
+        if (
+            kind == TRANSCRIPT_EVENT
+            and isinstance(detail, dict)
+            and isinstance(detail.get("text"), str)
+        ):
+            # A transcript the device made itself: kept beside the hub's own, so the transcript
+            # tools list both.
+            hub.transcripts.add(
+                device.owner, "device", detail["text"], device_id=device.id, announce=False
+            )
+        event = hub.devices.events.publish(device.owner, kind, device.id, detail)
+        return {"ok": True, "id": event.id}
+
+    return _once(request, device, body, work)
 
 
 @routes.post("/api/devices/task-result")
@@ -296,8 +321,13 @@ async def task_result(request: web.Request) -> web.Response:
     detail = {"taskId": task_id, "summary": summary, "result": result, "device": device.name}
     if len(json.dumps(detail)) > c.RELAY_PAYLOAD_MAX_BYTES:
         raise http_error(web.HTTPBadRequest, f"result is over {c.RELAY_PAYLOAD_MAX_BYTES} bytes")
-    event = _devices(request).events.publish(device.owner, "task_result", device.id, detail)
-    return web.json_response({"ok": True, "id": event.id})
+    events = _devices(request).events
+
+    def work() -> dict[str, Any]:
+        event = events.publish(device.owner, "task_result", device.id, detail)
+        return {"ok": True, "id": event.id}
+
+    return _once(request, device, body, work)
 
 
 @routes.post("/api/devices/ask")

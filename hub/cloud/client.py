@@ -23,7 +23,7 @@ class CloudError(Exception):
 
 
 class CloudUnavailable(CloudError):
-    """Unreachable, too slow, a 5xx, or garbage: worth retrying later."""
+    """Unreachable, too slow, a 5xx, a 429, or garbage: worth retrying later."""
 
 
 class CloudAuthError(CloudError):
@@ -134,7 +134,7 @@ def _answer(status: int, text: str, what: str) -> dict[str, Any]:
     said = parsed.get("error") if isinstance(parsed, dict) else None
     if status in (401, 403):
         raise CloudAuthError(f"the cloud refused this hub's token ({status}: {said or what})")
-    if status >= 500:
+    if status >= 500 or status == 429:  # 429 says "later", not "wrong": retry after a backoff
         raise CloudUnavailable(f"the cloud failed {what} ({status}: {said or 'no detail'})")
     if status >= 400:
         raise CloudRefused(f"the cloud refused {what} ({status}: {said or 'no detail'})")

@@ -18,6 +18,7 @@ import sqlite_utils
 
 from hub.devices.endpoint import EndpointClient, EndpointError, EndpointPolicy
 from hub.devices.events import EventRing
+from hub.devices.idempotency import IdempotencyKeys
 from hub.devices.media import IMAGE_FORMATS, MediaStore
 from hub.devices.registry import (
     AdjustableClock,
@@ -62,6 +63,7 @@ class Devices:
         self.mailbox = Mailbox(db, clock)
         self.events = EventRing(db, clock)
         self.media = MediaStore(db, media_folder, clock)
+        self.idempotency = IdempotencyKeys(db, clock)
         self.endpoint = EndpointClient(policy)
         self.invoke_wait_s = INVOKE_WAIT_S
         self._hub_hosts = {h.lower() for h in (*hub_hosts, *LOOPBACK_HOSTS)}
