@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlite_utils
 
@@ -22,6 +22,9 @@ from hub.lan.address import LanInfo
 from hub.memory.graph import MemoryStore
 from hub.memory.vectors import VectorIndex
 from hub.senses import Senses
+
+if TYPE_CHECKING:
+    from hub.cloud.link import CloudLink
 from hub.store.migrations import open_database
 from hub.tinys.records import TinyStore
 
@@ -43,6 +46,7 @@ class Hub:
     version: str = __version__
     started_at: float = field(default_factory=time.monotonic)
     lan: LanInfo = field(default_factory=LanInfo)  # set by start_server
+    cloud: CloudLink | None = None  # set by start_server when the hub has joined a cloud
 
     @classmethod
     def open(

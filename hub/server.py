@@ -56,6 +56,8 @@ class RunningServer:
         return self.hub.lan.url
 
     async def stop(self) -> None:
+        if self.hub.cloud is not None:
+            await self.hub.cloud.stop()
         if self.advertiser is not None:  # goodbyes first: phones stop dialling a closing hub
             await self.advertiser.stop()
         await self.hub.drivers.stop()
@@ -98,7 +100,31 @@ async def start_server(
     server.sweeper = asyncio.create_task(_sweep_mailbox(hub))
     _start_lan(server)
     await hub.drivers.start()
+    await _start_cloud(hub)
     return server
+
+
+async def _start_cloud(hub: Hub) -> None:
+    """Dial in to the cloud when this hub has joined one (``tiny-hub cloud join``)."""
+    from hub.cloud.account import load_token
+    from hub.cloud.client import CloudClient
+    from hub.cloud.link import CloudLink
+    from hub.cloud.outbox import Outbox
+
+    settings = hub.settings
+    if not (settings.cloud_url and settings.cloud_device_id):
+        return
+    token = load_token(settings.cloud_token_path)
+    if token is None:
+        log.warning(
+            "cloud.url is set but %s holds no token: run tiny-hub cloud join (or adopt)",
+            settings.cloud_token_path,
+        )
+        return
+    client = CloudClient(settings.cloud_url, settings.cloud_device_id, token)
+    hub.cloud = CloudLink(hub, client, Outbox(hub.db, hub.devices.clock))
+    await hub.cloud.start()
+    log.info("dialling in to the cloud at %s as %s", settings.cloud_url, settings.cloud_device_id)
 
 
 def _tls_context(hub: Hub) -> ssl.SSLContext | None:

@@ -1,0 +1,307 @@
+"""The hub as a dial-in device of the cloud relay (seed 001, Path B, from the device's side).
+
+Two tasks: a heartbeat (presence for the cloud's 60 s window, with the full capability list and
+``lanUrl``) and the relay loop (pull, handle, reply). They are separate so a long ``invoke``
+— the local model thinking for a minute — never lets the hub's presence lapse.
+
+Replies are never sent directly: each one is stored in the durable outbox first, and only then
+is the outbox drained, so a reply survives a crash or an outage ("an envelope is acknowledged
+only after its reply is stored in the outbox"). Everything is async and every failure is
+caught here, so local chat keeps working whatever the cloud does:
+
+- ``CloudUnavailable`` (unreachable, 5xx, garbage): exponential backoff with jitter, capped;
+  the status says ``offline`` since the first failure, with the reason.
+- ``CloudAuthError`` (401/403): the token is dead, retrying cannot help, so both loops stop and
+  the status tells the owner what to do — logged once, the cloud is not hammered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, Protocol
+
+from hub.agent.compose import answer
+from hub.cloud.client import (
+    CloudAuthError,
+    CloudClient,
+    CloudError,
+    CloudRefused,
+    Envelope,
+)
+from hub.cloud.outbox import DrainResult
+from hub.contracts import RELAY_PAYLOAD_MAX_BYTES
+from hub.runtime import Hub
+
+log = logging.getLogger(__name__)
+
+LinkState = Literal["starting", "online", "offline", "refused"]
+
+HUB_CAPABILITIES = ("chat", "memory")
+RESULT_BUDGET_BYTES = 7680  # the result text's share of the 8 KB reply; the rest is headroom
+PULL_LIMIT = 10
+REPLY_PATH = "/api/devices/relay"
+NOTE_KIND = "device_note"
+REFUSED_DETAIL = (
+    "The cloud refused this hub's device token (it was revoked, or the device was removed). "
+    "Run `tiny-hub cloud join` to enroll again, or `tiny-hub cloud adopt` to take the existing "
+    "device back with a new token; the hub keeps working locally meanwhile."
+)
+
+Answerer = Callable[[Hub, str], Awaitable[str]]
+
+
+class OutboxLike(Protocol):
+    """What the link needs of ``hub.cloud.outbox.Outbox``: store a call durably, deliver later."""
+
+    def put(
+        self, method: str, path: str, body: dict[str, Any], *, key: str | None = None
+    ) -> int: ...
+
+    async def drain(self, client: CloudClient) -> DrainResult: ...
+
+    def pending_count(self) -> int: ...
+
+
+async def answer_as_owner(hub: Hub, prompt: str) -> str:
+    """The local agent, run as the hub's owner (the cloud's owner is the person who enrolled
+    this hub, so the owner's tinys, memory and tools are the right ones)."""
+    return await answer(hub, hub.owner, prompt)
+
+
+def fit_result(text: str, budget: int = RESULT_BUDGET_BYTES) -> str:
+    """``{"result": text}`` as JSON within ``budget`` bytes: a longer text is cut with a note
+    saying how much was left out, so the cloud never rejects the reply for its size."""
+    whole = _dump({"result": text})
+    if len(whole.encode("utf-8")) <= budget:
+        return whole
+    low, high = 0, len(text)  # the longest prefix whose JSON fits (JSON length is monotone)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if len(_dump({"result": text[:middle]}).encode("utf-8")) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    note = f"\n\n(truncated: {len(text) - low} characters more)"
+    return _dump({"result": text[:low] + note})
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _error(message: str) -> str:
+    return _dump({"ok": False, "error": message[:1000]})
+
+
+class CloudLink:
+    """Keeps the hub present at the cloud and answers what the cloud's relay sends it."""
+
+    def __init__(
+        self,
+        hub: Hub,
+        client: CloudClient,
+        outbox: OutboxLike,
+        *,
+        heartbeat_s: float = 20.0,
+        idle_poll_s: float = 3.0,
+        backoff_min_s: float = 1.0,
+        backoff_max_s: float = 300.0,
+        clock: Callable[[], float] = time.time,
+        answerer: Answerer = answer_as_owner,
+    ) -> None:
+        self.hub = hub
+        self.client = client
+        self.outbox = outbox
+        self.heartbeat_s = heartbeat_s
+        self.idle_poll_s = idle_poll_s
+        self.backoff_min_s = backoff_min_s
+        self.backoff_max_s = backoff_max_s
+        self.clock = clock
+        self.answerer = answerer
+        self.state: LinkState = "starting"
+        self.since: float | None = None
+        self.detail = "connecting to the cloud"
+        self.handled = 0  # envelopes answered (replies stored), for tests and status
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self.running:
+            return
+        self.state, self.since, self.detail = "starting", None, "connecting to the cloud"
+        self._tasks = [
+            asyncio.create_task(self._heartbeat_loop(), name="cloud-heartbeat"),
+            asyncio.create_task(self._relay_loop(), name="cloud-relay"),
+        ]
+
+    async def stop(self) -> None:
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    @property
+    def running(self) -> bool:
+        return any(not t.done() for t in self._tasks)
+
+    def status(self) -> dict[str, Any]:
+        """For ``/api/health`` and the TUI: ``cloud: offline since <time>`` comes from here."""
+        try:
+            pending = self.outbox.pending_count()
+        except Exception:  # a status read must not fail the health route
+            log.warning("cannot count the cloud outbox", exc_info=True)
+            pending = -1
+        return {"state": self.state, "since": self.since, "detail": self.detail, "pending": pending}
+
+    # --- the two loops ---------------------------------------------------------------------
+
+    async def _heartbeat_loop(self) -> None:
+        failures = 0
+        while True:
+            try:
+                await self.client.heartbeat(self._capabilities(), self.hub.lan.url)
+            except CloudError as exc:
+                if not self._failed(exc, "heartbeat"):
+                    return
+                failures += 1
+                await asyncio.sleep(self._backoff(failures))
+                continue
+            except Exception:  # e.g. a driver's capability list failed: try again later
+                log.exception("cloud heartbeat failed")
+                failures += 1
+                await asyncio.sleep(self._backoff(failures))
+                continue
+            failures = 0
+            self._online()
+            await asyncio.sleep(self.heartbeat_s)
+
+    async def _relay_loop(self) -> None:
+        failures = 0
+        while True:
+            try:
+                batch = await self._round()
+            except CloudError as exc:
+                if not self._failed(exc, "relay"):
+                    return
+                failures += 1
+                await asyncio.sleep(self._backoff(failures))
+                continue
+            except Exception:  # a bug or a local fault (the database): keep the loop alive
+                log.exception("cloud relay round failed")
+                failures += 1
+                await asyncio.sleep(self._backoff(failures))
+                continue
+            failures = 0
+            self._online()
+            await asyncio.sleep(0 if batch else self.idle_poll_s)
+
+    async def _round(self) -> int:
+        """Deliver what is owed, pull a batch, answer each envelope into the outbox, deliver.
+        Returns how many envelopes came (0: the relay is idle)."""
+        if self.outbox.pending_count():
+            await self._drain()
+        envelopes = await self.client.pull(PULL_LIMIT)
+        for envelope in envelopes:
+            payload = await self._handle(envelope)
+            body = {"inReplyTo": envelope.id, "payload": payload}
+            # stored before anything else happens: the reply now outlives a crash or outage
+            self.outbox.put("PATCH", REPLY_PATH, body, key=f"reply:{envelope.id}"[:100])
+            self.handled += 1
+        if envelopes:
+            await self._drain()
+        return len(envelopes)
+
+    async def _drain(self) -> None:
+        """Deliver the outbox; its stopping error (it never raises one) becomes ours, so an
+        outage or a dead token during delivery is handled like one during a pull."""
+        result = await self.outbox.drain(self.client)
+        if result.stopped is not None:
+            raise result.stopped
+
+    # --- envelopes -------------------------------------------------------------------------
+
+    async def _handle(self, envelope: Envelope) -> str:
+        """One envelope → its reply's JSON text (≤ 8 KB); never an exception, never silence."""
+        try:
+            parsed = json.loads(envelope.payload)
+        except json.JSONDecodeError:
+            return _error("unknown envelope type (the payload is not JSON)")
+        kind = parsed.get("type") if isinstance(parsed, dict) else None
+        if kind == "invoke" and isinstance(parsed, dict):
+            return await self._invoke(parsed.get("prompt"))
+        if kind == "notify" and isinstance(parsed, dict):
+            return self._notify(parsed)
+        shown = kind if isinstance(kind, str) else json.dumps(kind)
+        return _error(f"unknown envelope type {shown[:100]}")
+
+    async def _invoke(self, prompt: Any) -> str:
+        if not isinstance(prompt, str) or not prompt.strip():
+            return _error("invoke needs a non-empty prompt")
+        try:
+            text = await self.answerer(self.hub, prompt)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the model is down, the tiny is gone...: say so, in-band
+            log.warning("cloud invoke failed: %s", exc)
+            return _error(f"the hub could not answer: {exc}")
+        return fit_result(text)
+
+    def _notify(self, envelope: dict[str, Any]) -> str:
+        """Onto the owner's event ring as a ``device_note``: the TUI's event stream shows it."""
+        fields = ("title", "body", "tag", "url")
+        detail: dict[str, Any] = {key: envelope[key] for key in fields if key in envelope}
+        detail["source"] = "cloud"
+        if len(_dump(detail).encode("utf-8")) > RELAY_PAYLOAD_MAX_BYTES:
+            return _error(f"notification is over {RELAY_PAYLOAD_MAX_BYTES} bytes")
+        self.hub.devices.events.publish(self.hub.owner.id, NOTE_KIND, None, detail)
+        return _dump({"ok": True})
+
+    # --- state -----------------------------------------------------------------------------
+
+    def _capabilities(self) -> list[str]:
+        return sorted({*HUB_CAPABILITIES, *self.hub.capabilities()})
+
+    def _online(self) -> None:
+        if self.state == "refused":
+            return
+        if self.state != "online":  # since: when it came (back) online, not the last call
+            log.info("cloud link online (%s)", self.client.url)
+            self.state, self.since = "online", self.clock()
+        self.detail = f"connected to {self.client.url}"
+
+    def _failed(self, exc: CloudError, where: str) -> bool:
+        """Record a failure; False when the loops must end (the token was refused)."""
+        if isinstance(exc, CloudAuthError):
+            if self.state != "refused":
+                log.error("cloud link stopped: %s. %s", exc, REFUSED_DETAIL)
+                self.state, self.since, self.detail = "refused", self.clock(), REFUSED_DETAIL
+                current = asyncio.current_task()
+                for task in self._tasks:
+                    if task is not current:
+                        task.cancel()
+            return False
+        if self.state == "refused":
+            return False
+        reason = str(exc)
+        if isinstance(exc, CloudRefused):  # our request is wrong: worth a louder line
+            log.warning("cloud %s refused: %s", where, reason)
+        if self.state != "offline":
+            log.warning("cloud link offline: %s", reason)
+            self.state, self.since = "offline", self.clock()
+        self.detail = reason
+        return True
+
+    def _backoff(self, failures: int) -> float:
+        """Exponential, capped, with jitter (half to all of the step) so many hubs coming back
+        after one outage do not all knock at the same moment."""
+        step = min(self.backoff_max_s, self.backoff_min_s * 2 ** min(failures - 1, 30))
+        return float(step * random.uniform(0.5, 1.0))
