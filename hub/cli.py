@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import signal
@@ -160,8 +161,54 @@ def build_parser() -> argparse.ArgumentParser:
         "it with a QR code carrying the hub's lanUrl, the code and the TLS fingerprint; the "
         "phone sends the code to POST /api/pair.",
     )
+    _add_cloud_parser(sub, common)
     sub.add_parser("version", help="print the version", description="Print the version.")
     return parser
+
+
+def _add_cloud_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    """``tiny-hub cloud join|status|adopt``: --home sits on each action, not on ``cloud``, so a
+    value given after the action is not overwritten by the action's default."""
+    cloud = sub.add_parser(
+        "cloud",
+        help="join the cloud relay as a dial-in device, show the state, adopt a new token",
+        description="This hub as a dial-in device of the cloud (the web app): join it, show "
+        "the state, or take a new token for the same device after losing the old one.",
+    )
+    actions = cloud.add_subparsers(dest="cloud_action", metavar="ACTION", required=True)
+    token_help = "a file holding the device token (default: asked for, without echo)"
+    join = actions.add_parser(
+        "join",
+        parents=[common],
+        help="enroll this hub at the cloud and verify with one heartbeat",
+        description="Walk through enrolling this hub in the signed-in web app, take the device "
+        "id and token, verify them with one heartbeat, then save them (the token in cloud.token, "
+        "0600; url and device id in config.toml). With --device-id and --token-file: no "
+        "questions, for scripts. Nothing is saved when the verification fails.",
+    )
+    join.add_argument(
+        "--app", required=True, help="the web app's origin, e.g. https://tiny.example"
+    )
+    join.add_argument("--device-id", help="the device id the web app showed")
+    join.add_argument("--token-file", type=Path, help=token_help)
+    actions.add_parser(
+        "status",
+        parents=[common],
+        help="print the cloud url, device id and whether a token is saved",
+        description="Print the cloud url, the device id, whether a token is saved (never the "
+        "token) and, when the local hub is running, what it reports about the cloud.",
+    )
+    adopt = actions.add_parser(
+        "adopt",
+        parents=[common],
+        help="after losing the token: take a new one for the same device",
+        description="A lost or revoked token: the web app gives this same device a new token "
+        "(its 'new token' action, POST /api/devices/adopt) instead of enrolling a ghost device. "
+        "This takes the new token, verifies it with one heartbeat and saves it.",
+    )
+    adopt.add_argument("--app", help="the web app's origin (default: the configured cloud.url)")
+    adopt.add_argument("--device-id", help="the device id (default: the configured one)")
+    adopt.add_argument("--token-file", type=Path, help=token_help)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -196,6 +243,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return memory_command(settings, args.action)
         if command == "pair":
             return pair_command(settings)
+        if command == "cloud":
+            return cloud_command(settings, args)
         if command == "serve":
             setup_logging(settings.log_level)
             return asyncio.run(serve(settings))
@@ -449,6 +498,128 @@ def memory_command(settings: Settings, action: str) -> int:
             )
     finally:
         hub.close()
+    return 0
+
+
+def cloud_command(settings: Settings, args: argparse.Namespace) -> int:
+    from hub.cloud.account import CloudAccountError
+
+    try:
+        if args.cloud_action == "status":
+            return asyncio.run(_cloud_status(settings))
+        return _cloud_join(settings, args, adopting=args.cloud_action == "adopt")
+    except CloudAccountError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _cloud_join(settings: Settings, args: argparse.Namespace, *, adopting: bool) -> int:
+    """join and adopt share one shape: credentials in, one heartbeat, then (only then) save."""
+    from hub.cloud import account
+    from hub.lan.advertise import hub_name
+
+    given_app = args.app or (settings.cloud_url if adopting else "")
+    if not given_app:
+        raise CliError("no cloud configured; give the web app's origin with --app")
+    app = account.check_origin(given_app)
+    device_id = args.device_id or (settings.cloud_device_id if adopting else None)
+    if adopting and not device_id:
+        raise CliError("this hub has not joined a cloud; use tiny-hub cloud join --app <origin>")
+    if device_id is None or args.token_file is None:
+        if adopting:
+            print(
+                f"A new token for device {device_id}, without enrolling a second one:\n"
+                f"  1. open {app} and sign in as the owner\n"
+                f"  2. Devices → this hub ({device_id}) → new token\n"
+                "     (POST /api/devices/adopt {deviceId} as the owner rotates its token and\n"
+                "     shows the new one once; the old token stops working)\n"
+                "  3. copy the new token and paste it here",
+                flush=True,
+            )
+        else:
+            name = hub_name(settings.lan_name)
+            print(
+                f"To join the cloud at {app}:\n"
+                f"  1. open {app} and sign in as the owner\n"
+                f'  2. Devices → add a device: kind "daemon", name "{name}"\n'
+                "  3. copy the device id and the device token it shows (the token is shown once)\n"
+                "  4. paste them here",
+                flush=True,
+            )
+    if device_id is None:
+        device_id = _ask("device id: ")
+    device_id = account.check_device_id(device_id)
+    token = account.check_token(
+        _read_token_file(args.token_file) if args.token_file else _ask_secret("device token: ")
+    )
+    if not adopting and settings.cloud_device_id and settings.cloud_device_id != device_id:
+        print(
+            f"note: this hub was device {settings.cloud_device_id}; it is now {device_id} "
+            "(remove the old one in the web app; a lost token is tiny-hub cloud adopt)",
+            flush=True,
+        )
+    print(asyncio.run(account.verify(app, device_id, token)), flush=True)
+    account.save_token(settings.cloud_token_path, token)
+    account.write_cloud_config(settings, app, device_id)
+    print(
+        f"saved: the token in {settings.cloud_token_path} (readable by this user only), "
+        f"url and device id in {settings.config_path}; restart the hub to dial in",
+        flush=True,
+    )
+    return 0
+
+
+def _ask(prompt: str) -> str:
+    print(prompt, end="", flush=True)
+    line = sys.stdin.readline()
+    if not sys.stdin.isatty():
+        print(flush=True)  # a piped answer is not echoed: end the prompt's line ourselves
+    if not line.strip():
+        raise CliError(f"no {prompt.rstrip(': ')} given")
+    return line.strip()
+
+
+def _ask_secret(prompt: str) -> str:
+    """Without echo on a terminal; a plain line from a pipe (getpass would go to /dev/tty)."""
+    import getpass
+
+    if sys.stdin.isatty():
+        try:
+            line = getpass.getpass(prompt)
+        except EOFError:
+            line = ""
+        if not line.strip():
+            raise CliError(f"no {prompt.rstrip(': ')} given")
+        return line.strip()
+    return _ask(prompt)
+
+
+def _read_token_file(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise CliError(f"cannot read the token file {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise CliError(f"the token file {path} is not text") from None
+
+
+async def _cloud_status(settings: Settings) -> int:
+    from hub.cloud.account import load_token
+    from tui.client import HubClient, HubError
+
+    token_path = settings.cloud_token_path
+    present = load_token(token_path) is not None
+    print(f"cloud url: {settings.cloud_url or '(not joined)'}")
+    print(f"device id: {settings.cloud_device_id or '(none)'}")
+    print(f"token: {'present' if present else 'missing'} ({token_path})")
+    local = _local_url(settings, None)
+    try:
+        health = await HubClient(local, pin=_pin(settings, local)).health()
+    except (HubError, TimeoutError):
+        print("hub: the hub is not running")
+        return 0
+    cloud = health.get("cloud")
+    shown = cloud if isinstance(cloud, str) else json.dumps(cloud) if cloud is not None else None
+    print(f"hub: running at {local}; cloud: {shown or '(the hub reports no cloud state)'}")
     return 0
 
 

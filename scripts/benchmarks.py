@@ -953,6 +953,7 @@ BENCHMARKS: dict[str, tuple[Callable[[int], list[Figure]], int]] = {
     "speech": (rows_of("scripts.bench_speech"), 5),
     "nicla_vision": (rows_of("scripts.bench_nicla_vision"), 20),
     "nicla_voice": (rows_of("scripts.bench_nicla_voice"), 10),
+    "cloud": (rows_of("scripts.bench_cloud"), 3),
 }
 
 
