@@ -24,7 +24,7 @@ from tests.fakes.ollama import FakeOllama, Reply
 from tests.test_tui import chat_of
 from tests.waits import until
 from tui.app import TinyApp
-from tui.chat import ChatScreen
+from tui.chat import ChatScreen, cloud_warning
 from tui.client import HubClient
 from tui.config import TuiConfig
 from tui.conversations import Conversation, ConversationStore, Notes
@@ -494,6 +494,40 @@ async def test_the_embedded_model_is_shown_as_offline(
         assert status.plain.startswith("⚠ offline: embedded model, no tools")
 
 
+class OfflineCloud:
+    """Stands in for the hub's cloud link (hub/cloud/link.py): offline, three messages waiting."""
+
+    def status(self) -> dict[str, Any]:
+        return {"state": "offline", "since": 0.0, "detail": "cannot reach the cloud", "pending": 3}
+
+    async def stop(self) -> None:
+        pass
+
+
+async def test_an_offline_cloud_link_shows_in_the_status_line(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url)
+    server.hub.cloud = OfflineCloud()  # type: ignore[assignment]
+    app = TinyApp(HubClient(server.url, None), TuiConfig(tmp_path))
+    async with app.run_test(size=(120, 40)):
+        status = chat_of(app).query_one(StatusLine)
+        await until(lambda: status.health is not None)
+        assert status.plain.startswith("⚠ cloud offline since ")
+        assert "tools on" in status.plain
+
+
+async def test_no_cloud_warning_when_the_hub_has_not_joined(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url)
+    app = TinyApp(HubClient(server.url, None), TuiConfig(tmp_path))
+    async with app.run_test():
+        status = chat_of(app).query_one(StatusLine)
+        await until(lambda: status.health is not None)
+        assert "cloud" not in status.plain
+
+
 # --- a scripted stand-in for the hub, for frames the real one never sends --------------------
 
 
@@ -618,3 +652,11 @@ async def test_the_chat_talks_to_the_tiny_and_model_chosen_in_settings(
         await turn_done(chat, 2)
     system = fake_ollama.requests[-1]["messages"][0]
     assert system["role"] == "system" and "haiku about the sea" in system["content"]
+
+
+def test_the_cloud_warning_only_for_offline_or_refused() -> None:
+    assert cloud_warning({"state": "off"}) == ""
+    assert cloud_warning({"state": "online", "since": 1.0}) == ""
+    assert cloud_warning({"state": "refused", "detail": "no"}) == "⚠ cloud refused the token"
+    assert cloud_warning({"state": "offline", "since": None}) == "⚠ cloud offline"
+    assert cloud_warning({"state": "offline", "since": 0.0}).startswith("⚠ cloud offline since ")

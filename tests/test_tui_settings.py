@@ -32,6 +32,7 @@ from tui.settings import (
     PairNotice,
     SettingsScreen,
     TinyForm,
+    cloud_state,
 )
 from tui.widgets import ConfirmScreen
 
@@ -95,7 +96,7 @@ async def test_lists_tinys_the_model_and_the_status(
         status = text_of(screen, "#status")
         assert f"version {server.hub.version}" in status
         assert f"LAN: {NO_LAN}" in status
-        assert "cloud sync: not available on this hub yet" in status
+        assert "cloud: off (tiny-hub cloud join)" in status
         assert "pairing: p shows a code and a QR" in status
         assert text_of(screen, "#phones-note") == NO_PHONES
         assert not screen.query_one("#phones").display
@@ -533,3 +534,36 @@ async def test_pairing_as_a_non_owner_shows_the_hubs_sentence(
         assert note.message.startswith("the hub answered 403")
         assert app.screen is screen
         assert server.hub.db["pairing_offers"].count == 0
+
+
+class OfflineCloud:
+    """Stands in for the hub's cloud link (hub/cloud/link.py): offline, three messages waiting."""
+
+    def status(self) -> dict[str, Any]:
+        return {"state": "offline", "since": 0.0, "detail": "cannot reach the cloud", "pending": 3}
+
+    async def stop(self) -> None:
+        pass
+
+
+async def test_an_offline_cloud_link_is_said_with_its_reason_and_what_waits(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url)
+    server.hub.cloud = OfflineCloud()  # type: ignore[assignment]
+    app = TinyApp(HubClient(server.url, token_of(server)), TuiConfig(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_settings(app, pilot)
+        status = text_of(screen, "#status")
+        assert "cloud: offline since " in status
+        assert " — cannot reach the cloud · 3 waiting" in status
+
+
+def test_each_cloud_state_reads_as_one_phrase() -> None:
+    assert cloud_state({"state": "off"}) == "off (tiny-hub cloud join)"
+    assert cloud_state({"state": "online", "since": 1.0, "detail": "", "pending": 0}) == "online"
+    assert cloud_state({"state": "refused", "detail": "token revoked"}) == "refused — token revoked"
+    assert cloud_state({"state": "offline", "since": None, "detail": "x", "pending": 0}) == (
+        "offline — x"
+    )
+    assert cloud_state(None) == "not available on this hub yet"

@@ -11,9 +11,11 @@ also when the reply is stopped or the hub goes away.
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -57,6 +59,37 @@ __all__ = ["ChatScreen", "Notice", "ReplyMessage", "UserMessage"]
 
 CHIPS = Binding.Group("Chip")
 STOPPED = "stopped (closing the stream stops the model too); what arrived is kept"
+HEALTH_EVERY_S = 30.0
+
+
+def cloud_warning(cloud: object) -> str:
+    """The status line's word on the cloud link (/api/health's ``cloud``): only when it is
+    offline or refused; nothing when off, starting or online."""
+    if not isinstance(cloud, dict):
+        return ""
+    if cloud.get("state") == "refused":
+        return "⚠ cloud refused the token"
+    if cloud.get("state") != "offline":
+        return ""
+    since = cloud.get("since")
+    if isinstance(since, int | float) and not isinstance(since, bool):
+        return f"⚠ cloud offline since {time.strftime('%H:%M', time.localtime(since))}"
+    return "⚠ cloud offline"
+
+
+class ChatStatusLine(StatusLine):
+    """The status line, with the cloud link's warning in front when it is offline or refused.
+    ``cloud`` is kept apart from ``health`` so a turn's model id (set into ``health``) and the
+    periodic health check do not overwrite each other."""
+
+    cloud: reactive[dict[str, Any] | None] = reactive(None)
+
+    def render(self) -> Text:
+        line = super().render()
+        warning = "" if self.problem else cloud_warning(self.cloud)
+        if not warning:
+            return line
+        return Text(" · ").join([Text(warning, style="bold yellow"), line])
 
 
 @dataclass
@@ -135,7 +168,7 @@ class ChatScreen(Screen[None]):
             with Vertical():
                 yield VerticalScroll(id="log")
                 yield Prompt(id="prompt")
-        yield StatusLine(id="status")
+        yield ChatStatusLine(id="status")
         yield ChatFooter(compact=True, show_command_palette=False)
 
     async def on_mount(self) -> None:
@@ -148,14 +181,17 @@ class ChatScreen(Screen[None]):
         self.query_one("#prompt", Prompt).focus()
         await self.refresh_sidebar(announce_problems=True)
         self.load_health()
+        self.set_interval(HEALTH_EVERY_S, lambda: self.load_health(announce=False, periodic=True))
 
     @property
-    def status(self) -> StatusLine:
-        return self.query_one("#status", StatusLine)
+    def status(self) -> ChatStatusLine:
+        return self.query_one("#status", ChatStatusLine)
 
     @work(exclusive=True, group="health", exit_on_error=False)
-    async def load_health(self, announce: bool = True) -> None:
-        """Which model answers, and whether the hub is there at all (the status line)."""
+    async def load_health(self, announce: bool = True, periodic: bool = False) -> None:
+        """Which model answers, whether the hub is there at all, and the cloud link (the status
+        line). Also every HEALTH_EVERY_S seconds (``periodic``): that refresh keeps the model
+        the last turn reported and updates the rest."""
         try:
             health = await self.client.health()
         except HubError as exc:
@@ -166,8 +202,10 @@ class ChatScreen(Screen[None]):
                 await self.say(str(exc))
             return
         self.status.problem = ""
-        self.status.health = health
-        model = health.get("model") or {}
+        self.status.cloud = health.get("cloud")
+        if not periodic or self.status.health is None:
+            self.status.health = health
+        model = (self.status.health or health).get("model") or {}
         offline = model.get("provider") == c.PROVIDER_EMBEDDED
         mode = "offline: embedded model, no tools" if offline else ""
         self.sub_title = " · ".join(
