@@ -23,6 +23,7 @@ from hub.cloud.client import CloudClient, CloudUnavailable, Envelope
 from hub.cloud.link import CloudLink, fit_result
 from hub.cloud.outbox import Outbox
 from hub.contracts import RELAY_PAYLOAD_MAX_BYTES
+from hub.devices.events import RingEvent
 from hub.runtime import Hub
 from hub.server import RunningServer, start_server
 from tests.conftest import owner_headers, settings_for
@@ -176,6 +177,78 @@ async def test_a_notify_shows_as_a_device_note_on_the_local_ring(pair: Pair) -> 
     assert len(notes) == 1
     assert notes[0].detail["title"] == "Door"
     assert notes[0].detail["body"] == "Someone is at the door"
+
+
+def cloud_events(pair: Pair, kind: str | None = None) -> list[RingEvent]:
+    """What the cloud's ring holds from the hub's device (the cloud hub's own owner)."""
+    ring = pair.cloud.hub.devices.events.recent(pair.cloud.hub.owner.id, limit=1000)
+    return [e for e in ring if e.device_id == pair.device_id and kind in (None, e.kind)]
+
+
+async def test_a_local_device_event_is_forwarded_to_the_cloud_once(pair: Pair) -> None:
+    ring, owner = pair.local.hub.devices.events, pair.local.hub.owner.id
+    ring.publish(owner, "nicla_wake", "nicla-1", {"word": "before"})  # history: not replayed
+    link = pair.link()
+    await link.start()
+    await until(lambda: link.status()["state"] == "online")
+    ring.publish(owner, "task_result", None, {"taskId": "t"})  # not a device event kind
+    ring.publish(owner, "nicla_wake", "nicla-1", {"word": "hey tiny"})
+    await until(lambda: len(cloud_events(pair)) == 1)
+    forwarded = cloud_events(pair)[0]
+    assert (forwarded.kind, forwarded.detail) == ("nicla_wake", {"word": "hey tiny"})
+    await until(lambda: link.status()["pending"] == 0)
+    await asyncio.sleep(0.3)  # several relay rounds: nothing is sent again
+    assert len(cloud_events(pair)) == 1 and link.forwarded == 1
+
+
+async def test_a_cloud_notify_is_not_echoed_back_to_the_cloud(pair: Pair) -> None:
+    link = pair.link()
+    await link.start()
+    message_id = pair.send_envelope({"type": "notify", "title": "Door", "body": "knock"})
+    assert await pair.reply_of(message_id) == {"ok": True}
+    ring, owner = pair.local.hub.devices.events, pair.local.hub.owner.id
+    ring.publish(owner, "device_note", "nicla-1", {"title": "local note"})
+    # events are forwarded in ring order: once the later local note is there, an echo of the
+    # cloud's note (published before it) would be there too
+    await until(lambda: len(cloud_events(pair, "device_note")) == 1)
+    assert [e.detail for e in cloud_events(pair)] == [{"title": "local note"}]
+    assert link.forwarded == 1
+
+
+async def test_an_event_waits_in_the_outbox_while_the_cloud_is_stopped(pair: Pair) -> None:
+    link = pair.link()
+    await link.start()
+    await until(lambda: link.status()["state"] == "online")
+    await pair.cloud.stop()
+    await until(lambda: link.status()["state"] == "offline")
+    ring, owner = pair.local.hub.devices.events, pair.local.hub.owner.id
+    ring.publish(owner, "nicla_transcript", "nicla-1", {"text": "turn on the lights"})
+    await until(lambda: link.forwarded == 1)
+    await asyncio.sleep(0.2)  # several backoff rounds against the stopped cloud
+    assert link.status()["pending"] == 1
+    assert cloud_events(pair) == []
+
+    await pair.restart_cloud()
+    await until(lambda: len(cloud_events(pair)) == 1)
+    assert cloud_events(pair)[0].detail == {"text": "turn on the lights"}
+    await until(lambda: link.status()["pending"] == 0)
+    assert len(cloud_events(pair)) == 1
+
+
+async def test_events_published_while_the_link_was_stopped_are_sent_on_start(
+    pair: Pair,
+) -> None:
+    link = pair.link()
+    await link.start()
+    ring, owner = pair.local.hub.devices.events, pair.local.hub.owner.id
+    ring.publish(owner, "nicla_wake", "nicla-1", {"n": 1})
+    await until(lambda: len(cloud_events(pair)) == 1)
+    await link.stop()
+    ring.publish(owner, "nicla_sentry", "nicla-1", {"n": 2})
+    await link.start()
+    await until(lambda: len(cloud_events(pair)) == 2)
+    await until(lambda: link.status()["pending"] == 0)
+    assert [e.detail for e in cloud_events(pair)] == [{"n": 1}, {"n": 2}]
 
 
 async def test_an_unknown_envelope_gets_an_error_reply(pair: Pair) -> None:

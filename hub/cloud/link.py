@@ -1,8 +1,10 @@
 """The hub as a dial-in device of the cloud relay (seed 001, Path B, from the device's side).
 
-Two tasks: a heartbeat (presence for the cloud's 60 s window, with the full capability list and
-``lanUrl``) and the relay loop (pull, handle, reply). They are separate so a long ``invoke``
-— the local model thinking for a minute — never lets the hub's presence lapse.
+Three tasks: a heartbeat (presence for the cloud's 60 s window, with the full capability list and
+``lanUrl``), the relay loop (pull, handle, reply) and the event forwarder (the hub's own device
+events — ``nicla_wake``, transcripts, notes — to ``POST /api/devices/event``). They are separate
+so a long ``invoke`` — the local model thinking for a minute — never lets the hub's presence
+lapse, and a burst of events never waits behind a pull.
 
 Replies are never sent directly: each one is stored in the durable outbox first, and only then
 is the outbox drained, so a reply survives a crash or an outage ("an envelope is acknowledged
@@ -36,6 +38,7 @@ from hub.cloud.client import (
 )
 from hub.cloud.outbox import DrainResult
 from hub.contracts import RELAY_PAYLOAD_MAX_BYTES
+from hub.devices.events import DEVICE_EVENT_KINDS, RingEvent
 from hub.runtime import Hub
 
 log = logging.getLogger(__name__)
@@ -46,6 +49,7 @@ HUB_CAPABILITIES = ("chat", "memory")
 RESULT_BUDGET_BYTES = 7680  # the result text's share of the 8 KB reply; the rest is headroom
 PULL_LIMIT = 10
 REPLY_PATH = "/api/devices/relay"
+EVENT_PATH = "/api/devices/event"
 NOTE_KIND = "device_note"
 REFUSED_DETAIL = (
     "The cloud refused this hub's device token (it was revoked, or the device was removed). "
@@ -91,6 +95,15 @@ def fit_result(text: str, budget: int = RESULT_BUDGET_BYTES) -> str:
     return _dump({"result": text[:low] + note})
 
 
+def forwardable(event: RingEvent) -> bool:
+    """A device event the cloud should see: one of the device kinds, and not one the cloud
+    itself sent (a ``notify`` becomes a ``device_note`` with ``source: cloud`` — no echo)."""
+    if event.kind not in DEVICE_EVENT_KINDS:
+        return False
+    detail = event.detail
+    return not (isinstance(detail, dict) and detail.get("source") == "cloud")
+
+
 def _dump(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
@@ -128,6 +141,10 @@ class CloudLink:
         self.since: float | None = None
         self.detail = "connecting to the cloud"
         self.handled = 0  # envelopes answered (replies stored), for tests and status
+        self.forwarded = 0  # device events stored in the outbox for the cloud, for tests
+        # The ring id the forwarder follows from: the newest at the first start (history is not
+        # replayed), then the last one forwarded, so a stop/start sends what came meanwhile.
+        self._events_after: int | None = None
         self._tasks: list[asyncio.Task[None]] = []
 
     # --- lifecycle -------------------------------------------------------------------------
@@ -136,9 +153,13 @@ class CloudLink:
         if self.running:
             return
         self.state, self.since, self.detail = "starting", None, "connecting to the cloud"
+        if self._events_after is None:
+            newest = self.hub.devices.events.recent(self.hub.owner.id, limit=1)
+            self._events_after = newest[-1].id if newest else 0
         self._tasks = [
             asyncio.create_task(self._heartbeat_loop(), name="cloud-heartbeat"),
             asyncio.create_task(self._relay_loop(), name="cloud-relay"),
+            asyncio.create_task(self._events_loop(), name="cloud-events"),
         ]
 
     async def stop(self) -> None:
@@ -162,7 +183,7 @@ class CloudLink:
             pending = -1
         return {"state": self.state, "since": self.since, "detail": self.detail, "pending": pending}
 
-    # --- the two loops ---------------------------------------------------------------------
+    # --- the three loops -------------------------------------------------------------------
 
     async def _heartbeat_loop(self) -> None:
         failures = 0
@@ -203,6 +224,27 @@ class CloudLink:
             failures = 0
             self._online()
             await asyncio.sleep(0 if batch else self.idle_poll_s)
+
+    async def _events_loop(self) -> None:
+        """Forward the owner's device events, live, each stored in the outbox before anything
+        else (key ``event:<ring id>``: a second put of the same event stores nothing, so a
+        restart or a stop/start cannot send one twice). Delivery is tried at once while the
+        link is online; otherwise the relay loop's next round delivers it, under its backoff."""
+        ring, owner = self.hub.devices.events, self.hub.owner.id
+        async for event in ring.follow(owner, self._events_after or 0):
+            try:
+                if forwardable(event):
+                    body = {"kind": event.kind, "detail": event.detail}
+                    self.outbox.put("POST", EVENT_PATH, body, key=f"event:{event.id}")
+                    self.forwarded += 1
+                self._events_after = event.id
+                if forwardable(event) and self.state == "online":
+                    await self._drain()
+            except CloudError as exc:
+                if not self._failed(exc, "event"):
+                    return
+            except Exception:  # a local fault (the database): log it, keep following
+                log.exception("forwarding device event %d to the cloud failed", event.id)
 
     async def _round(self) -> int:
         """Deliver what is owed, pull a batch, answer each envelope into the outbox, deliver.
