@@ -415,3 +415,53 @@ async def test_a_hub_that_has_not_joined_says_the_cloud_is_off(
 ) -> None:
     async with http.get(f"{pair.local.url}/api/health") as response:
         assert (await response.json())["cloud"] == {"state": "off"}
+
+
+@contextlib.asynccontextmanager
+async def misbehaving_cloud(how: str) -> AsyncIterator[str]:
+    """A cloud on 127.0.0.1 that answers every dial-in call with a 500, with garbage, or not at
+    all (it holds the request open)."""
+    from aiohttp import web
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        if how == "500":
+            return web.json_response({"error": "the cloud fell over"}, status=500)
+        if how == "garbage":
+            return web.Response(text="<html>502 Bad Gateway</html>", content_type="text/html")
+        await asyncio.sleep(3600)  # hangs: the client's own timeout must end the call
+        return web.Response()
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", answer)
+    runner = web.AppRunner(app, shutdown_timeout=0.1)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
+@pytest.mark.parametrize("how", ["500", "garbage", "hang"])
+async def test_a_misbehaving_cloud_means_offline_and_chat_goes_on(
+    pair: Pair, fake_ollama: FakeOllama, how: str
+) -> None:
+    async with misbehaving_cloud(how) as url:
+        client = CloudClient(url, pair.device_id, pair.token, timeout_s=0.3)
+        link = CloudLink(pair.local.hub, client, Outbox(pair.local.hub.db), **FAST)
+        pair.links.append(link)
+        await link.start()
+        await until(lambda: link.status()["state"] == "offline")
+        assert link.running  # it backs off and keeps trying; it does not stop or crash
+        fake_ollama.script(Reply(chunks=["still here"]))
+        async with pair.http.post(
+            f"{pair.local.url}/api/chat",
+            json={"prompt": "are you there?"},
+            headers=owner_headers(pair.local),
+        ) as response:
+            assert response.status == 200
+            assert (await response.json())["reply"] == "still here"
+        await link.stop()
