@@ -28,6 +28,8 @@ from hub.lan.address import LanInfo, lan_address, usable
 
 log = logging.getLogger(__name__)
 
+NAME_CHECK_MS = 1500  # how long to wait for another hub to answer to our name
+NAME_ATTEMPTS = 9
 SERVICE_TYPE = "_tinyhub._tcp.local."
 TXT_VALUE_MAX = 230
 LABEL_MAX = 63
@@ -127,10 +129,28 @@ class Advertiser:
             parsed_addresses=advertised_addresses(self._lan.url, self._address()),
         )
 
+    async def _free_name(self, zc: AsyncZeroconf) -> str:
+        """The hub's name, or ``name-2``, ``name-3``... when another hub already answers to it.
+
+        zeroconf's own probe (``allow_name_change``) also renames on a conflict, but it gives
+        the other responder only ~250 ms per probe; a busy machine answers later than that and
+        two hubs end up with one name. Asking for the name first, with a longer wait, catches
+        those. A name held by this hub's own id (a restart) is kept.
+        """
+        name = self._name
+        for suffix in range(2, NAME_ATTEMPTS + 2):
+            held = await zc.async_get_service_info(
+                SERVICE_TYPE, f"{name}.{SERVICE_TYPE}", timeout=NAME_CHECK_MS
+            )
+            if held is None or held.properties.get(b"id") == self._id.encode():
+                return name
+            name = f"{self._name}-{suffix}"
+        return name
+
     async def _run(self) -> None:
         try:
             self._zc = AsyncZeroconf(ip_version=IPVersion.V4Only)
-            self._info = self._build_info(self._name)
+            self._info = self._build_info(await self._free_name(self._zc))
             await self._zc.async_register_service(self._info, allow_name_change=True)
         except Exception as exc:  # no multicast, no interfaces: the hub serves on regardless
             log.warning("not advertised on the LAN (mDNS unavailable: %s)", exc)
