@@ -42,6 +42,7 @@ from drivers.transports.serial import (
     SerialLineError,
 )
 from hub.drivers import DriverManager
+from tests.waits import until
 
 PROMPT = b">: "
 
@@ -144,15 +145,6 @@ def device() -> Iterator[Callable[[], EchoDevice]]:
     yield make
     for dev in made:
         dev.unplug()
-
-
-async def eventually(check: Callable[[], bool], what: str, within_s: float = 10.0) -> None:
-    """Poll until ``check()``; the deadline is generous, it only stops a hung test."""
-    deadline = time.monotonic() + within_s
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {within_s} s: {what}")
-        await asyncio.sleep(0.02)
 
 
 # -- matchers -------------------------------------------------------------------------------
@@ -373,7 +365,7 @@ async def test_close_interrupts_a_running_command(
     dev = device()
     await line.open(dev.path)
     running = asyncio.create_task(line.command("hang", prompt=PROMPT, within_s=30))
-    await eventually(lambda: dev.received.endswith(b"hang\r"), "the command was sent")
+    await until(lambda: dev.received.endswith(b"hang\r"), what="the command was sent")
     await line.close()
     async with asyncio.timeout(10):
         with pytest.raises(SerialLineError):
@@ -548,21 +540,21 @@ async def test_pinned_symlink_to_a_pty_comes_and_goes(
         record = by_id(manager).get(device_id)
         return record["status"] if record else "absent"
 
-    await eventually(lambda: status() == "online", "online on the pinned pty")
+    await until(lambda: status() == "online", what="online on the pinned pty")
     record = by_id(manager)[device_id]
     assert record["transport"] == "serial" and record["capabilities"] == ["echo"]
     assert manager.capabilities() == ["echo"]
     assert [t.tool_name for t in manager.tools()] == ["pty_echo"]
 
     first.unplug()
-    await eventually(lambda: status() == "offline", "offline after the unplug")
+    await until(lambda: status() == "offline", what="offline after the unplug")
     assert manager.tools() == [] and manager.capabilities() == []
     assert ("stop", device_id, str(link)) in EVENTS
 
     second = device()  # the device comes back on another pty, behind the same symlink
     link.unlink()
     link.symlink_to(second.path)
-    await eventually(lambda: status() == "online", "online again behind the same symlink")
+    await until(lambda: status() == "online", what="online again behind the same symlink")
     assert [r["device_id"] for r in manager.records()] == [device_id]
     assert [e for e in EVENTS if e[0] == "start"][-1] == ("start", device_id, str(link))
     assert second.received  # it really spoke to the new pty
@@ -744,8 +736,8 @@ async def test_the_scan_loop_survives_a_failing_port_lister(
     managers.append(manager)
     with caplog.at_level(logging.INFO, logger="hub.drivers"):
         await manager.start()
-        await eventually(
-            lambda: [r["status"] for r in manager.records()] == ["online"], "online after all"
+        await until(
+            lambda: [r["status"] for r in manager.records()] == ["online"], what="online after all"
         )
     failures = [r for r in caplog.records if "device scan failed" in r.getMessage()]
     assert len(failures) == 1 and "sysfs is having a moment" in failures[0].getMessage()

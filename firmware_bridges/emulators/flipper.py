@@ -1574,10 +1574,7 @@ class _Port(PtyPort):
                 self.out(_usage("subghz rx", SUBGHZ_RX_USAGE, args))
                 return
         device = self._device(device)
-        if not _frequency_valid(frequency):
-            self.out(
-                f"Frequency must be in {SUBGHZ_FREQUENCY_RANGE_STR} range, not {frequency}\r\n"
-            )
+        if self._frequency_refused(frequency):
             return
         self.out(
             f"Listening at frequency: {tuned_frequency(frequency)} device: {device}. "
@@ -1591,6 +1588,13 @@ class _Port(PtyPort):
                 self.out(packet)
         self.out(f"\r\nPackets received {received}\r\n")
 
+    def _frequency_refused(self, frequency: int) -> bool:
+        """The firmware's own refusal of a frequency outside the radio's bands."""
+        if _frequency_valid(frequency):
+            return False
+        self.out(f"Frequency must be in {SUBGHZ_FREQUENCY_RANGE_STR} range, not {frequency}\r\n")
+        return True
+
     def _subghz_rx_raw(self, args: str) -> None:
         frequency = 433920000
         if args:
@@ -1600,10 +1604,7 @@ class _Port(PtyPort):
                 self.out(_usage("subghz rx", "<Frequency: in Hz>", args))
                 return
             frequency = values[0]
-            if not _frequency_valid(frequency):
-                self.out(
-                    f"Frequency must be in {SUBGHZ_FREQUENCY_RANGE_STR} range, not {frequency}\r\n"
-                )
+            if self._frequency_refused(frequency):
                 return
         self.out(f"Listening at {tuned_frequency(frequency)}. Press CTRL+C to stop\r\n")
         while not self.wait_etx(self.emu.event_interval):
@@ -1624,10 +1625,7 @@ class _Port(PtyPort):
                 self.out(_usage("subghz tx", SUBGHZ_TX_USAGE, args))
                 return
         device = self._device(device)
-        if not _frequency_valid(frequency):
-            self.out(
-                f"Frequency must be in {SUBGHZ_FREQUENCY_RANGE_STR} range, not {frequency}\r\n"
-            )
+        if self._frequency_refused(frequency):
             return
         self.state.transmit_log.append(f"subghz {command_args}")
         self.out(

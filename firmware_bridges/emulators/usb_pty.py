@@ -28,6 +28,7 @@ reason: the Flipper 33 ms); each close ends it once the host's last bytes are pr
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import ctypes
 import math
@@ -89,7 +90,7 @@ def _watch_opens(path: str) -> int | None:
     return fd
 
 
-class PtyPort:
+class PtyPort(abc.ABC):
     """One plug-in of the USB cable: a pty pair and the thread playing the device on its master.
 
     A subclass writes ``_session``: it runs each time a host opens the slave (``connected`` is
@@ -144,9 +145,9 @@ class PtyPort:
         if self.thread.is_alive() and threading.current_thread() is not self.thread:
             self.thread.join(timeout=5)
 
+    @abc.abstractmethod
     def _session(self) -> None:
         """What the firmware does while a host holds the port (see the class docstring)."""
-        raise NotImplementedError
 
     def _run(self) -> None:
         replug: bool | None = None
@@ -281,7 +282,7 @@ class PtyPort:
 P = TypeVar("P", bound=PtyPort)
 
 
-class PtyDevice(Generic[P]):
+class PtyDevice(abc.ABC, Generic[P]):
     """A board on a pty across plug-ins. ``start()`` returns the path a client opens with
     pyserial; ``link``, if given, is a symlink kept pointing at the current pty (a stable path
     across replugs). A subclass makes its port in ``_new_port``.
@@ -303,9 +304,9 @@ class PtyDevice(Generic[P]):
         self._stopped = False
         self._powered_off = False
 
+    @abc.abstractmethod
     def _new_port(self) -> P:
         """A new plug-in: its pty open, its thread not started yet."""
-        raise NotImplementedError
 
     # --- plugging ---
 
