@@ -18,6 +18,7 @@ from hub.api.errors import http_error
 from hub.api.keys import HUB
 from hub.contracts import MAX_ENTRIES
 from hub.memory.graph import MemoryRefused, parse_ids, parse_links
+from hub.memory.sync import SYNC_PAGE, parse_changes
 
 routes = web.RouteTableDef()
 T = TypeVar("T")
@@ -98,3 +99,28 @@ async def history(request: web.Request) -> web.Response:
         raise http_error(web.HTTPBadRequest, "give ?id=<fact>")
     trail = await _run(request.app[HUB].memory.history, owner, fact_id)
     return web.json_response({"history": [f.as_json() for f in trail]})
+
+
+@routes.get("/learnings/sync")
+@access(Access.USER)
+async def changes(request: web.Request) -> web.Response:
+    """A page of the caller's changes after revision ``after`` (0: from the start), closed
+    facts and links included: what another store of this memory needs to catch up."""
+    owner = _owner(request)
+    after = query_int(request, "after", 0, 0, 2**62)
+    limit = query_int(request, "limit", SYNC_PAGE, 1, SYNC_PAGE)
+    page = await _run(request.app[HUB].memory.changes, owner, after, limit)
+    return web.json_response(page.as_json())
+
+
+@routes.post("/learnings/sync")
+@access(Access.USER)
+async def merge(request: web.Request) -> web.Response:
+    """Merge another store's page of this memory: ids kept, closes win, a repeat is a no-op."""
+    owner = _owner(request)
+    try:
+        facts, edges = parse_changes(await read_json_body(request), owner)
+    except MemoryRefused as exc:
+        raise http_error(web.HTTPBadRequest, str(exc)) from None
+    report = await _run(request.app[HUB].memory.merge, owner, facts, edges)
+    return web.json_response(report.as_json())

@@ -14,129 +14,53 @@ import logging
 import threading
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from hub.contracts import MAX_ENTRIES, MAX_ENTRY_CHARS
-from hub.errors import Refused
+from hub.contracts import MAX_ENTRIES
+from hub.memory.model import (
+    KINDS,
+    LINK_RELS,
+    SUPERSEDES,
+    Edge,
+    Fact,
+    FactNotFound,
+    Link,
+    MemoryFull,
+    MemoryRefused,
+    check_text,
+    now,
+    parse_ids,
+    parse_links,
+)
+from hub.memory.sync import SYNC_PAGE, Changes, MergeReport, SyncedEdge
 from hub.memory.vectors import VectorIndex, VectorItem
 from hub.store.db import connect
 
 log = logging.getLogger(__name__)
 
-KINDS = ("fact", "person", "tiny", "project", "concept")
-LINK_RELS = ("part_of", "authored", "relates_to", "about")
-SUPERSEDES = "supersedes"
-MAX_SCOPE_CHARS = 100
 RECALL_OVERFETCH = 3
 INDEX_BATCH = 256
 
 _FACT_COLUMNS = "id, owner, kind, label, attrs_json, vec_id, visibility, valid_from, valid_to"
+_EDGE_SYNC_COLUMNS = "src, rel, dst, scope, valid_from, valid_to"
 
-
-class MemoryRefused(Refused):
-    """A memory request that cannot be met; ``status`` is its HTTP answer."""
-
-    status = 400
-
-
-class FactNotFound(MemoryRefused):
-    status = 404
-
-
-class MemoryFull(MemoryRefused):
-    status = 409
-
-
-@dataclass(frozen=True)
-class Fact:
-    id: str
-    owner: str
-    kind: str
-    text: str
-    visibility: str
-    valid_from: str
-    valid_to: str | None
-    vec_id: str | None = None
-
-    @property
-    def current(self) -> bool:
-        return self.valid_to is None
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "fact": self.text,
-            "kind": self.kind,
-            "visibility": self.visibility,
-            "valid_from": self.valid_from,
-            "valid_to": self.valid_to,
-        }
-
-
-@dataclass(frozen=True)
-class Link:
-    rel: str
-    dst: str
-    scope: str = ""
-
-
-@dataclass(frozen=True)
-class Edge:
-    id: int
-    src: str
-    rel: str
-    dst: str
-    scope: str
-    valid_from: str
-    valid_to: str | None
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "src": self.src,
-            "rel": self.rel,
-            "dst": self.dst,
-            "scope": self.scope,
-            "valid_from": self.valid_from,
-            "valid_to": self.valid_to,
-        }
-
-
-def now() -> str:
-    """ISO-8601 UTC with microseconds: sortable as text, readable in a response."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def parse_links(raw: Any) -> list[Link]:
-    """``[{rel, dst, scope?}]`` from a tool or a request; MemoryRefused naming the bad item."""
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        raise MemoryRefused("links must be an array of {rel, dst, scope}")
-    links = []
-    for index, item in enumerate(raw):
-        if not isinstance(item, dict):
-            raise MemoryRefused(f"links[{index}] must be an object {{rel, dst, scope}}")
-        rel, dst, scope = item.get("rel"), item.get("dst"), item.get("scope", "")
-        if rel not in LINK_RELS:
-            raise MemoryRefused(f"links[{index}].rel must be one of {', '.join(LINK_RELS)}")
-        if not isinstance(dst, str) or not dst:
-            raise MemoryRefused(f"links[{index}].dst must be a fact id")
-        if not isinstance(scope, str) or len(scope) > MAX_SCOPE_CHARS:
-            raise MemoryRefused(f"links[{index}].scope must be a string of at most 100 characters")
-        links.append(Link(rel, dst, scope))
-    return links
-
-
-def parse_ids(raw: Any, field: str) -> list[str]:
-    if raw is None:
-        return []
-    if not isinstance(raw, list) or not all(isinstance(i, str) and i for i in raw):
-        raise MemoryRefused(f"{field} must be an array of fact ids")
-    return list(dict.fromkeys(raw))
+__all__ = [  # the nouns live in hub.memory.model; callers may keep importing them from here
+    "KINDS",
+    "LINK_RELS",
+    "SUPERSEDES",
+    "Edge",
+    "Fact",
+    "FactNotFound",
+    "Link",
+    "MemoryFull",
+    "MemoryRefused",
+    "MemoryStore",
+    "now",
+    "parse_ids",
+    "parse_links",
+]
 
 
 class MemoryStore:
@@ -149,6 +73,7 @@ class MemoryStore:
 
     def close(self) -> None:
         self._db.conn.close()
+        self.vectors.close()
 
     # --- writes -----------------------------------------------------------------------------
 
@@ -162,7 +87,7 @@ class MemoryStore:
         links: Sequence[Link] = (),
         visibility: str = "private",
     ) -> Fact:
-        fact_text = _check_text(text)
+        fact_text = check_text(text)
         if kind not in KINDS:
             raise MemoryRefused(f"kind must be one of {', '.join(KINDS)}")
         if visibility not in ("private", "public"):
@@ -170,6 +95,7 @@ class MemoryStore:
         fact_id = "m_" + uuid.uuid4().hex[:20]
         stamp = now()
         with self._lock, self._transaction():
+            rev = self._next_rev()
             closing = [self._current(owner, old, "supersedes") for old in supersedes]
             for link in links:
                 self._existing(owner, link.dst, "links dst")
@@ -179,23 +105,12 @@ class MemoryStore:
                     f"memory full ({count}/{MAX_ENTRIES}): unlearn stale facts or consolidate "
                     "several into one before adding more"
                 )
-            self._db.execute(
-                f"INSERT INTO entity ({_FACT_COLUMNS}) VALUES (?, ?, ?, ?, ?, NULL, ?, ?, NULL)",
-                [
-                    fact_id,
-                    owner,
-                    kind,
-                    fact_text,
-                    json.dumps({"source": fact_text}),
-                    visibility,
-                    stamp,
-                ],
-            )
+            self._insert(Fact(fact_id, owner, kind, fact_text, visibility, stamp, None), rev)
             for old in closing:
-                self._close(old, stamp)
-                self._add_edge(owner, fact_id, SUPERSEDES, old.id, "", stamp)
+                self._close(old, stamp, rev)
+                self._add_edge(owner, fact_id, SUPERSEDES, old.id, "", stamp, rev)
             for link in links:
-                self._add_edge(owner, fact_id, link.rel, link.dst, link.scope, stamp)
+                self._add_edge(owner, fact_id, link.rel, link.dst, link.scope, stamp, rev)
         self._drop_vectors([old.vec_id for old in closing if old.vec_id])
         self._index([Fact(fact_id, owner, kind, fact_text, visibility, stamp, None)])
         return self.get(owner, fact_id)
@@ -204,7 +119,7 @@ class MemoryStore:
         """Close one fact: it leaves listings and recall, and stays as history."""
         with self._lock, self._transaction():
             fact = self._current(owner, fact_id, "id")
-            self._close(fact, now())
+            self._close(fact, now(), self._next_rev())
         self._drop_vectors([fact.vec_id] if fact.vec_id else [])
         return self.get(owner, fact_id)
 
@@ -238,9 +153,10 @@ class MemoryStore:
                     [owner, *row, keep_edge],
                 )
             ]
+            marks = ",".join("?" * len(closing))
             self._db.execute(
-                f"UPDATE edge SET valid_to = ? WHERE id IN ({','.join('?' * len(closing))})",
-                [now(), *closing],
+                f"UPDATE edge SET valid_to = ?, rev = ? WHERE id IN ({marks})",
+                [now(), self._next_rev(), *closing],
             )
         return closing
 
@@ -349,6 +265,127 @@ class MemoryStore:
     def listing(self, owner: str, limit: int, query: str = "") -> list[Fact]:
         return self.recall(owner, query, limit=limit) if query else self.recent(owner, limit)
 
+    # --- sync (hub.memory.sync has the why) ---------------------------------------------------
+
+    def changes(self, owner: str, after: int, limit: int = SYNC_PAGE) -> Changes:
+        """The facts and links changed after revision ``after``, about ``limit`` facts at a time;
+        a revision is never split across pages, so a page holds whole writes."""
+        with self._lock:
+            top = self._newest_rev(owner, after)
+            revs = self._db.execute(
+                "SELECT rev FROM entity WHERE owner = ? AND rev > ? ORDER BY rev LIMIT 1 OFFSET ?",
+                [owner, after, limit - 1],
+            ).fetchone()
+            upto = min(top, int(revs[0])) if revs else top
+            facts = self._db.execute(
+                f"SELECT {_FACT_COLUMNS} FROM entity WHERE owner = ? AND rev > ? AND rev <= ?"
+                " ORDER BY rev, rowid",
+                [owner, after, upto],
+            ).fetchall()
+            edges = self._db.execute(
+                f"SELECT {_EDGE_SYNC_COLUMNS} FROM edge WHERE owner = ? AND rev > ? AND rev <= ?"
+                " ORDER BY rev, id",
+                [owner, after, upto],
+            ).fetchall()
+        return Changes([_fact(r) for r in facts], [SyncedEdge(*r) for r in edges], upto, top > upto)
+
+    def merge(self, owner: str, facts: Sequence[Fact], edges: Sequence[SyncedEdge]) -> MergeReport:
+        """Fold the other side's changes in: unknown facts and links are added with their ids,
+        a close wins over an open, the earlier close wins over a later one. Merging the same
+        page again changes nothing (and takes no revision)."""
+        report, fresh, stale = MergeReport(), list[Fact](), list[str]()
+        with self._lock, self._transaction():
+            room = MAX_ENTRIES - self.count(owner)
+            for fact in (replace(f, owner=owner) for f in facts):
+                room -= self._merge_fact(owner, fact, room, report, fresh, stale)
+            for edge in edges:
+                self._merge_edge(owner, edge, report)
+        self._drop_vectors(stale)
+        self._index(fresh)
+        return report
+
+    def newest_rev(self, owner: str) -> int:
+        return self._newest_rev(owner, 0)
+
+    def _newest_rev(self, owner: str, after: int) -> int:
+        row = self._db.execute(
+            "SELECT MAX(rev) FROM (SELECT MAX(rev) AS rev FROM entity WHERE owner = ?"
+            " UNION ALL SELECT MAX(rev) FROM edge WHERE owner = ?)",
+            [owner, owner],
+        ).fetchone()
+        return max(after, int(row[0])) if row and row[0] is not None else after
+
+    def _merge_fact(
+        self,
+        owner: str,
+        fact: Fact,
+        room: int,
+        report: MergeReport,
+        fresh: list[Fact],
+        stale: list[str],
+    ) -> int:
+        """One incoming fact; returns how much room it took (1 opened, -1 closed, 0 neither)."""
+        row = self._db.execute(
+            "SELECT owner, valid_to, vec_id FROM entity WHERE id = ?", [fact.id]
+        ).fetchone()
+        if row is None:
+            if fact.current and room <= 0:
+                report.refused.append({"id": fact.id, "error": f"memory full ({MAX_ENTRIES})"})
+                return 0
+            self._insert(fact, self._merge_rev(report))
+            report.added += 1
+            if fact.current:
+                fresh.append(fact)
+            return 1 if fact.current else 0
+        if row[0] != owner:  # an id clash with someone else's fact: never touch theirs
+            report.refused.append({"id": fact.id, "error": "the id is taken by another fact"})
+            return 0
+        local_end: str | None = row[1]
+        if fact.valid_to is None or (local_end is not None and local_end <= fact.valid_to):
+            return 0
+        self._close(fact, fact.valid_to, self._merge_rev(report))
+        report.closed += 1
+        if row[2]:
+            stale.append(row[2])
+        return -1 if local_end is None else 0
+
+    def _merge_edge(self, owner: str, edge: SyncedEdge, report: MergeReport) -> None:
+        ends = self._db.execute(
+            "SELECT COUNT(*) FROM entity WHERE owner = ? AND id IN (?, ?)",
+            [owner, edge.src, edge.dst],
+        ).fetchone()[0]
+        if ends < (1 if edge.src == edge.dst else 2):
+            report.refused.append(
+                {"id": f"{edge.src} {edge.rel} {edge.dst}", "error": "a link to an unknown fact"}
+            )
+            return
+        row = self._db.execute(
+            "SELECT id, valid_to FROM edge WHERE owner = ? AND src = ? AND rel = ? AND dst = ?"
+            " AND scope = ? AND valid_from = ?",
+            [owner, edge.src, edge.rel, edge.dst, edge.scope, edge.valid_from],
+        ).fetchone()
+        if row is None:
+            rev = self._merge_rev(report)
+            self._add_edge(owner, edge.src, edge.rel, edge.dst, edge.scope, edge.valid_from, rev)
+            if edge.valid_to is not None:
+                self._db.execute(
+                    "UPDATE edge SET valid_to = ? WHERE id = last_insert_rowid()", [edge.valid_to]
+                )
+        elif edge.valid_to is not None and (row[1] is None or edge.valid_to < row[1]):
+            self._db.execute(
+                "UPDATE edge SET valid_to = ?, rev = ? WHERE id = ?",
+                [edge.valid_to, self._merge_rev(report), row[0]],
+            )
+        else:
+            return
+        report.edges += 1
+
+    def _merge_rev(self, report: MergeReport) -> int:
+        """The merge's one revision, taken at its first change."""
+        if report.rev is None:
+            report.rev = self._next_rev()
+        return report.rev
+
     # --- the index ----------------------------------------------------------------------------
 
     def index_missing(self) -> int:
@@ -415,15 +452,41 @@ class MemoryStore:
             raise MemoryRefused(f"{field}: fact {fact_id} was already closed at {fact.valid_to}")
         return fact
 
-    def _close(self, fact: Fact, stamp: str) -> None:
+    def _next_rev(self) -> int:
+        """The next revision of this store; call inside the writing transaction only, so
+        revisions follow commit order (see migration 0011)."""
+        row = self._db.execute("UPDATE memory_clock SET rev = rev + 1 RETURNING rev").fetchone()
+        return int(row[0])
+
+    def _insert(self, fact: Fact, rev: int) -> None:
         self._db.execute(
-            "UPDATE entity SET valid_to = ?, vec_id = NULL WHERE id = ?", [stamp, fact.id]
+            f"INSERT INTO entity ({_FACT_COLUMNS}, rev) VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?, ?)",
+            [
+                fact.id,
+                fact.owner,
+                fact.kind,
+                fact.text,
+                json.dumps({"source": fact.text}),
+                fact.visibility,
+                fact.valid_from,
+                fact.valid_to,
+                rev,
+            ],
         )
 
-    def _add_edge(self, owner: str, src: str, rel: str, dst: str, scope: str, stamp: str) -> None:
+    def _close(self, fact: Fact, stamp: str, rev: int) -> None:
         self._db.execute(
-            "INSERT INTO edge (owner, src, rel, dst, scope, valid_from) VALUES (?, ?, ?, ?, ?, ?)",
-            [owner, src, rel, dst, scope, stamp],
+            "UPDATE entity SET valid_to = ?, vec_id = NULL, rev = ? WHERE id = ?",
+            [stamp, rev, fact.id],
+        )
+
+    def _add_edge(
+        self, owner: str, src: str, rel: str, dst: str, scope: str, stamp: str, rev: int
+    ) -> None:
+        self._db.execute(
+            "INSERT INTO edge (owner, src, rel, dst, scope, valid_from, rev)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [owner, src, rel, dst, scope, stamp, rev],
         )
 
     def _owned_current(self, owner: str, ids: Sequence[str]) -> list[Fact]:
@@ -481,18 +544,6 @@ class _Transaction:
 
     def __exit__(self, kind: Any, value: Any, trace: Any) -> None:
         self._conn.execute("ROLLBACK" if kind else "COMMIT")
-
-
-def _check_text(text: Any) -> str:
-    if not isinstance(text, str) or not text.strip():
-        raise MemoryRefused("fact must be a non-empty string")
-    cleaned: str = text.strip()
-    if len(cleaned) > MAX_ENTRY_CHARS:
-        raise MemoryRefused(
-            f"fact is {len(cleaned)} characters; the limit is {MAX_ENTRY_CHARS}: split it into "
-            "self-contained facts"
-        )
-    return cleaned
 
 
 def _fact(row: Sequence[Any]) -> Fact:

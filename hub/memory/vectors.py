@@ -62,6 +62,15 @@ class VectorIndex:
     def client(self) -> Any:
         return self._opened()[0]
 
+    def close(self) -> None:
+        """Release Chroma's files and threads. Chroma shares one system per path within a
+        process and keeps it until its last client closes, so a process that opens hubs one
+        after another (the tests, a restart in place) would otherwise keep every one open."""
+        with self._open_lock:
+            opened, self._chroma = self._chroma, None
+        if opened is not None:
+            opened[0].close()
+
     @property
     def collection(self) -> Any:
         return self._opened()[1]
