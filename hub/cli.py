@@ -209,6 +209,20 @@ def _add_cloud_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     adopt.add_argument("--app", help="the web app's origin (default: the configured cloud.url)")
     adopt.add_argument("--device-id", help="the device id (default: the configured one)")
     adopt.add_argument("--token-file", type=Path, help=token_help)
+    memory = actions.add_parser(
+        "memory",
+        parents=[common],
+        help="sync your memory with the cloud: save a user token (or --off)",
+        description="Memory is yours, not the device's: syncing it needs a token of your account "
+        "at the web app (the device token reads no one's memory). This verifies the token with "
+        "one read, saves it in cloud-user.token (0600) and the hub syncs from its next start. "
+        "--off forgets the token; your facts stay on both sides.",
+    )
+    memory.add_argument("--app", help="the web app's origin (default: the configured cloud.url)")
+    memory.add_argument(
+        "--token-file", type=Path, help="a file holding the user token (default: asked for)"
+    )
+    memory.add_argument("--off", action="store_true", help="stop syncing: forget the user token")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -507,6 +521,8 @@ def cloud_command(settings: Settings, args: argparse.Namespace) -> int:
     try:
         if args.cloud_action == "status":
             return asyncio.run(_cloud_status(settings))
+        if args.cloud_action == "memory":
+            return _cloud_memory(settings, args)
         return _cloud_join(settings, args, adopting=args.cloud_action == "adopt")
     except CloudAccountError as exc:
         raise CliError(str(exc)) from None
@@ -568,6 +584,40 @@ def _cloud_join(settings: Settings, args: argparse.Namespace, *, adopting: bool)
     return 0
 
 
+def _cloud_memory(settings: Settings, args: argparse.Namespace) -> int:
+    from hub.cloud import account
+
+    path = settings.cloud_user_token_path
+    if args.off:
+        path.unlink(missing_ok=True)
+        print(f"memory sync off: removed {path}; restart the hub to stop syncing", flush=True)
+        return 0
+    given_app = args.app or settings.cloud_url
+    if not given_app:
+        raise CliError("no cloud configured; give the web app's origin with --app")
+    app = account.check_origin(given_app)
+    if args.token_file is None:
+        print(
+            f"To sync your memory with {app}:\n"
+            f"  1. open {app} and sign in\n"
+            "  2. Settings → tokens → new token (a token of your account, not a device's)\n"
+            "  3. paste it here",
+            flush=True,
+        )
+    token = account.check_token(
+        _read_token_file(args.token_file) if args.token_file else _ask_secret("user token: ")
+    )
+    print(asyncio.run(account.verify_user(app, token)), flush=True)
+    account.save_token(path, token)
+    if not settings.cloud_url:
+        account.write_cloud_config(settings, app, settings.cloud_device_id)
+    print(
+        f"saved: the user token in {path} (readable by this user only); restart the hub to sync",
+        flush=True,
+    )
+    return 0
+
+
 def _ask(prompt: str) -> str:
     print(prompt, end="", flush=True)
     line = sys.stdin.readline()
@@ -611,6 +661,8 @@ async def _cloud_status(settings: Settings) -> int:
     print(f"cloud url: {settings.cloud_url or '(not joined)'}")
     print(f"device id: {settings.cloud_device_id or '(none)'}")
     print(f"token: {'present' if present else 'missing'} ({token_path})")
+    user_token = load_token(settings.cloud_user_token_path) is not None
+    print(f"memory sync: {'on' if user_token else 'off (tiny-hub cloud memory)'}")
     local = _local_url(settings, None)
     try:
         health = await HubClient(local, pin=_pin(settings, local)).health()

@@ -220,6 +220,22 @@ class Settings:
     http_allow_hosts: tuple[str, ...] = _setting(
         "http",
         "allow_hosts",
+    cloud_desktop_notifications: bool = _setting(
+        "cloud",
+        "desktop_notifications",
+        "TINY_HUB_CLOUD_DESKTOP_NOTIFICATIONS",
+        True,
+        "show the cloud's notifications on this machine's desktop too (notify-send on Linux, "
+        "osascript on macOS), where it has one; they reach the event ring and the TUI anyway",
+    )
+    cloud_memory_interval_s: float = _setting(
+        "cloud",
+        "memory_interval_s",
+        "TINY_HUB_CLOUD_MEMORY_INTERVAL_S",
+        60.0,
+        "seconds between memory sync rounds with the cloud (a fact learned here goes out within "
+        "5 s anyway); sync runs when tiny-hub cloud memory saved a user token",
+    )
         "TINY_HUB_HTTP_ALLOW_HOSTS",
         (),
         "hosts on the home network the http tool may fetch (comma-separated in the variable)",
@@ -278,6 +294,12 @@ class Settings:
     @property
     def owner_token_path(self) -> Path:
         return self.home / "owner.token"
+    @property
+    def cloud_user_token_path(self) -> Path:
+        """The person's token at the cloud, for memory sync (the device token reads no one's
+        memory)."""
+        return self.home / "cloud-user.token"
+
 
 
 def setting_fields() -> list[dataclasses.Field[Any]]:

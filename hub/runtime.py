@@ -25,6 +25,7 @@ from hub.senses import Senses
 
 if TYPE_CHECKING:
     from hub.cloud.link import CloudLink
+    from hub.cloud.memory_sync import MemorySync
 from hub.store.migrations import open_database
 from hub.tinys.records import TinyStore
 
@@ -49,6 +50,7 @@ class Hub:
     cloud: CloudLink | None = None  # set by start_server when the hub has joined a cloud
 
     @classmethod
+    memory_sync: MemorySync | None = None  # set by start_server when a user token is saved
     def open(
         cls,
         settings: Settings,

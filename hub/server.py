@@ -58,6 +58,8 @@ class RunningServer:
     async def stop(self) -> None:
         if self.hub.cloud is not None:
             await self.hub.cloud.stop()
+        if self.hub.memory_sync is not None:
+            await self.hub.memory_sync.stop()
         if self.advertiser is not None:  # goodbyes first: phones stop dialling a closing hub
             await self.advertiser.stop()
         await self.hub.drivers.stop()
@@ -101,6 +103,7 @@ async def start_server(
     _start_lan(server)
     await hub.drivers.start()
     await _start_cloud(hub)
+    await _start_memory_sync(hub)
     return server
 
 
@@ -109,6 +112,7 @@ async def _start_cloud(hub: Hub) -> None:
     from hub.cloud.account import load_token
     from hub.cloud.client import CloudClient
     from hub.cloud.link import CloudLink
+    from hub.cloud.notify import DesktopNotifier
     from hub.cloud.outbox import Outbox
 
     settings = hub.settings
@@ -122,9 +126,26 @@ async def _start_cloud(hub: Hub) -> None:
         )
         return
     client = CloudClient(settings.cloud_url, settings.cloud_device_id, token)
-    hub.cloud = CloudLink(hub, client, Outbox(hub.db, hub.devices.clock))
+    notifier = DesktopNotifier() if settings.cloud_desktop_notifications else None
+    hub.cloud = CloudLink(hub, client, Outbox(hub.db, hub.devices.clock), notifier=notifier)
     await hub.cloud.start()
     log.info("dialling in to the cloud at %s as %s", settings.cloud_url, settings.cloud_device_id)
+
+
+async def _start_memory_sync(hub: Hub) -> None:
+    """Sync the owner's memory with the cloud when a user token is saved (tiny-hub cloud
+    memory); independent of the device link, which needs no memory and vice versa."""
+    from hub.cloud.account import load_token
+    from hub.cloud.memory_sync import MemoryCloud, MemorySync
+
+    settings = hub.settings
+    token = load_token(settings.cloud_user_token_path) if settings.cloud_url else None
+    if token is None:
+        return
+    cloud = MemoryCloud(settings.cloud_url, token)
+    hub.memory_sync = MemorySync(hub, cloud, interval_s=settings.cloud_memory_interval_s)
+    await hub.memory_sync.start()
+    log.info("syncing the owner's memory with %s", settings.cloud_url)
 
 
 def _tls_context(hub: Hub) -> ssl.SSLContext | None:

@@ -954,6 +954,8 @@ BENCHMARKS: dict[str, tuple[Callable[[int], list[Figure]], int]] = {
     "nicla_vision": (rows_of("scripts.bench_nicla_vision"), 20),
     "nicla_voice": (rows_of("scripts.bench_nicla_voice"), 10),
     "cloud": (rows_of("scripts.bench_cloud"), 3),
+    "universe": (rows_of("scripts.bench_universe"), 3),
+    "memory_sync": (rows_of("scripts.bench_memory_sync"), 3),
 }
 
 

@@ -414,7 +414,7 @@ async def test_a_hub_that_has_not_joined_says_the_cloud_is_off(
     pair: Pair, http: aiohttp.ClientSession
 ) -> None:
     async with http.get(f"{pair.local.url}/api/health") as response:
-        assert (await response.json())["cloud"] == {"state": "off"}
+        assert (await response.json())["cloud"] == {"state": "off", "memory": {"state": "off"}}
 
 
 @contextlib.asynccontextmanager

@@ -567,3 +567,12 @@ def test_each_cloud_state_reads_as_one_phrase() -> None:
         "offline — x"
     )
     assert cloud_state(None) == "not available on this hub yet"
+
+
+def test_memory_sync_is_named_after_the_link_when_it_is_on() -> None:
+    link = {"state": "online", "since": 1.0, "detail": "", "pending": 0}
+    assert cloud_state({**link, "memory": {"state": "off"}}) == "online"
+    synced = cloud_state({**link, "memory": {"state": "online", "syncedAt": 1.0}})
+    assert synced.startswith("online · memory: in sync at ")
+    offline = {"state": "offline", "since": None, "detail": "down", "syncedAt": None}
+    assert cloud_state({**link, "memory": offline}) == "online · memory: offline"

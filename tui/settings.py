@@ -257,9 +257,20 @@ def clock(seconds: object) -> str:
 def cloud_state(cloud: object) -> str:
     """The cloud link as /api/health's ``cloud`` tells it (hub/cloud/link.py ``status()``):
     off (and how to join), online, offline since when and why with what waits to be sent, or
-    refused and why. A hub that predates the field says nothing about the cloud."""
+    refused and why; then memory sync's state when it is on. A hub that predates the field
+    says nothing about the cloud."""
     if not isinstance(cloud, dict):
         return NOT_YET
+    memory = cloud.get("memory")
+    line = _link_state(cloud)
+    if isinstance(memory, dict) and memory.get("state") not in (None, "off"):
+        synced = clock(memory.get("syncedAt"))
+        said = f"in sync at {synced}" if memory.get("state") == "online" and synced else None
+        line += f" · memory: {said or memory.get('state')}"
+    return line
+
+
+def _link_state(cloud: dict[str, Any]) -> str:
     state = str(cloud.get("state") or "off")
     if state == "off":
         return CLOUD_OFF

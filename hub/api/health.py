@@ -28,6 +28,9 @@ async def health(request: web.Request) -> web.Response:
             "dataDir": str(hub.settings.home),
             "lanUrl": hub.lan.url,
             "loopbackUrl": hub.lan.loopback_url,
-            "cloud": hub.cloud.status() if hub.cloud is not None else {"state": "off"},
+            "cloud": {
+                **(hub.cloud.status() if hub.cloud is not None else {"state": "off"}),
+                "memory": hub.memory_sync.status() if hub.memory_sync else {"state": "off"},
+            },
         }
     )

@@ -210,3 +210,20 @@ async def verify(url: str, device_id: str, token: str) -> str:
     except CloudError as exc:
         raise CloudAccountError(f"the cloud did not accept the heartbeat: {exc}") from None
     return f"the cloud at {url} accepted device {device_id} (one heartbeat: the hub shows online)"
+
+
+async def verify_user(url: str, token: str) -> str:
+    """One read of the person's memory at the cloud with a user token (memory sync's calls);
+    a sentence on success, CloudAccountError if not."""
+    from hub.cloud.memory_sync import MemoryCloud
+
+    try:
+        await MemoryCloud(url, token, timeout_s=VERIFY_TIMEOUT_S).page(0, limit=1)
+    except CloudAuthError:
+        raise CloudAccountError(
+            "the cloud refused the user token: give a token of your account at the web app "
+            "(a device token cannot read memory)"
+        ) from None
+    except CloudError as exc:
+        raise CloudAccountError(f"the cloud did not answer the memory read: {exc}") from None
+    return f"the cloud at {url} accepted the user token (memory sync can read your facts)"

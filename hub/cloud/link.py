@@ -8,8 +8,12 @@ lapse, and a burst of events never waits behind a pull.
 
 Replies are never sent directly: each one is stored in the durable outbox first, and only then
 is the outbox drained, so a reply survives a crash or an outage ("an envelope is acknowledged
-only after its reply is stored in the outbox"). Everything is async and every failure is
-caught here, so local chat keeps working whatever the cloud does:
+only after its reply is stored in the outbox"). A reply is stored together with what goes with
+it, in one transaction: the pictures the turn produced (uploads queued ahead of the reply, whose
+URLs the outbox fills in when it sends the reply) and, for a job that outlasted the owner's
+``use_device`` wait, its ``task-result`` (queued after the reply), so the owner hears it is done.
+Everything is async and every failure is caught here, so local chat keeps working whatever the
+cloud does:
 
 - ``CloudUnavailable`` (unreachable, 5xx, garbage): exponential backoff with jitter, capped;
   the status says ``offline`` since the first failure, with the reason.
@@ -25,10 +29,11 @@ import json
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from hub.agent.compose import answer
+from hub.agent.compose import Answer, Picture, answer_with_images
 from hub.cloud.client import (
     CloudAuthError,
     CloudClient,
@@ -36,9 +41,11 @@ from hub.cloud.client import (
     CloudRefused,
     Envelope,
 )
-from hub.cloud.outbox import DrainResult
+from hub.cloud.outbox import Call, DrainResult, images_from, upload_call
 from hub.contracts import RELAY_PAYLOAD_MAX_BYTES
 from hub.devices.events import DEVICE_EVENT_KINDS, RingEvent
+from hub.devices.media import IMAGE_FORMATS
+from hub.devices.relay import DEAD_LETTER_AFTER_S
 from hub.runtime import Hub
 
 log = logging.getLogger(__name__)
@@ -47,9 +54,22 @@ LinkState = Literal["starting", "online", "offline", "refused"]
 
 HUB_CAPABILITIES = ("chat", "memory")
 RESULT_BUDGET_BYTES = 7680  # the result text's share of the 8 KB reply; the rest is headroom
+MAX_REPLY_IMAGES = 4
+# Room kept in the reply for each picture's {url, format}: the URL is only known once the cloud
+# took the upload, so the text is cut to leave this much (a longer URL drops that picture).
+IMAGE_URL_ROOM = 256
+# The owner's use_device waits about 45 s (hub.devices.service.INVOKE_WAIT_S) and then answers
+# "pending"; a job slower than this is also reported as a task result, with some margin.
+BACKGROUND_AFTER_S = 40.0
+SUMMARY_MAX = 160
+# A task result's {taskId, summary, result} as ASCII-escaped JSON, the strictest way the cloud
+# may measure it; the rest of the 8 KB is for the device name the cloud adds.
+TASK_BUDGET_BYTES = 7168
 PULL_LIMIT = 10
 REPLY_PATH = "/api/devices/relay"
 EVENT_PATH = "/api/devices/event"
+TASK_PATH = "/api/devices/task-result"
+IMAGE_TYPES = {fmt: content_type for content_type, fmt in IMAGE_FORMATS.items()}
 NOTE_KIND = "device_note"
 REFUSED_DETAIL = (
     "The cloud refused this hub's device token (it was revoked, or the device was removed). "
@@ -57,7 +77,7 @@ REFUSED_DETAIL = (
     "device back with a new token; the hub keeps working locally meanwhile."
 )
 
-Answerer = Callable[[Hub, str], Awaitable[str]]
+Answerer = Callable[[Hub, str], Awaitable[Answer]]
 
 
 class OutboxLike(Protocol):
@@ -67,32 +87,94 @@ class OutboxLike(Protocol):
         self, method: str, path: str, body: dict[str, Any], *, key: str | None = None
     ) -> int: ...
 
+    def put_all(self, calls: Sequence[Call]) -> list[int]: ...
+
     async def drain(self, client: CloudClient) -> DrainResult: ...
 
     def pending_count(self) -> int: ...
 
 
-async def answer_as_owner(hub: Hub, prompt: str) -> str:
+class Notifier(Protocol):
+    """What the link needs of ``hub.cloud.notify.DesktopNotifier``."""
+
+    def show(self, title: str, body: str) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Reply:
+    """An envelope's answer: the payload's JSON text (≤ 8 KB), the pictures it shows, and the
+    task result owed when the job outlasted the owner's wait."""
+
+    payload: str
+    images: tuple[Picture, ...] = ()
+    task: dict[str, Any] | None = None
+
+    def calls(self, envelope_id: str) -> list[Call]:
+        """What to store for it, in delivery order: uploads, the reply, the task result."""
+        uploads = [(f"media:{n}:{envelope_id}"[:100], image) for n, image in enumerate(self.images)]
+        calls = [upload_call(i.data, IMAGE_TYPES[i.format], key) for key, i in uploads]
+        body = {"inReplyTo": envelope_id, "payload": self.payload}
+        if uploads:
+            body.update(images_from([(key, image.format) for key, image in uploads]))
+        calls.append(Call("PATCH", REPLY_PATH, body, f"reply:{envelope_id}"[:100]))
+        if self.task is not None:
+            calls.append(Call("POST", TASK_PATH, self.task, f"task:{envelope_id}"[:100]))
+        return calls
+
+
+async def answer_as_owner(hub: Hub, prompt: str) -> Answer:
     """The local agent, run as the hub's owner (the cloud's owner is the person who enrolled
     this hub, so the owner's tinys, memory and tools are the right ones)."""
-    return await answer(hub, hub.owner, prompt)
+    return await answer_with_images(hub, hub.owner, prompt)
 
 
 def fit_result(text: str, budget: int = RESULT_BUDGET_BYTES) -> str:
     """``{"result": text}`` as JSON within ``budget`` bytes: a longer text is cut with a note
     saying how much was left out, so the cloud never rejects the reply for its size."""
-    whole = _dump({"result": text})
-    if len(whole.encode("utf-8")) <= budget:
-        return whole
-    low, high = 0, len(text)  # the longest prefix whose JSON fits (JSON length is monotone)
+    return _dump({"result": _fit(text, lambda t: len(_dump({"result": t}).encode()) <= budget)})
+
+
+def image_room(count: int) -> int:
+    """The bytes ``count`` pictures may take in a reply (``,"images":[...]``)."""
+    if not count:
+        return 0
+    entry = {"url": "u" * IMAGE_URL_ROOM, "format": "jpeg"}
+    return len(_dump({"images": [entry] * count}))
+
+
+def task_result(task_id: str, text: str, summary: str | None = None) -> dict[str, Any]:
+    """``{taskId, summary, result}`` for a finished job; the result is cut like a reply's."""
+    summary = summary if summary is not None else _summary(text)
+    if not text:
+        return {"taskId": task_id, "summary": summary}
+
+    def fits(cut: str) -> bool:
+        body = {"taskId": task_id, "summary": summary, "result": cut}
+        return len(json.dumps(body)) <= TASK_BUDGET_BYTES
+
+    return {"taskId": task_id, "summary": summary, "result": _fit(text, fits)}
+
+
+def _summary(text: str) -> str:
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return first if len(first) <= SUMMARY_MAX else first[: SUMMARY_MAX - 1] + "…"
+
+
+def _fit(text: str, fits: Callable[[str], bool]) -> str:
+    """``text``, or its longest prefix that ``fits`` with a note saying how much was left out
+    (the note is small; the budgets leave room for it)."""
+    if fits(text):
+        return text
+    low, high = 0, len(text)  # a JSON encoding's length grows with the prefix: bisect
     while low < high:
         middle = (low + high + 1) // 2
-        if len(_dump({"result": text[:middle]}).encode("utf-8")) <= budget:
+        if fits(text[:middle]):
             low = middle
         else:
             high = middle - 1
-    note = f"\n\n(truncated: {len(text) - low} characters more)"
-    return _dump({"result": text[:low] + note})
+    return text[:low] + f"\n\n(truncated: {len(text) - low} characters more)"
 
 
 def forwardable(event: RingEvent) -> bool:
@@ -102,6 +184,21 @@ def forwardable(event: RingEvent) -> bool:
         return False
     detail = event.detail
     return not (isinstance(detail, dict) and detail.get("source") == "cloud")
+
+
+def _asked_at(envelope: Envelope, pulled_at: float, pulled_wall: float) -> float:
+    """When the owner began waiting, on the monotonic clock: the pull, moved back by the time
+    the envelope sat in the mailbox. That wait is read from the cloud's ``created_at`` and so
+    counts only when it is plausible (not in the future, not beyond an envelope's hour): two
+    machines' clocks differ, and a wrong clock must not turn every answer into a task result."""
+    created = envelope.created_at
+    if isinstance(created, (int, float)) and 0 <= pulled_wall - created <= DEAD_LETTER_AFTER_S:
+        return pulled_at - (pulled_wall - created)
+    return pulled_at
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else "" if value is None else json.dumps(value)
 
 
 def _dump(value: Any) -> str:
@@ -127,6 +224,8 @@ class CloudLink:
         backoff_max_s: float = 300.0,
         clock: Callable[[], float] = time.time,
         answerer: Answerer = answer_as_owner,
+        background_after_s: float = BACKGROUND_AFTER_S,
+        notifier: Notifier | None = None,
     ) -> None:
         self.hub = hub
         self.client = client
@@ -137,6 +236,8 @@ class CloudLink:
         self.backoff_max_s = backoff_max_s
         self.clock = clock
         self.answerer = answerer
+        self.background_after_s = background_after_s
+        self.notifier = notifier
         self.state: LinkState = "starting"
         self.since: float | None = None
         self.detail = "connecting to the cloud"
@@ -169,6 +270,8 @@ class CloudLink:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        if self.notifier is not None:
+            await self.notifier.close()
 
     @property
     def running(self) -> bool:
@@ -252,11 +355,11 @@ class CloudLink:
         if self.outbox.pending_count():
             await self._drain()
         envelopes = await self.client.pull(PULL_LIMIT)
+        pulled_at, pulled_wall = time.monotonic(), self.clock()
         for envelope in envelopes:
-            payload = await self._handle(envelope)
-            body = {"inReplyTo": envelope.id, "payload": payload}
+            reply = await self._reply(envelope, _asked_at(envelope, pulled_at, pulled_wall))
             # stored before anything else happens: the reply now outlives a crash or outage
-            self.outbox.put("PATCH", REPLY_PATH, body, key=f"reply:{envelope.id}"[:100])
+            self.outbox.put_all(reply.calls(envelope.id))
             self.handled += 1
         if envelopes:
             await self._drain()
@@ -272,39 +375,60 @@ class CloudLink:
     # --- envelopes -------------------------------------------------------------------------
 
     async def _handle(self, envelope: Envelope) -> str:
-        """One envelope → its reply's JSON text (≤ 8 KB); never an exception, never silence."""
+        """One envelope → its reply's JSON text (≤ 8 KB) alone."""
+        return (await self._reply(envelope, time.monotonic())).payload
+
+    async def _reply(self, envelope: Envelope, asked_at: float) -> Reply:
+        """One envelope → its reply; never an exception, never silence. ``asked_at`` is when
+        the owner began waiting, on ``time.monotonic``'s clock."""
         try:
             parsed = json.loads(envelope.payload)
         except json.JSONDecodeError:
-            return _error("unknown envelope type (the payload is not JSON)")
+            return Reply(_error("unknown envelope type (the payload is not JSON)"))
         kind = parsed.get("type") if isinstance(parsed, dict) else None
         if kind == "invoke" and isinstance(parsed, dict):
-            return await self._invoke(parsed.get("prompt"))
+            return await self._invoke(envelope.id, parsed.get("prompt"), asked_at)
         if kind == "notify" and isinstance(parsed, dict):
-            return self._notify(parsed)
+            return Reply(self._notify(parsed))
         shown = kind if isinstance(kind, str) else json.dumps(kind)
-        return _error(f"unknown envelope type {shown[:100]}")
+        return Reply(_error(f"unknown envelope type {shown[:100]}"))
 
-    async def _invoke(self, prompt: Any) -> str:
+    async def _invoke(self, envelope_id: str, prompt: Any, asked_at: float) -> Reply:
         if not isinstance(prompt, str) or not prompt.strip():
-            return _error("invoke needs a non-empty prompt")
+            return Reply(_error("invoke needs a non-empty prompt"))
         try:
-            text = await self.answerer(self.hub, prompt)
+            answered = await self.answerer(self.hub, prompt)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the model is down, the tiny is gone...: say so, in-band
             log.warning("cloud invoke failed: %s", exc)
-            return _error(f"the hub could not answer: {exc}")
-        return fit_result(text)
+            said = f"the hub could not answer: {exc}"
+            failed = task_result(envelope_id, "", _summary(said)) if self._slow(asked_at) else None
+            return Reply(_error(said), task=failed)
+        images = tuple(i for i in answered.images if i.format in IMAGE_TYPES)[:MAX_REPLY_IMAGES]
+        payload = fit_result(answered.text, RESULT_BUDGET_BYTES - image_room(len(images)))
+        task = task_result(envelope_id, answered.text) if self._slow(asked_at) else None
+        return Reply(payload, images, task)
+
+    def _slow(self, asked_at: float) -> bool:
+        """The owner's ``use_device`` has given up waiting: the answer is a background job's."""
+        return time.monotonic() - asked_at > self.background_after_s
 
     def _notify(self, envelope: dict[str, Any]) -> str:
-        """Onto the owner's event ring as a ``device_note``: the TUI's event stream shows it."""
+        """Onto the owner's event ring as a ``device_note`` (the TUI's event stream shows it),
+        and onto the desktop where the machine has one."""
         fields = ("title", "body", "tag", "url")
         detail: dict[str, Any] = {key: envelope[key] for key in fields if key in envelope}
         detail["source"] = "cloud"
         if len(_dump(detail).encode("utf-8")) > RELAY_PAYLOAD_MAX_BYTES:
             return _error(f"notification is over {RELAY_PAYLOAD_MAX_BYTES} bytes")
         self.hub.devices.events.publish(self.hub.owner.id, NOTE_KIND, None, detail)
+        if self.notifier is not None:
+            title, body = _text(envelope.get("title")), _text(envelope.get("body"))
+            try:
+                self.notifier.show(title or "tiny-hub", body)
+            except Exception:  # a courtesy on top of the ring: it must not fail the reply
+                log.exception("showing a desktop notification failed")
         return _dump({"ok": True})
 
     # --- state -----------------------------------------------------------------------------

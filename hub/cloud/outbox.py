@@ -11,22 +11,33 @@ What stops a drain follows the client's three failures: ``CloudUnavailable`` (tr
 and everything behind it stay queued, in order), ``CloudAuthError`` (stop and tell the owner;
 nothing is marked), ``CloudRefused`` (this item is wrong and will stay wrong: it is marked failed
 with the reason and the queue moves on, so one bad item cannot block every later one forever).
-A 429 arrives as ``CloudRefused`` but means "later", so it stops the drain like a 5xx.
+A 429 arrives as ``CloudUnavailable`` (it means "later"), so it stops the drain like a 5xx.
+
+A reply that shows pictures is several calls: each picture is a ``POST /api/media`` item queued
+ahead of the reply, and the reply names those items under ``IMAGES_FROM`` instead of URLs, which
+only the cloud's answers to the uploads will give. The drain fills the reply's ``images`` from
+those stored answers just before sending it. Order makes this safe: the uploads come first, so by
+the time the reply is sent each is delivered (its answer kept) or refused (the reply goes without
+that picture rather than never). ``put_all`` stores the uploads and the reply in one transaction,
+so a crash can never leave uploads without the reply that uses them, or the other way round.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import sqlite_utils
 
 from hub.cloud.client import CloudAuthError, CloudClient, CloudRefused, CloudUnavailable
+from hub.contracts import RELAY_PAYLOAD_MAX_BYTES
 from hub.devices.registry import Clock
 
 log = logging.getLogger(__name__)
@@ -34,8 +45,34 @@ log = logging.getLogger(__name__)
 MAX_KEY_LENGTH = 100  # the receiver's bound (hub.devices.idempotency)
 KEEP_DELIVERED_S = 24 * 3600
 METHODS = ("POST", "PUT", "PATCH", "DELETE")
+MEDIA_PATH = "/api/media"
+# A reply's pictures, as the keys of the upload items queued before it: [{"media", "format"}].
+# The outbox's own field: the drain turns it into the payload's images and never sends it.
+IMAGES_FROM = "outboxImagesFrom"
 # The client adds the credentials and the outbox the key; a body must not carry its own.
 RESERVED_FIELDS = frozenset({"deviceId", "token", "idempotencyKey"})
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call to store: what ``put`` takes, for ``put_all``."""
+
+    method: str
+    path: str
+    body: dict[str, Any]
+    key: str | None = None
+
+
+def upload_call(data: bytes, content_type: str, key: str) -> Call:
+    """``POST /api/media {data, contentType}`` for ``data``; a reply names it by ``key``."""
+    body = {"data": base64.b64encode(data).decode("ascii"), "contentType": content_type}
+    return Call("POST", MEDIA_PATH, body, key)
+
+
+def images_from(uploads: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    """The body field of a relay reply (``PATCH``) that shows the pictures uploaded by the items
+    keyed ``uploads`` (``(key, format)`` each, in the order to show them)."""
+    return {IMAGES_FROM: [{"media": key, "format": fmt} for key, fmt in uploads]}
 
 
 @dataclass(frozen=True)
@@ -91,31 +128,25 @@ class Outbox:
         Putting a key that is already stored returns that item's number and stores nothing: a
         caller that crashed after ``put`` but before acting on it can safely put again.
         """
-        method = method.upper()
-        if method not in METHODS:
-            raise ValueError(f"method must be one of {', '.join(METHODS)}")
-        if not path.startswith("/"):
-            raise ValueError("path must start with /")
-        if key is None:
-            key = uuid.uuid4().hex
-        if not 1 <= len(key) <= MAX_KEY_LENGTH:
-            raise ValueError(f"key must be 1-{MAX_KEY_LENGTH} characters")
-        reserved = RESERVED_FIELDS.intersection(body)
-        if reserved:
-            raise ValueError(f"the outbox adds {', '.join(sorted(reserved))} itself")
-        body_json = json.dumps(body)  # refuses what cannot be sent, now rather than at drain
+        return self.put_all([Call(method, path, body, key)])[0]
+
+    def put_all(self, calls: Sequence[Call]) -> list[int]:
+        """Store several calls, in this order, in one transaction: all of them or none (a reply
+        and the uploads it shows). Each key already stored is skipped as in ``put``."""
+        checked = [_checked(call) for call in calls]  # every one, before anything is stored
         with self._db.atomic():  # type: ignore[attr-defined]
-            row = self._db.execute(
-                "SELECT seq FROM cloud_outbox WHERE idem_key = ?", [key]
-            ).fetchone()
-            if row is not None:
-                return int(row[0])
-            cursor = self._db.execute(
-                "INSERT INTO cloud_outbox (method, path, body_json, idem_key, created_at)"
-                " VALUES (?, ?, ?, ?, ?)",
-                [method, path, body_json, key, self._clock()],
-            )
-            return int(cursor.lastrowid or 0)
+            return [self._insert(*row) for row in checked]
+
+    def _insert(self, method: str, path: str, body_json: str, key: str) -> int:
+        row = self._db.execute("SELECT seq FROM cloud_outbox WHERE idem_key = ?", [key]).fetchone()
+        if row is not None:
+            return int(row[0])
+        cursor = self._db.execute(
+            "INSERT INTO cloud_outbox (method, path, body_json, idem_key, created_at)"
+            " VALUES (?, ?, ?, ?, ?)",
+            [method, path, body_json, key, self._clock()],
+        )
+        return int(cursor.lastrowid or 0)
 
     async def drain(self, client: CloudClient) -> DrainResult:
         """Deliver pending items in order, one at a time, until the queue is empty or the cloud
@@ -130,7 +161,7 @@ class Outbox:
                 self._db.execute(
                     "UPDATE cloud_outbox SET attempts = attempts + 1 WHERE seq = ?", [seq]
                 )
-                body = {**json.loads(body_json), "idempotencyKey": key}
+                body = {**self._resolved(json.loads(body_json)), "idempotencyKey": key}
                 try:
                     answer = await client.call(method, path, body)
                 except (CloudUnavailable, CloudAuthError) as exc:
@@ -179,6 +210,41 @@ class Outbox:
         ).fetchall()
         return [_item(row) for row in rows]
 
+    def _resolved(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``body`` as sent: a reply's ``IMAGES_FROM`` becomes its payload's ``images``, each
+        ``{url, format}`` from its upload's answer. A refused or missing upload is left out, and
+        so are trailing pictures whose URLs would push the payload past the relay's 8 KB."""
+        wanted = body.pop(IMAGES_FROM, None)
+        if not isinstance(wanted, list) or not isinstance(body.get("payload"), str):
+            return body
+        payload = json.loads(body["payload"])
+        if not isinstance(payload, dict):
+            return body
+        images = []
+        for ref in wanted:
+            url = self._uploaded_url(str(ref.get("media")))
+            if url is None:  # refused by the cloud, or delivered so long ago it was forgotten
+                log.warning("a reply goes without picture %s: its upload has no url", ref)
+            else:
+                images.append({"url": url, "format": ref.get("format")})
+        while images:
+            payload["images"] = images
+            text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+            if len(text.encode("utf-8")) <= RELAY_PAYLOAD_MAX_BYTES:
+                return {**body, "payload": text}
+            log.warning("a reply goes without a picture: its URL does not fit the 8 KB payload")
+            images.pop()
+        return body
+
+    def _uploaded_url(self, key: str) -> str | None:
+        row = self._db.execute(
+            "SELECT answer_json FROM cloud_outbox WHERE idem_key = ? AND delivered_at IS NOT NULL",
+            [key],
+        ).fetchone()
+        answer = json.loads(row[0]) if row is not None and row[0] else None
+        url = answer.get("url") if isinstance(answer, dict) else None
+        return url if isinstance(url, str) and url else None
+
     def _next_pending(self) -> tuple[int, str, str, str, str] | None:
         row = self._db.execute(
             "SELECT seq, method, path, body_json, idem_key FROM cloud_outbox"
@@ -193,6 +259,23 @@ class Outbox:
             "DELETE FROM cloud_outbox WHERE delivered_at IS NOT NULL AND delivered_at < ?",
             [self._clock() - KEEP_DELIVERED_S],
         )
+
+
+def _checked(call: Call) -> tuple[str, str, str, str]:
+    """``(method, path, body_json, key)`` ready to insert, or ValueError for what could never be
+    sent."""
+    method = call.method.upper()
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}")
+    if not call.path.startswith("/"):
+        raise ValueError("path must start with /")
+    key = uuid.uuid4().hex if call.key is None else call.key
+    if not 1 <= len(key) <= MAX_KEY_LENGTH:
+        raise ValueError(f"key must be 1-{MAX_KEY_LENGTH} characters")
+    reserved = RESERVED_FIELDS.intersection(call.body)
+    if reserved:
+        raise ValueError(f"the outbox adds {', '.join(sorted(reserved))} itself")
+    return method, call.path, json.dumps(call.body), key  # refuses what cannot be sent, now
 
 
 _ITEM_SQL = (
