@@ -11,6 +11,7 @@ Precedence, highest first: command-line flags, environment variables, config.tom
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import tomllib
@@ -37,6 +38,8 @@ def _setting(
     section: str, key: str, env: str, default: Any, help: str, *, secret: bool = False
 ) -> Any:
     meta = {"section": section, "key": key, "env": env, "help": help, "secret": secret}
+    if isinstance(default, dict):  # a table is mutable: a fresh one each time, not hashed
+        return field(default_factory=dict, metadata=meta, repr=not secret, hash=False)
     return field(default=default, metadata=meta, repr=not secret)
 
 
@@ -217,9 +220,6 @@ class Settings:
         "this hub's device id at the cloud (set by tiny-hub cloud join); its token is kept in "
         "cloud.token in the data dir, never in this file",
     )
-    http_allow_hosts: tuple[str, ...] = _setting(
-        "http",
-        "allow_hosts",
     cloud_desktop_notifications: bool = _setting(
         "cloud",
         "desktop_notifications",
@@ -236,9 +236,28 @@ class Settings:
         "seconds between memory sync rounds with the cloud (a fact learned here goes out within "
         "5 s anyway); sync runs when tiny-hub cloud memory saved a user token",
     )
+    http_allow_hosts: tuple[str, ...] = _setting(
+        "http",
+        "allow_hosts",
         "TINY_HUB_HTTP_ALLOW_HOSTS",
         (),
         "hosts on the home network the http tool may fetch (comma-separated in the variable)",
+    )
+    mcp_servers: Mapping[str, Any] = _setting(
+        "mcp",
+        "servers",
+        "TINY_HUB_MCP_SERVERS",
+        {},
+        "MCP servers whose tools the owner's turns get: a table per server name with command, "
+        "args, env, cwd (stdio) or url, transport, headers (a JSON object in the variable)",
+        secret=True,
+    )
+    mcp_start_timeout_s: float = _setting(
+        "mcp",
+        "start_timeout_s",
+        "TINY_HUB_MCP_START_TIMEOUT_S",
+        10.0,
+        "seconds an MCP server may take to start and list its tools; the turn goes on without it",
     )
     lan_url: str = _setting(
         "lan",
@@ -276,6 +295,12 @@ class Settings:
         return self.home / "cloud.token"
 
     @property
+    def cloud_user_token_path(self) -> Path:
+        """The person's token at the cloud, for memory sync (the device token reads no one's
+        memory)."""
+        return self.home / "cloud-user.token"
+
+    @property
     def config_path(self) -> Path:
         return self.home / CONFIG_FILE_NAME
 
@@ -294,12 +319,6 @@ class Settings:
     @property
     def owner_token_path(self) -> Path:
         return self.home / "owner.token"
-    @property
-    def cloud_user_token_path(self) -> Path:
-        """The person's token at the cloud, for memory sync (the device token reads no one's
-        memory)."""
-        return self.home / "cloud-user.token"
-
 
 
 def setting_fields() -> list[dataclasses.Field[Any]]:
@@ -343,7 +362,7 @@ def _read_file(path: Path) -> dict[str, Any]:
     by_place = {(f.metadata["section"], f.metadata["key"]): f for f in setting_fields()}
     known_sections = sorted({section for section, _ in by_place})
     values: dict[str, Any] = {}
-    for section, table in _sections(document):
+    for section, table in _sections(document, set(known_sections)):
         if not isinstance(table, dict):
             line = _line_of(text, None, section)
             raise ConfigError(
@@ -360,11 +379,15 @@ def _read_file(path: Path) -> dict[str, Any]:
     return values
 
 
-def _sections(document: dict[str, Any]) -> list[tuple[str, Any]]:
-    """Top-level tables, with nested ones (``[drivers.flipper]``) as dotted sections."""
+def _sections(document: dict[str, Any], known: set[str]) -> list[tuple[str, Any]]:
+    """Top-level tables, with nested ones (``[drivers.flipper]``) as dotted sections. A known
+    section holds keys, even when they are tables themselves (``[mcp.servers.files]``)."""
     found: list[tuple[str, Any]] = []
     for name, table in document.items():
-        if isinstance(table, dict) and table and all(isinstance(v, dict) for v in table.values()):
+        nested = (
+            isinstance(table, dict) and table and all(isinstance(v, dict) for v in table.values())
+        )
+        if nested and name not in known:
             found += [(f"{name}.{inner}", value) for inner, value in table.items()]
         else:
             found.append((name, table))
@@ -385,7 +408,8 @@ def _read_environ(env: Mapping[str, str]) -> dict[str, Any]:
 def _kind(f: dataclasses.Field[Any]) -> type:
     """The declared type of a setting (annotations are strings under postponed evaluation)."""
     declared = str(f.type)
-    for name, kind in (("int", int), ("float", float), ("tuple", tuple), ("bool", bool)):
+    kinds = (("int", int), ("float", float), ("tuple", tuple), ("bool", bool), ("Mapping", dict))
+    for name, kind in kinds:
         if declared.startswith(name):
             return kind
     return str
@@ -395,6 +419,11 @@ def _parse_env(raw: str, f: dataclasses.Field[Any]) -> Any:
     kind = _kind(f)
     if kind is tuple:
         return [part.strip() for part in raw.split(",") if part.strip()]
+    if kind is dict:
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
     if kind is bool:
         lowered = raw.strip().lower()
         return {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}.get(
@@ -414,6 +443,7 @@ _NOUNS = {
     str: "a string",
     tuple: "a list of strings",
     bool: "true or false",
+    dict: "a table (a JSON object in the environment variable)",
 }
 
 
@@ -467,6 +497,11 @@ def _validate(settings: Settings, path: Path, env: Mapping[str, str]) -> None:
         fail("embedded_threads", "must be 0 (every core) or more")
     if settings.ping_interval_s <= 0:
         fail("ping_interval_s", "must be more than 0 seconds")
+    if settings.mcp_start_timeout_s <= 0:
+        fail("mcp_start_timeout_s", "must be more than 0 seconds")
+    for name, server in settings.mcp_servers.items():
+        if not isinstance(server, dict):
+            fail("mcp_servers", f"server {name!r} must be a table of its settings")
     if settings.lan_url and not re.match(r"https?://[^/]+", settings.lan_url):
         fail("lan_url", f"{settings.lan_url!r} is not an http:// or https:// URL")
 

@@ -85,6 +85,9 @@ EV_METADATA: Final = "modelMetadataEvent"
 EV_CONTEXT_COMPACTED: Final = "contextCompacted"
 EV_AGENT_RESULT: Final = "agentResultEvent"
 EV_ERROR: Final = "error"
+# The hub's own addition: something the caller should know that does not end the turn (an MCP
+# server that could not start). {"type": "notice", "message": str}
+EV_NOTICE: Final = "notice"
 
 SSE_EVENT_TYPES: Final = (
     EV_MESSAGE_START,
@@ -100,6 +103,7 @@ SSE_EVENT_TYPES: Final = (
     EV_CONTEXT_COMPACTED,
     EV_AGENT_RESULT,
     EV_ERROR,
+    EV_NOTICE,
 )
 
 # Keys inside modelContentBlockDeltaEvent.

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from hub.cloud.memory_sync import MemorySync
 from hub.store.migrations import open_database
 from hub.tinys.records import TinyStore
+from hub.tinys.universe import COLLECTION, Universe
 
 
 @dataclass
@@ -44,13 +45,14 @@ class Hub:
     drivers: DriverManager
     senses: Senses
     transcripts: TranscriptStore
+    universe: Universe
     version: str = __version__
     started_at: float = field(default_factory=time.monotonic)
     lan: LanInfo = field(default_factory=LanInfo)  # set by start_server
     cloud: CloudLink | None = None  # set by start_server when the hub has joined a cloud
+    memory_sync: MemorySync | None = None  # set by start_server when a user token is saved
 
     @classmethod
-    memory_sync: MemorySync | None = None  # set by start_server when a user token is saved
     def open(
         cls,
         settings: Settings,
@@ -73,6 +75,8 @@ class Hub:
         tinys.ensure_default(owner)
         vectors = VectorIndex(settings.chroma_path, settings.memory_chroma_url)
         memory = MemoryStore(settings.db_path, vectors)
+        universe = Universe(tinys, db, vectors, _universe_collection(settings))
+        tinys.on_change.append(universe.changed)
         devices = Devices(
             db,
             settings.media_path,
@@ -99,6 +103,7 @@ class Hub:
             drivers,
             senses or Senses.from_settings(settings),
             transcripts,
+            universe,
         )
 
     @property
@@ -111,5 +116,17 @@ class Hub:
 
     def close(self) -> None:
         self.senses.close()
+        self.universe.close()
         self.memory.close()
         self.db.conn.close()
+
+
+def _universe_collection(settings: Settings) -> str:
+    """The universe's Chroma collection: on a Chroma server a household shares, one per hub
+    (another hub's tinys are not this hub's to offer), named by the hub's stable id."""
+
+    if not settings.memory_chroma_url:
+        return COLLECTION
+    from hub.lan.advertise import hub_id
+
+    return f"{COLLECTION}_{hub_id(settings.home)}"

@@ -216,7 +216,9 @@ async def _sweep_mailbox(hub: Hub) -> None:
 
 
 async def _index_missing_vectors(hub: Hub) -> None:
-    """Facts whose vector was never written (a crash between the two writes) get one now."""
+    """Facts whose vector was never written (a crash between the two writes) get one now;
+    so do public tinys missing from the universe, and private or deleted ones leave it."""
+    await _index_universe(hub)
     try:
         indexed = await asyncio.to_thread(hub.memory.index_missing)
     except Exception:
@@ -224,3 +226,13 @@ async def _index_missing_vectors(hub: Hub) -> None:
         return
     if indexed:
         log.info("indexed %d fact(s) that had no vector", indexed)
+
+
+async def _index_universe(hub: Hub) -> None:
+    try:
+        fixed = await asyncio.to_thread(hub.universe.index_missing)
+    except Exception:
+        log.warning("could not bring the universe in step with the tinys", exc_info=True)
+        return
+    if fixed:
+        log.info("universe: %d tiny(s) indexed or removed", fixed)

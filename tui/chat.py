@@ -306,6 +306,8 @@ class ChatScreen(Screen[None]):
         elif kind == c.EV_ERROR:
             turn.ended = True
             await self.say(f"error: {event.get('error')}")
+        elif kind == c.EV_NOTICE:
+            await self.say(str(event.get("message", "")), "info")
 
     async def _delta(self, turn: Turn, event: dict[str, Any]) -> None:
         if event.get(c.DELTA_TEXT):

@@ -7,18 +7,27 @@ The SSE route and the one-shot answers (a device's ``ask``, the hub's own endpoi
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from strands.types.tools import AgentTool
 
 from hub import contracts as c
+from hub.agent.mcp import plan_for_turn
 from hub.agent.prompt import system_prompt
 from hub.agent.tools import mount_tools
 from hub.agent.tools.context import STATE_KEY, ToolContext
+from hub.agent.tools.operations import tiny_operation_tools
+from hub.agent.tools.universe import related_for_turn
 from hub.agent.turn import ChatMessage, Turn, run_turn
 from hub.identity import User
 from hub.memory.graph import Fact
 from hub.preferences import saved_model
 from hub.runtime import Hub
+from hub.tinys.records import Tiny
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +45,21 @@ async def compose_turn(
     )
     choice = await hub.models.resolve(headers, saved_model(hub.db, user))
     model = hub.models.build(choice)
-    memory = await preload(hub, user, messages)
-    context = ToolContext(hub, user, tiny, headers.get(c.H_SESSION, ""))
+    memory, related, operations = await asyncio.gather(
+        preload(hub, user, messages),
+        related_for_turn(hub, tiny, _last_user_text(messages), with_tools=choice.tools),
+        _operation_tools(hub, tiny, wanted=choice.tools),
+    )
+    context = ToolContext(
+        hub,
+        user,
+        tiny,
+        headers.get(c.H_SESSION, ""),
+        related=related.tools,
+        operations=tuple(operations),
+        model=model,
+    )
+    mounted = mount_tools(context) if choice.tools else None
     return Turn(
         messages=messages,
         model=model,
@@ -47,10 +69,22 @@ async def compose_turn(
             override=headers.get(c.H_SYSTEM_PROMPT, ""),
             metadata=headers.get(c.H_METADATA) or headers.get(c.H_IP_LEGACY) or "",
             memory=memory,
+            related=related.tinys,
+            hub_url=hub.lan.url or "",
         ),
-        tools=mount_tools(context).tools if choice.tools else [],
+        tools=mounted.tools if mounted else [],
         invocation_state={STATE_KEY: context},
+        mcp=plan_for_turn(hub, user, headers, mounted, tiny.mcp_servers) if mounted else None,
     )
+
+
+def _last_user_text(messages: Sequence[ChatMessage]) -> str:
+    return next(("\n".join(m.texts) for m in reversed(messages) if m.role == "user"), "")
+
+
+async def _operation_tools(hub: Hub, tiny: Tiny, *, wanted: bool) -> list[AgentTool]:
+    """The tiny's OpenAPI operations, fetched only for a model that can call tools."""
+    return await tiny_operation_tools(hub, tiny) if wanted and tiny.worker.strip() else []
 
 
 async def preload(hub: Hub, user: User | None, messages: Sequence[ChatMessage]) -> list[Fact]:
@@ -69,13 +103,49 @@ async def answer(
     hub: Hub, user: User, prompt: str, headers: Mapping[str, str] | None = None
 ) -> str:
     """One turn, its text collected: for callers that want a reply, not a stream."""
+    return (await answer_with_images(hub, user, prompt, headers)).text
+
+
+@dataclass(frozen=True)
+class Picture:
+    """An image a tool showed the model during a turn (a camera photo), as the tool made it."""
+
+    data: bytes
+    format: str  # jpeg, png, webp, gif: strands' image block format
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str
+    images: tuple[Picture, ...] = ()
+
+
+async def answer_with_images(
+    hub: Hub, user: User, prompt: str, headers: Mapping[str, str] | None = None
+) -> Answer:
+    """One turn, its text and the pictures its tools produced: a caller that passes the answer
+    on (the cloud's ``invoke`` reply) can show what the agent saw, not only what it said."""
     turn = await compose_turn(hub, user, [ChatMessage("user", (prompt,))], headers or {})
-    text, errors = [], []
+    text, errors, images = [], [], []
     async for event in run_turn(turn):
         text.append(event.get(c.DELTA_TEXT, "") if event["type"] == c.EV_BLOCK_DELTA else "")
+        if event["type"] == c.EV_AFTER_TOOL:
+            images.extend(_pictures(event["toolResult"]))
         if event["type"] == c.EV_ERROR:
             errors.append(str(event["error"]))
     reply = "".join(text).strip()
     if not reply and errors:
         raise AnswerFailed(errors[-1])
-    return reply
+    return Answer(reply, tuple(images))
+
+
+def _pictures(result: Mapping[str, Any]) -> list[Picture]:
+    """The image blocks of a successful tool result (the stream carries them as base64)."""
+    if result.get("status") != "success":
+        return []
+    found = []
+    for block in result.get("content") or []:
+        image = block.get("image") if isinstance(block, dict) else None
+        if isinstance(image, dict) and isinstance(image.get("base64"), str):
+            found.append(Picture(base64.b64decode(image["base64"]), str(image.get("format"))))
+    return found

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from hub.memory.graph import Fact
 from hub.tinys.records import DEFAULT_PROMPT, Tiny
+from hub.tinys.universe import tiny_url
 
 METADATA_CHARS = 2000
 MEMORY_HEADER = (
@@ -23,8 +24,37 @@ def memory_section(facts: Sequence[Fact]) -> str:
     return MEMORY_HEADER + "\n" + "\n".join(lines)
 
 
+RELATED_HEADER = (
+    "## Related tinys\n"
+    "Other tinys on this hub that know about what the user said. Ask one with ask_tiny; "
+    "their skills are tools you can call."
+)
+
+
+def related_section(tinys: Sequence[Tiny], hub_url: str = "") -> str:
+    """Compact summaries (seed 000, step 3): name, URL, the first 300 characters of prompt and
+    of data, skill names. Their full skills are tools, not prompt text."""
+    lines = [RELATED_HEADER]
+    for tiny in tinys:
+        summary = tiny.summary()
+        lines.append(f"- {tiny.name} ({tiny_url(tiny.name, hub_url)})")
+        for label, key in (("prompt", "prompt"), ("data", "data")):
+            text = " ".join(str(summary[key]).split())
+            if text:
+                lines.append(f"  {label}: {text}")
+        if summary["skills"]:
+            lines.append(f"  skills: {', '.join(summary['skills'])}")
+    return "\n".join(lines)
+
+
 def system_prompt(
-    tiny: Tiny, *, override: str = "", metadata: str = "", memory: Sequence[Fact] = ()
+    tiny: Tiny,
+    *,
+    override: str = "",
+    metadata: str = "",
+    memory: Sequence[Fact] = (),
+    related: Sequence[Tiny] = (),
+    hub_url: str = "",
 ) -> str:
     parts = [override.strip() or tiny.system_prompt.strip() or DEFAULT_PROMPT]
     if tiny.system_knowledge.strip():
@@ -33,6 +63,8 @@ def system_prompt(
         parts.append("## Reference data\n" + tiny.data.strip())
     if memory:
         parts.append(memory_section(memory))
+    if related:
+        parts.append(related_section(related, hub_url))
     if metadata.strip():
         parts.append(
             "## About the user's device (client metadata)\n" + metadata.strip()[:METADATA_CHARS]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import dataclasses
 import logging
 import re
 from collections.abc import AsyncGenerator, Sequence
@@ -28,6 +29,7 @@ from strands.types.exceptions import ContextWindowOverflowException, MaxTokensRe
 from strands.types.tools import AgentTool
 
 from hub import contracts as c
+from hub.agent.mcp import McpPlan, mcp_session, notice_event
 from hub.agent.stream import Event, StreamNormaliser, error_event
 
 log = logging.getLogger(__name__)
@@ -59,6 +61,8 @@ class Turn:
     tools: list[AgentTool] = field(default_factory=list)
     # Handed to every tool through strands' invocation state (see agent/tools/context.py).
     invocation_state: dict[str, Any] = field(default_factory=dict)
+    # MCP servers, started when the turn starts and stopped when it ends (agent/mcp.py).
+    mcp: McpPlan | None = None
 
 
 def to_strands(messages: Sequence[ChatMessage]) -> tuple[str, Messages, list[ContentBlock]]:
@@ -82,6 +86,18 @@ def compact(history: Messages) -> tuple[int, Messages]:
 
 
 async def run_turn(turn: Turn) -> AsyncGenerator[Event, None]:
+    """The turn's events. Its MCP clients live exactly as long as this generator: a server
+    that cannot start is a notice, and closing the generator (the client left) stops them."""
+    async with mcp_session(turn.mcp) as mcp:
+        for notice in mcp.notices:
+            yield notice_event(notice)
+        if mcp.tools:
+            turn = dataclasses.replace(turn, tools=[*turn.tools, *mcp.tools])
+        async for event in _run(turn):
+            yield event
+
+
+async def _run(turn: Turn) -> AsyncGenerator[Event, None]:
     extra_system, history, prompt = to_strands(turn.messages)
     system_prompt = "\n\n".join(p for p in (turn.system_prompt, extra_system) if p)
     normaliser = StreamNormaliser(model_id=turn.model_id)

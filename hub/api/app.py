@@ -15,6 +15,7 @@ from hub.api import (
     model,
     pair,
     tinys,
+    universe,
 )
 from hub.api.auth import auth_middleware
 from hub.api.errors import error_middleware
@@ -38,6 +39,7 @@ def create_app(hub: Hub, limits: Limits | None = None) -> web.Application:
     app.add_routes(health.routes)
     app.add_routes(chat.routes)
     app.add_routes(tinys.routes)
+    app.add_routes(universe.routes)
     app.add_routes(model.routes)
     app.add_routes(learnings.routes)
     app.add_routes(archives.routes)

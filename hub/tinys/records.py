@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -211,6 +211,13 @@ def _skills(skills: Any) -> list[Skill]:
 class TinyStore:
     def __init__(self, db: sqlite_utils.Database) -> None:
         self._db = db
+        # Told the name of every tiny created or changed, after the write (the universe keeps
+        # its index in step this way). A listener must not raise and must return quickly.
+        self.on_change: list[Callable[[str], None]] = []
+
+    def _changed(self, name: str) -> None:
+        for listener in self.on_change:
+            listener(name)
 
     def ensure_default(self, owner: User) -> Tiny:
         """The tiny named ``tiny`` exists from the first start."""
@@ -242,6 +249,7 @@ class TinyStore:
         )
         tiny = self.get(values["name"])
         assert tiny is not None
+        self._changed(tiny.name)
         return tiny, key
 
     def modify(self, user: User, name: str, fields: Mapping[str, Any]) -> tuple[Tiny, str | None]:
@@ -264,7 +272,34 @@ class TinyStore:
         self._db.table("tinys").update(tiny.name, values)
         updated = self.get(tiny.name)
         assert updated is not None
+        self._changed(updated.name)
         return updated, key
+
+    def public_named(self, names: Sequence[str]) -> dict[str, Tiny]:
+        """The public tinys among ``names``: the universe's re-check in SQL (a vector only
+        nominates a tiny; this decides, so a tiny made private a moment ago never slips out)."""
+        if not names:
+            return {}
+        marks = ",".join("?" * len(names))
+        rows = self._db["tinys"].rows_where(
+            f"visibility = 'public' AND name IN ({marks})", list(names)
+        )
+        return {row["name"]: _tiny(row) for row in rows}
+
+    def public_page(
+        self, limit: int, *, offset: int = 0, after: str = ""
+    ) -> tuple[list[Tiny], int]:
+        """Public tinys by name, a page at a time: from ``offset``, or after the name ``after``
+        (a cursor that neither skips nor repeats when tinys come and go between pages)."""
+        total = self._db.execute("SELECT COUNT(*) FROM tinys WHERE visibility = 'public'")
+        rows = self._db["tinys"].rows_where(
+            "visibility = 'public' AND name > ?",
+            [after],
+            order_by="name",
+            limit=limit,
+            offset=0 if after else offset,
+        )
+        return [_tiny(row) for row in rows], int(total.fetchone()[0])
 
     def list(
         self,

@@ -26,9 +26,12 @@ from hub.agent.tools import (
     native,
     nicla_vision,
     nicla_voice,
+    operations,
     senses,
     skills,
+    spawn,
     tinys,
+    universe,
 )
 from hub.agent.tools.context import ToolContext
 from hub.agent.tools.http import make_http_tool
@@ -52,7 +55,9 @@ def _http(ctx: ToolContext) -> list[AgentTool]:
 BUILTIN: tuple[ToolGroup, ...] = (
     memory.tools,
     tinys.tools,
+    universe.tools,
     _http,
+    spawn.tools,
     followups.tools,
     client.tools,
     manage.tools,
@@ -64,7 +69,9 @@ BUILTIN: tuple[ToolGroup, ...] = (
     native.tools,
 )
 FORGED: tuple[ToolGroup, ...] = ()
-DYNAMIC: tuple[ToolGroup, ...] = (skills.tools,)
+DYNAMIC: tuple[ToolGroup, ...] = (skills.tools, operations.tools, universe.mounted_related)
+# MCP clients are started per turn, so their tools join when the turn starts (agent/mcp.py),
+# through Mounted.add after every tier above.
 MCP: tuple[ToolGroup, ...] = ()
 
 MOUNT_ORDER: MountOrder = (
@@ -79,27 +86,36 @@ MOUNT_ORDER: MountOrder = (
 class Mounted:
     tools: list[AgentTool] = field(default_factory=list)
     dropped: list[tuple[str, str]] = field(default_factory=list)
+    off: frozenset[str] = frozenset()  # what the user turned off
+    taken: set[str] = field(default_factory=set)  # every name key seen, mounted or turned off
 
     @property
     def names(self) -> list[str]:
         return [t.tool_name for t in self.tools]
 
+    def add(self, tier: str, candidate: AgentTool) -> bool:
+        """Mount `candidate` unless an earlier tool has its name or the user turned it off:
+        the one rule for every tier, also for the MCP tools that join when the turn starts."""
+        name = candidate.tool_name
+        # strands refuses a name that differs from a registered one only by '-' and '_'
+        key = name.replace("-", "_")
+        if key in self.taken:
+            self.dropped.append((name, f"a {tier} tool may not replace an earlier one"))
+            return False
+        self.taken.add(key)
+        if name in self.off and name not in c.PROTECTED_TOOLS:
+            self.dropped.append((name, "turned off by the user"))
+            return False
+        self.tools.append(candidate)
+        return True
+
 
 def mount_tools(ctx: ToolContext, order: MountOrder = MOUNT_ORDER) -> Mounted:
-    off = disabled_tools(ctx.hub.db, ctx.caller)
-    mounted, taken = Mounted(), set[str]()
+    mounted = Mounted(off=disabled_tools(ctx.hub.db, ctx.caller))
     for tier, groups in order:
         for group in groups:
             for candidate in group(ctx):
-                name = candidate.tool_name
-                if name in taken:
-                    mounted.dropped.append((name, f"a {tier} tool may not replace an earlier one"))
-                    continue
-                taken.add(name)
-                if name in off and name not in c.PROTECTED_TOOLS:
-                    mounted.dropped.append((name, "turned off by the user"))
-                    continue
-                mounted.tools.append(candidate)
+                mounted.add(tier, candidate)
     if mounted.dropped:
         log.info("tools dropped: %s", ", ".join(f"{n} ({why})" for n, why in mounted.dropped))
     return mounted

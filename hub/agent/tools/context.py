@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
 from hub import contracts as c
@@ -19,6 +20,14 @@ class ToolContext:
     caller: User | None
     tiny: Tiny
     session: str = ""
+    # The turn's strands model, for tools that run agents of their own (spawn_agents).
+    model: Any = None
+    # What the tinys the turn found in the universe lend it (their skills): mounted after the
+    # tiny's own tools (seed 000, step 5; see agent/tools/universe.py).
+    related: tuple[AgentTool, ...] = ()
+    # The tiny's own OpenAPI operations, fetched before the (synchronous) mount: see
+    # agent/tools/operations.py.
+    operations: tuple[AgentTool, ...] = ()
 
     @property
     def native_app(self) -> bool:
