@@ -11,6 +11,7 @@ import errno
 import logging
 import socket
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -216,23 +217,26 @@ async def _sweep_mailbox(hub: Hub) -> None:
 
 
 async def _index_missing_vectors(hub: Hub) -> None:
-    """Facts whose vector was never written (a crash between the two writes) get one now;
-    so do public tinys missing from the universe, and private or deleted ones leave it."""
-    await _index_universe(hub)
-    try:
-        indexed = await asyncio.to_thread(hub.memory.index_missing)
-    except Exception:
-        log.warning("could not index facts missing from Chroma", exc_info=True)
-        return
-    if indexed:
-        log.info("indexed %d fact(s) that had no vector", indexed)
+    """Public tinys missing from the universe get their vector, and private or deleted ones
+    leave it; facts whose vector was never written (a crash between the two writes) get one."""
+    await _catch_up(
+        hub.universe.index_missing,
+        "bring the universe in step with the tinys",
+        "universe: %d tiny(s) indexed or removed",
+    )
+    await _catch_up(
+        hub.memory.index_missing,
+        "index facts missing from Chroma",
+        "indexed %d fact(s) that had no vector",
+    )
 
 
-async def _index_universe(hub: Hub) -> None:
+async def _catch_up(work: Callable[[], int], what: str, done: str) -> None:
+    """One start-up repair in a thread; a failure is logged (the next start tries again)."""
     try:
-        fixed = await asyncio.to_thread(hub.universe.index_missing)
+        count = await asyncio.to_thread(work)
     except Exception:
-        log.warning("could not bring the universe in step with the tinys", exc_info=True)
+        log.warning("could not %s", what, exc_info=True)
         return
-    if fixed:
-        log.info("universe: %d tiny(s) indexed or removed", fixed)
+    if count:
+        log.info(done, count)

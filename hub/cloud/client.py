@@ -10,12 +10,21 @@ hammering the cloud with a dead token helps no one.
 from __future__ import annotations
 
 import json
+import random
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 
 CALL_TIMEOUT_S = 30.0
+
+
+def backoff_s(failures: int, least_s: float, most_s: float) -> float:
+    """How long to wait after ``failures`` failures in a row: exponential, capped, with jitter
+    (half to all of the step) so many hubs coming back after one outage do not all knock at the
+    same moment."""
+    step = min(most_s, least_s * 2 ** min(failures - 1, 30))
+    return float(step * random.uniform(0.5, 1.0))
 
 
 class CloudError(Exception):
@@ -123,10 +132,11 @@ class CloudClient:
                 status = response.status
         except (aiohttp.ClientError, TimeoutError, UnicodeDecodeError) as exc:
             raise CloudUnavailable(f"cannot reach the cloud at {self.url}: {exc}") from None
-        return _answer(status, text, f"{method} {path}")
+        return read_answer(status, text, f"{method} {path}")
 
 
-def _answer(status: int, text: str, what: str) -> dict[str, Any]:
+def read_answer(status: int, text: str, what: str) -> dict[str, Any]:
+    """A cloud answer sorted into the error the caller must act on, or its JSON object."""
     try:
         parsed = json.loads(text) if text else {}
     except json.JSONDecodeError:

@@ -27,7 +27,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from hub.cloud.client import (
     CloudError,
     CloudRefused,
     Envelope,
+    backoff_s,
 )
 from hub.cloud.outbox import Call, DrainResult, images_from, upload_call
 from hub.contracts import RELAY_PAYLOAD_MAX_BYTES
@@ -467,7 +467,4 @@ class CloudLink:
         return True
 
     def _backoff(self, failures: int) -> float:
-        """Exponential, capped, with jitter (half to all of the step) so many hubs coming back
-        after one outage do not all knock at the same moment."""
-        step = min(self.backoff_max_s, self.backoff_min_s * 2 ** min(failures - 1, 30))
-        return float(step * random.uniform(0.5, 1.0))
+        return backoff_s(failures, self.backoff_min_s, self.backoff_max_s)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,7 +29,14 @@ from typing import Any, Literal
 
 import aiohttp
 
-from hub.cloud.client import CALL_TIMEOUT_S, CloudAuthError, CloudError, CloudUnavailable, _answer
+from hub.cloud.client import (
+    CALL_TIMEOUT_S,
+    CloudAuthError,
+    CloudError,
+    CloudUnavailable,
+    backoff_s,
+    read_answer,
+)
 from hub.memory.graph import MemoryRefused
 from hub.memory.sync import SYNC_PAGE, Changes, parse_page
 from hub.runtime import Hub
@@ -74,7 +80,7 @@ class MemoryCloud:
                 text, status = await response.text(), response.status
         except (aiohttp.ClientError, TimeoutError, UnicodeDecodeError) as exc:
             raise CloudUnavailable(f"cannot reach the cloud at {self.url}: {exc}") from None
-        return _answer(status, text, f"{method} {path}")
+        return read_answer(status, text, f"{method} {path}")
 
 
 @dataclass(frozen=True)
@@ -216,8 +222,7 @@ class MemorySync:
         self.detail = reason
 
     def _backoff(self, failures: int) -> float:
-        step = min(self.backoff_max_s, self.backoff_min_s * 2 ** min(failures - 1, 30))
-        return float(step * random.uniform(0.5, 1.0))
+        return backoff_s(failures, self.backoff_min_s, self.backoff_max_s)
 
     # --- cursors ---------------------------------------------------------------------------
 

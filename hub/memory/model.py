@@ -6,7 +6,7 @@ use them without importing each other.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -77,15 +77,7 @@ class Edge:
     valid_to: str | None
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "src": self.src,
-            "rel": self.rel,
-            "dst": self.dst,
-            "scope": self.scope,
-            "valid_from": self.valid_from,
-            "valid_to": self.valid_to,
-        }
+        return asdict(self)
 
 
 def now() -> str:

@@ -15,7 +15,7 @@ different program, a newer version, or broken.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -47,14 +47,7 @@ class SyncedEdge:
     valid_to: str | None
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "src": self.src,
-            "rel": self.rel,
-            "dst": self.dst,
-            "scope": self.scope,
-            "valid_from": self.valid_from,
-            "valid_to": self.valid_to,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
