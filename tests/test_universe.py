@@ -276,10 +276,11 @@ async def test_retrieved_tinys_skills_are_callable_in_the_same_turn(
     assert transcript.text == "Done."
 
 
-async def test_a_retrieved_tinys_openapi_operations_are_callable_too(
+async def test_retrieve_then_a_retrieved_operation_then_ask_tiny_in_one_turn(
     start_hub: StartHub, fake_ollama: FakeOllama
 ) -> None:
-    """The seam lends a tiny's operations with its skills (agent/tools/operations.py)."""
+    """The seam lends a tiny's operations with its skills (agent/tools/operations.py); the
+    same turn then consults the tiny it found, which leaves the consulted edge."""
     schema = {
         "openapi": "3.0.3",
         "info": {"title": "Weather", "version": "1"},
@@ -304,18 +305,28 @@ async def test_a_retrieved_tinys_openapi_operations_are_callable_too(
         server = await start_hub(ollama_host=fake_ollama.url, http_allow_hosts=("127.0.0.1",))
         url = f"http://127.0.0.1:{runner.addresses[0][1]}/openapi.json"
         create(server, "weather", "You forecast the weather: rain, sun and wind.", worker=url)
+        create(server, "planner", "You plan the day.")
         await settle(server)
         fake_ollama.script(
             tool_call("retrieve", query="weather forecast"),
             tool_call("getForecast"),
-            Reply(chunks=["Sunny."]),
+            tool_call("ask_tiny", name="weather", message="Do I need a hat?"),
+            Reply(chunks=["Yes, a sun hat."]),  # the nested agent, as weather
+            Reply(chunks=["Sunny: take a hat."]),
         )
-        transcript = await chat(server, "use retrieve")
+        transcript = await chat(server, "use retrieve", tiny="planner")
         (found,) = results(transcript, "retrieve")
         listed = next(b["json"] for b in found["content"] if "json" in b)
         assert names(listed)[0] == "weather" and "getForecast" in listed["tools"]
         (called,) = results(transcript, "getForecast")
         assert called["status"] == "success" and "sunny, 21 degrees" in result_text(called)
+        (asked,) = results(transcript, "ask_tiny")
+        assert asked["status"] == "success" and "a sun hat" in result_text(asked)
+        assert transcript.text == "Sunny: take a hat."
+        await until(
+            lambda: [e.dst for e in edges_from(server.hub.db, "tiny:planner")] == ["tiny:weather"],
+            what="the consulted edge planner → weather",
+        )
     finally:
         forget_cached_schemas()
         await runner.cleanup()
@@ -418,7 +429,9 @@ async def test_tinys_ask_each_other_only_to_the_depth_limit(
     assert "ask_tiny" not in tool_names(gamma)
     assert [r["status"] for r in results(transcript, "ask_tiny")] == ["success"]
     assert transcript.text == "Done."
+    # each edge is written in the background, in no set order: wait for both
     await until(lambda: bool(edges_from(server.hub.db, "tiny:beta")), what="beta → gamma")
+    await until(lambda: bool(edges_from(server.hub.db, "tiny:alpha")), what="alpha → beta")
     assert [e.dst for e in edges_from(server.hub.db, "tiny:alpha")] == ["tiny:beta"]
     assert [e.dst for e in edges_from(server.hub.db, "tiny:beta")] == ["tiny:gamma"]
 
