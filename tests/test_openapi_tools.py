@@ -640,6 +640,25 @@ async def test_the_model_calls_an_operation_in_a_chat_turn(
     assert learn["description"] != "Not the memory tool. (POST /learn)"
 
 
+async def test_a_tiny_stores_its_schema_inline_and_its_operations_are_tools(
+    server: RunningServer, fake_ollama: FakeOllama, api: Api
+) -> None:
+    inline = yaml.safe_dump({**pets_schema(), "servers": [{"url": f"{api.base}/api"}]})
+    server.hub.tinys.create(
+        server.hub.owner, {"name": "vet", "systemPrompt": "Pets.", "worker": inline}
+    )
+    call = {"function": {"name": "getPet", "arguments": {"petId": "7"}}}
+    fake_ollama.script(Reply(chunks=[], tool_calls=[call]), Reply(chunks=["Found it."]))
+    transcript = await post_chat(
+        server.url,
+        {"messages": [{"role": "user", "content": "who is pet 7?"}]},
+        {**owner_headers(server), c.H_NAME: "vet"},
+    )
+    after = transcript.of_type(c.EV_AFTER_TOOL)[0]["toolResult"]
+    assert (after["name"], after["status"]) == ("getPet", "success")
+    assert api.seen[-1].raw_path == "/api/pets/7" and transcript.text == "Found it."
+
+
 async def test_a_broken_worker_does_not_cost_the_answer(
     server: RunningServer, fake_ollama: FakeOllama, api: Api, caplog: pytest.LogCaptureFixture
 ) -> None:

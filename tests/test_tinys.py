@@ -226,6 +226,8 @@ async def test_bad_fields_are_400_naming_the_field_and_the_hub_stays_up(
         ({"name": "typed", "mcpServers": ["x"]}, "mcpServers must be an array of objects"),
         ({"name": "long-tag", "tagline": "t" * 301}, "tagline is 301 characters; the limit is 300"),
         ({"name": "ftp-hero", "hero": "ftp://example.com/a.png"}, "hero must be an http(s) URL"),
+        ({"name": "bad-worker", "worker": "not a schema"}, "or an OpenAPI schema written inline"),
+        ({"name": "long-url", "worker": "https://x.example/" + "a" * 2000}, "the limit is 2000"),
         ({"name": "js-logo", "logo": "javascript:alert(1)"}, "logo must be an http(s) URL"),
         ({"name": "extra", "colour": "red"}, "unknown field(s): colour"),
         ([{"name": "in-a-list"}], "body must be a JSON object"),

@@ -1,11 +1,15 @@
 """One HTTP exchange with any method, kept on the public internet by the network guard.
 
-A tiny's OpenAPI schema names a server, and the model fills in the requests: both are text from
-strangers. So loading a schema and calling its operations follow the `http` tool's policy
-(``hub.netguard``): every hop's host is resolved and checked, the connection goes to exactly
-the checked addresses through a ``PinnedResolver``, and private or loopback addresses are
-refused unless the hub's owner named the host in ``http.allow_hosts``. The `http` tool only
-reads (GET, HEAD); operations also write, which is why this exchange exists beside it.
+A tiny's OpenAPI schema names a server, and the model fills in the requests; the `http` tool
+fetches whatever URL the model names. All of it is text from strangers, so every exchange follows
+one policy (``hub.netguard``): every hop's host is resolved and checked, the connection goes to
+exactly the checked addresses through a ``PinnedResolver``, and private or loopback addresses
+are refused unless the hub's owner named the host in ``http.allow_hosts``.
+
+The exchange lives here, below both of its users: ``hub.tinys.openapi`` (loading a schema,
+calling its operations, which also write) and ``hub.agent.tools.http`` (GET and HEAD, in its
+own words). The `http` tool's module cannot be the home, since importing it from ``hub.tinys``
+would import the tool package and come round to ``hub.tinys`` again.
 """
 
 from __future__ import annotations
@@ -29,14 +33,33 @@ USER_AGENT = "tiny-hub (openapi)"
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 
 
-class SendRefused(Exception):
+class _Unsent(Exception):
+    """The message is meant for a person. For a caller that words failures its own way,
+    `reason` says what went wrong without naming a URL, `subject` is the URL it is about when
+    that URL itself is at fault (not a URL, no host, not http(s), a host that does not
+    resolve), and `at` is the hop the exchange had reached when the connection went wrong."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str | None = None,
+        subject: str | URL | None = None,
+        at: URL | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.reason = message if reason is None else reason
+        self.subject = subject
+        self.at = at
+
+
+class SendRefused(_Unsent):
     """Not sent by policy: a scheme other than http(s), or an address inside a private
-    network. The message is meant for a person."""
+    network."""
 
 
-class SendFailed(Exception):
-    """Allowed, but the exchange went wrong: DNS, connection, TLS, timeout, redirects. The
-    message is meant for a person."""
+class SendFailed(_Unsent):
+    """Allowed, but the exchange went wrong: DNS, connection, TLS, timeout, redirects."""
 
 
 @dataclass(frozen=True)
@@ -75,12 +98,14 @@ def _target(url: str | URL) -> URL:
     try:
         parsed = url if isinstance(url, URL) else URL(url.strip())
     except (ValueError, TypeError) as exc:
-        raise SendFailed(f"{url} is not a valid URL ({exc})") from exc
+        reason = f"not a valid URL ({exc})"
+        raise SendFailed(f"{url} is {reason}", reason=reason, subject=url) from exc
     if parsed.scheme.lower() not in ("http", "https"):
         shown = f"{parsed.scheme}: URLs" if parsed.scheme else "relative URLs"
-        raise SendRefused(f"refused: {url} is not reached; {shown} are not allowed, only http(s)")
+        reason = f"{shown} are not allowed, only http(s)"
+        raise SendRefused(f"refused: {url} is not reached; {reason}", reason=reason, subject=url)
     if not parsed.raw_host:
-        raise SendFailed(f"{url} has no host")
+        raise SendFailed(f"{url} has no host", reason="the URL has no host", subject=url)
     return parsed
 
 
@@ -91,7 +116,7 @@ async def _checked(target: URL, allowed: Allowance) -> list[ResolveResult]:
     except HostRefused as exc:
         raise SendRefused(f"refused: {exc}; {ALLOW_HINT}") from exc
     except LookupFailed as exc:
-        raise SendFailed(str(exc)) from exc
+        raise SendFailed(str(exc), subject=target) from exc
 
 
 async def _read(response: aiohttp.ClientResponse, max_bytes: int) -> Exchange:
@@ -137,13 +162,14 @@ async def send(
     max_bytes: int = 262_144,
     timeout_s: float = 30.0,
     max_redirects: int = 3,
+    user_agent: str = USER_AGENT,
 ) -> Exchange:
     """Send one request and read at most `max_bytes` of the answer, every hop checked.
 
-    Redirects are followed as browsers do (303, and 301/302 after anything but GET/HEAD, turn
-    into a GET without the body); the caller's headers are dropped when a redirect leaves the
-    origin, so a key meant for one API never reaches another host. Raises SendRefused and
-    SendFailed, never an aiohttp error.
+    Redirects are followed as browsers do (303 after anything but HEAD, and 301/302 after
+    anything but GET/HEAD, turn into a GET without the body); the caller's headers are dropped
+    when a redirect leaves the origin, so a key meant for one API never reaches another host.
+    Raises SendRefused and SendFailed, never an aiohttp error.
     """
     allowed = Allowance.of_hosts(allow_hosts)
     method = method.upper()
@@ -157,7 +183,7 @@ async def send(
                 cookie_jar=aiohttp.DummyCookieJar(),
                 trust_env=False,
                 timeout=aiohttp.ClientTimeout(total=None),
-                headers={"User-Agent": USER_AGENT},
+                headers={"User-Agent": user_agent},
             ) as session:
                 for hop in range(max_redirects + 1):
                     resolver.pin(current.raw_host or "", await _checked(current, allowed))
@@ -177,7 +203,9 @@ async def send(
                         except (ValueError, TypeError) as exc:
                             raise SendFailed(f"bad redirect to {location!r} ({exc})") from exc
                         status = response.status
-                    if status == 303 or (status in (301, 302) and method not in ("GET", "HEAD")):
+                    if method != "HEAD" and (
+                        status == 303 or (status in (301, 302) and method != "GET")
+                    ):
                         method, body = "GET", None
                         extra.pop("Content-Type", None)
                     following = _target(following)
@@ -189,6 +217,7 @@ async def send(
     except TimeoutError as exc:
         raise SendFailed(f"no answer within {timeout_s:g} s") from exc
     except (aiohttp.ClientError, OSError, ValueError) as exc:
+        reason = _reason(exc)
         at = "" if current == start else f" (at {current})"
-        raise SendFailed(f"{_reason(exc)}{at}") from exc
+        raise SendFailed(f"{reason}{at}", reason=reason, at=current) from exc
     raise AssertionError("unreachable: the redirect loop always returns or raises")

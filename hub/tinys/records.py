@@ -34,7 +34,7 @@ TEXT_LIMITS: Mapping[str, int] = {
     "systemPrompt": 20_000,
     "systemKnowledge": 50_000,
     "data": 100_000,
-    "worker": 2_000,
+    "worker": 100_000,  # an inline schema; a URL is held to MAX_URL_CHARS
     "hook": 500,
     "hero": 2_000,
     "logo": 2_000,
@@ -55,6 +55,14 @@ COLUMNS: Mapping[str, str] = {
     "intro_vibe": "intro_vibe",
 }
 URL_FIELDS = ("worker", "hero", "logo")
+MAX_URL_CHARS = 2_000
+_YAML_SCHEMA = re.compile(r"^(openapi|swagger):", re.MULTILINE)
+
+
+def is_inline_schema(worker: str) -> bool:
+    """A worker is an OpenAPI URL, or the schema itself written inline: a JSON object, or YAML
+    with a top-level ``openapi:`` (or Swagger 2's ``swagger:``) key."""
+    return worker.lstrip().startswith("{") or bool(_YAML_SCHEMA.search(worker))
 
 
 class TinyError(Refused):
@@ -140,6 +148,18 @@ class Tiny:
         }
 
 
+def _check_url_field(field: str, value: str) -> None:
+    if field not in URL_FIELDS or not value:
+        return
+    if field == "worker" and is_inline_schema(value):
+        return
+    if not value.startswith(("https://", "http://")):
+        inline = " or an OpenAPI schema written inline (JSON or YAML)" if field == "worker" else ""
+        raise TinyError(f"{field} must be an http(s) URL{inline}, or empty")
+    if len(value) > MAX_URL_CHARS:
+        raise TinyError(f"{field}: a URL of {len(value)} characters; the limit is {MAX_URL_CHARS}")
+
+
 def validate_fields(fields: Mapping[str, Any], *, creating: bool) -> dict[str, Any]:
     """create_ai / modify_ai fields → column values; TinyError naming the bad field."""
     allowed = {"name", "chips", "skills", "mcpServers", "visibility", *TEXT_LIMITS}
@@ -162,8 +182,7 @@ def validate_fields(fields: Mapping[str, Any], *, creating: bool) -> dict[str, A
             raise TinyError(f"{field} must be a string")
         if len(value) > limit:
             raise TinyError(f"{field} is {len(value)} characters; the limit is {limit}")
-        if field in URL_FIELDS and value and not value.startswith(("https://", "http://")):
-            raise TinyError(f"{field} must be an http(s) URL or empty")
+        _check_url_field(field, value)
         values[COLUMNS[field]] = value
     if "chips" in fields:
         values["chips_json"] = json.dumps(_chips(fields["chips"]))

@@ -9,32 +9,22 @@ named a host in `http.allow_hosts`.
 
 Every hop (the first URL and every redirect) goes through `hub.netguard`: its host is resolved
 and checked there, and the connection goes to exactly the checked addresses through a
-`PinnedResolver`, so DNS rebinding has no window between the check and the connect.
+`PinnedResolver`, so DNS rebinding has no window between the check and the connect. The
+exchange itself is `hub.tinys.guarded`'s, the one OpenAPI operations go through too; this module
+keeps the tool's own part: GET and HEAD only, the body as text, failures in its own words.
 """
 
 from __future__ import annotations
 
-import asyncio
-import codecs
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
-from aiohttp.abc import ResolveResult
 from strands import tool
 from strands.types.tools import AgentTool
-from yarl import URL
 
-from hub.netguard import (
-    Allowance,
-    HostRefused,
-    LookupFailed,
-    PinnedResolver,
-    refusal_reason,
-    resolve_checked,
-)
+from hub.netguard import PinnedResolver, refusal_reason
+from hub.tinys.guarded import Exchange, SendFailed, SendRefused, send
 
 __all__ = [
     "FetchFailed",
@@ -47,8 +37,6 @@ __all__ = [
 ]
 
 ALLOWED_METHODS = ("GET", "HEAD")
-REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
-ALLOW_HINT = "the hub's owner can allow a host with http.allow_hosts"
 USER_AGENT = "tiny-hub (http tool)"
 
 
@@ -71,31 +59,6 @@ class FetchResult:
     truncated: bool
 
 
-def _parse_target(url: str | URL) -> URL:
-    try:
-        parsed = url if isinstance(url, URL) else URL(url.strip())
-    except (ValueError, TypeError) as exc:
-        raise FetchFailed(f"cannot fetch {url}: not a valid URL ({exc})") from exc
-    scheme = parsed.scheme.lower()
-    if scheme not in ("http", "https"):
-        shown = f"{scheme}: URLs" if scheme else "relative URLs"
-        raise FetchRefused(f"refused: {url} is not fetched; {shown} are not allowed, only http(s)")
-    if not parsed.raw_host:
-        raise FetchFailed(f"cannot fetch {url}: the URL has no host")
-    return parsed
-
-
-async def _checked_addresses(target: URL, allowed: Allowance) -> list[ResolveResult]:
-    """Resolve the target's host and check every address; the list is what may be connected to."""
-    port = target.port or (443 if target.scheme == "https" else 80)
-    try:
-        return await resolve_checked(target.raw_host or "", port, allowed, shown=target.host)
-    except HostRefused as exc:
-        raise FetchRefused(f"refused: {exc}; {ALLOW_HINT}") from exc
-    except LookupFailed as exc:
-        raise FetchFailed(f"cannot fetch {target}: {exc}") from exc
-
-
 def _is_text(content_type: str) -> bool:
     content_type = content_type.lower()
     return (
@@ -105,55 +68,25 @@ def _is_text(content_type: str) -> bool:
     )
 
 
-async def _read_result(
-    response: aiohttp.ClientResponse, method: str, max_bytes: int
-) -> FetchResult:
-    content_type = response.content_type
-    body = bytearray()
-    if method != "HEAD":
-        while len(body) <= max_bytes:
-            chunk = await response.content.read(max_bytes + 1 - len(body))
-            if not chunk:
-                break
-            body += chunk
-    truncated = len(body) > max_bytes
-    data = bytes(body[:max_bytes])
-
+def _text(got: Exchange, method: str, max_bytes: int) -> str:
     if method == "HEAD":
-        text = ""
-    elif _is_text(content_type):
-        try:
-            decoder = codecs.getincrementaldecoder(response.charset or "utf-8")(errors="replace")
-        except LookupError:
-            decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        # A cut in the middle of a multi-byte character is dropped rather than shown as garbage.
-        text = decoder.decode(data, final=not truncated)
-    else:
-        size = f"more than {max_bytes} bytes" if truncated else f"{len(data)} bytes"
-        text = f"[binary content: {content_type}, {size}]"
-    return FetchResult(
-        url=str(response.url),
-        status=response.status,
-        content_type=content_type,
-        text=text,
-        truncated=truncated,
-    )
+        return ""
+    if _is_text(got.content_type):
+        return got.text()
+    size = f"more than {max_bytes} bytes" if got.truncated else f"{len(got.body)} bytes"
+    return f"[binary content: {got.content_type}, {size}]"
 
 
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, aiohttp.ClientConnectorDNSError):
-        return f"cannot resolve {exc.host} ({exc.os_error})"
-    if isinstance(exc, aiohttp.ClientConnectorError):
-        os_error = exc.os_error
-        if isinstance(os_error, ConnectionRefusedError):
-            why = "connection refused: nothing is listening there"
-        elif os_error.errno is not None:
-            why = os.strerror(os_error.errno)
-        else:
-            why = str(os_error) or type(os_error).__name__
-        return f"cannot connect to {exc.host}:{exc.port} ({why})"
-    text = str(exc)
-    return text if text else type(exc).__name__
+def _in_own_words(exc: SendRefused | SendFailed, url: str) -> FetchRefused | FetchFailed:
+    """The guard's failure as the http tool says it: naming the URL that was not fetched."""
+    if isinstance(exc, SendRefused):
+        if exc.subject is None:
+            return FetchRefused(str(exc))
+        return FetchRefused(f"refused: {exc.subject} is not fetched; {exc.reason}")
+    if exc.subject is not None:
+        return FetchFailed(f"cannot fetch {exc.subject}: {exc.reason}")
+    at = "" if exc.at is None or str(exc.at) == url else f" (at {exc.at})"
+    return FetchFailed(f"cannot fetch {url}{at}: {exc.reason}")
 
 
 async def fetch_url(
@@ -177,46 +110,25 @@ async def fetch_url(
     method = method.strip().upper()
     if method not in ALLOWED_METHODS:
         raise FetchRefused(f"refused: the http tool only does GET and HEAD, not {method or '?'}")
-    allowed = Allowance.of_hosts(allow_hosts)
-    current = _parse_target(url)
-
-    resolver = PinnedResolver()
     try:
-        async with asyncio.timeout(timeout_s):
-            connector = aiohttp.TCPConnector(resolver=resolver, use_dns_cache=False)
-            async with aiohttp.ClientSession(
-                connector=connector,
-                cookie_jar=aiohttp.DummyCookieJar(),
-                trust_env=False,
-                timeout=aiohttp.ClientTimeout(total=None),
-                headers={"User-Agent": USER_AGENT},
-            ) as session:
-                for hop in range(max_redirects + 1):
-                    resolver.pin(current.raw_host or "", await _checked_addresses(current, allowed))
-                    async with session.request(method, current, allow_redirects=False) as response:
-                        location = response.headers.get("Location")
-                        if response.status not in REDIRECT_STATUSES or not location:
-                            return await _read_result(response, method, max_bytes)
-                        if hop == max_redirects:
-                            raise FetchFailed(
-                                f"cannot fetch {url}: too many redirects "
-                                f"(more than {max_redirects}, the last to {location})"
-                            )
-                        try:
-                            next_url = response.url.join(URL(location))
-                        except (ValueError, TypeError) as exc:
-                            raise FetchFailed(
-                                f"cannot fetch {url}: bad redirect to {location!r} ({exc})"
-                            ) from exc
-                    current = _parse_target(next_url)
-    except (FetchRefused, FetchFailed):
-        raise
-    except TimeoutError as exc:
-        raise FetchFailed(f"cannot fetch {url}: no answer within {timeout_s:g} s") from exc
-    except (aiohttp.ClientError, OSError, ValueError) as exc:
-        at = "" if str(current) == url else f" (at {current})"
-        raise FetchFailed(f"cannot fetch {url}{at}: {_reason(exc)}") from exc
-    raise AssertionError("unreachable: the redirect loop always returns or raises")
+        got = await send(
+            method,
+            url,
+            allow_hosts=allow_hosts,
+            max_bytes=max_bytes,
+            timeout_s=timeout_s,
+            max_redirects=max_redirects,
+            user_agent=USER_AGENT,
+        )
+    except (SendRefused, SendFailed) as exc:
+        raise _in_own_words(exc, url) from exc
+    return FetchResult(
+        url=got.url,
+        status=got.status,
+        content_type=got.content_type,
+        text=_text(got, method, max_bytes),
+        truncated=got.truncated,
+    )
 
 
 def _error(message: str) -> dict[str, Any]:
