@@ -143,6 +143,23 @@ async def test_find_signals_and_every_command_is_audited(
     assert emulator.state.transmit_log == [], "no transmit command is reachable"
 
 
+async def test_only_the_owner_may_use_the_attached_flipper(
+    hub: RunningServer, emulator: FlipperEmulator
+) -> None:
+    guest = hub.hub.identity.add_user("guest")
+    sent_before = list(emulator.sent)
+    for caller, said in ((None, "Login required"), (guest, "only the owner of this hub")):
+        read = await use_tool(
+            hub, flipper_files, caller=caller, action="read", path="/ext/subghz/garage.sub"
+        )
+        assert read["status"] == "error" and said in result_text(read)
+        heard = await use_tool(hub, flipper_listen, caller=caller, kind="ir", seconds=1)
+        assert heard["status"] == "error" and said in result_text(heard)
+        found = await use_tool(hub, flipper_find, caller=caller, signal=True)
+        assert "attached to this hub" not in result_text(found)
+    assert emulator.sent == sent_before and emulator.state.alerts == 0, "the Flipper was not asked"
+
+
 async def test_unplug_goes_offline_and_replug_comes_back(
     hub: RunningServer, emulator: FlipperEmulator
 ) -> None:

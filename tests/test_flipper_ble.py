@@ -21,6 +21,7 @@ from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState, rp
 from hub.agent.tools.context import ToolContext
 from hub.agent.tools.flipper import flipper_files, flipper_find, flipper_listen, flipper_status
 from hub.drivers import DriverManager
+from hub.identity import User
 from tests.toolcall import call_tool
 
 ADDRESS = "80:E1:26:5A:11:0C"
@@ -85,9 +86,13 @@ async def rig() -> AsyncIterator[Rig]:
     assert not _held, "a stopped driver no longer holds its address"
 
 
+OWNER = User("owner", "owner", "owner")
+
+
 def use(manager: DriverManager, tool: Any, **arguments: Any) -> Any:
-    hub = SimpleNamespace(drivers=manager)
-    ctx = ToolContext(cast(Any, hub), None, cast(Any, SimpleNamespace(id="tiny")))
+    """A tool call as the hub's owner: the attached Flipper is the owner's to use."""
+    hub = SimpleNamespace(drivers=manager, owner=OWNER)
+    ctx = ToolContext(cast(Any, hub), OWNER, cast(Any, SimpleNamespace(id="tiny")))
     return call_tool(tool, ctx, **arguments)
 
 

@@ -1,7 +1,9 @@
 """flipper_status, flipper_listen, flipper_files, flipper_find (seed 000).
 
 Mounted for everyone, whether or not a Flipper is attached: with none, they say so at once
-("Flipper is not connected") rather than vanish from the model's view or hang. The protocol is
+("Flipper is not connected") rather than vanish from the model's view or hang. The Flipper on
+this hub is the owner's, like its camera and microphone: only the owner's turns may use it (a
+guest on the LAN may not read its SD card or listen with its radio). The protocol is
 ``drivers/flipper.py``; this module only finds the attached Flipper and shapes the answers.
 """
 
@@ -16,9 +18,10 @@ from strands.types.tools import ToolContext as StrandsToolContext
 from drivers.flipper import FlipperDriver, FlipperRefused, NotConnected
 from drivers.flipper_ble import FlipperBleDriver
 from drivers.flipper_cli import CliError
-from hub.agent.tools.context import ToolContext, failed, ok, turn_context
+from hub.agent.tools.context import ToolContext, failed, ok, owner_only, owner_turn, turn_context
 
 NOT_CONNECTED = "Flipper is not connected"
+WHAT = "the Flipper attached to it"
 
 Flipper = FlipperDriver | FlipperBleDriver
 
@@ -45,7 +48,9 @@ def _bluetooth_problem(ctx: ToolContext) -> str:
 
 
 async def _use(tool_context: StrandsToolContext, action: Any) -> dict[str, Any]:
-    ctx = turn_context(tool_context)
+    ctx, refusal = owner_turn(tool_context, WHAT)
+    if refusal is not None:
+        return refusal
     flipper = _attached(ctx)
     if flipper is None:
         return failed(f"{NOT_CONNECTED} to this hub (plug it in over USB){_bluetooth_problem(ctx)}")
@@ -127,7 +132,7 @@ async def flipper_find(tool_context: StrandsToolContext, signal: bool = False) -
         signal: make it beep, blink and vibrate (when attached to this hub).
     """
     ctx = turn_context(tool_context)
-    flipper = _attached(ctx)
+    flipper = _attached(ctx) if owner_only(ctx, WHAT) is None else None
     if flipper is not None:
         if signal:
             try:
