@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -192,7 +193,7 @@ async def test_a_header_server_on_a_private_address_is_refused_with_a_notice(
 
 
 async def test_servers_that_fail_or_hang_are_notices_and_the_turn_answers(
-    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     hang_pid = tmp_path / "hang.pid"
     hang = f"import os, time; open({str(hang_pid)!r}, 'w').write(str(os.getpid())); time.sleep(600)"
@@ -207,9 +208,16 @@ async def test_servers_that_fail_or_hang_are_notices_and_the_turn_answers(
         },
     )
     fake_ollama.script(tool_call("notes_add", a=1, b=1), Reply(chunks=["Two."]))
-    transcript = await post_chat(hub.url, ASK, owner_headers(hub))
+    with caplog.at_level(logging.INFO):
+        transcript = await post_chat(hub.url, ASK, owner_headers(hub))
     assert_answered(transcript)
     assert transcript.text == "Two.", "the server that started still works"
+    # the log has one line per failed server, not strands' ERROR with a traceback besides
+    failed = [r for r in caplog.records if "failed to start" in r.getMessage()]
+    assert len(failed) == 3 and {r.levelname for r in failed} == {"WARNING"}
+    assert not [
+        r for r in caplog.records if r.name.startswith("strands") and r.levelname == "ERROR"
+    ]
     said = notices(transcript)
     assert len(said) == 3, said
     assert any(n.startswith("MCP server broken failed to start: ") for n in said)

@@ -118,6 +118,19 @@ class McpSession:
     notices: list[str] = field(default_factory=list)
 
 
+class _ReportedHere(logging.Filter):
+    """strands logs a failed MCP start as an ERROR with a traceback, and this module already
+    reports it (a notice for the caller, one warning line here): keep the log readable."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(
+            ("client failed to initialize", "client initialization timed out")
+        )
+
+
+logging.getLogger("strands.tools.mcp.mcp_client").addFilter(_ReportedHere())
+
+
 def notice_event(message: str) -> dict[str, Any]:
     return {"type": c.EV_NOTICE, "message": message}
 
@@ -346,10 +359,12 @@ class _Client:
                 return await asyncio.shield(self._job), None
         except TimeoutError:
             self._abortable.abort()
-            return [], f"MCP server {name} failed to start: no answer within {timeout:g} s"
+            notice = f"MCP server {name} failed to start: no answer within {timeout:g} s"
         except Exception as exc:
-            log.info("MCP server %s (%s) failed to start", name, self.server.source, exc_info=True)
-            return [], f"MCP server {name} failed to start: {describe(exc)}"
+            log.debug("MCP server %s failed to start", name, exc_info=True)
+            notice = f"MCP server {name} failed to start: {describe(exc)}"
+        log.warning("%s (%s)", notice, self.server.source)
+        return [], notice
 
     async def close(self) -> None:
         """Stop the client; a start still running is aborted first. Never raises."""
