@@ -343,10 +343,21 @@ def load_settings(
     if path.exists():
         values.update(_read_file(path))
     values.update(_read_environ(env))
-    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    values.update(_checked_overrides(overrides or {}))
     settings = Settings(home=home, **values)
     _validate(settings, path, env)
     return settings
+
+
+def _checked_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """Values from code (command-line flags, tests) held to the file's types: a list becomes
+    the tuple a setting holds, a wrong type is the same ConfigError."""
+    fields = {f.name: f for f in setting_fields()}
+    return {
+        name: _check_type(f"setting {name}", fields[name], value) if name in fields else value
+        for name, value in overrides.items()
+        if value is not None
+    }
 
 
 def _read_file(path: Path) -> dict[str, Any]:

@@ -110,3 +110,10 @@ def test_lists_and_numbers(home: Path) -> None:
         load_settings(home=home, environ={})
     with pytest.raises(ConfigError, match=r"TINY_HUB_PING_INTERVAL_S.*more than 0"):
         load_settings(home=home / "other", environ={"TINY_HUB_PING_INTERVAL_S": "0"})
+
+
+def test_overrides_from_code_are_held_to_the_settings_types(tmp_path: Path) -> None:
+    listed = load_settings(home=tmp_path, environ={}, overrides={"http_allow_hosts": ["a.lan"]})
+    assert listed.http_allow_hosts == ("a.lan",)  # a tuple, as from the file: hashable
+    with pytest.raises(ConfigError, match="setting port: expected a whole number"):
+        load_settings(home=tmp_path, environ={}, overrides={"port": "eighty"})
