@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.waits import until_sync
+
 SCRIPT = Path(sys.executable).with_name("tiny-hub")
 COMMANDS = (
     "serve",
@@ -366,14 +368,13 @@ def test_emulate_nicla_voice_serves_a_hub_with_the_board_attached(
         request = urllib.request.Request(
             f"{served.url}/api/drivers", headers={"Authorization": f"Bearer {token}"}
         )
-        deadline = time.monotonic() + 30
-        while True:
+
+        def board_online() -> bool:
             with urllib.request.urlopen(request, timeout=5) as response:
                 drivers = json.load(response)["drivers"]
-            if any(d["driver"] == "nicla_voice" and d["status"] == "online" for d in drivers):
-                break
-            assert time.monotonic() < deadline, drivers
-            time.sleep(0.1)
+            return any(d["driver"] == "nicla_voice" and d["status"] == "online" for d in drivers)
+
+        until_sync(board_online, within_s=30, what="the emulated Nicla Voice online")
         events = urllib.request.Request(
             f"{served.url}/api/events", headers={"Authorization": f"Bearer {token}"}
         )

@@ -13,7 +13,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from firmware_bridges.emulators.flipper import (
     princeton_packet,
     tuned_frequency,
 )
+from tests.waits import until_sync
 
 TIMEOUT = 5.0
 RED_UNKNOWN = b"\x1b[31mcould not find command `%s`, try `help`\x1b[0m"
@@ -501,10 +501,7 @@ def test_power_reboot_reenumerates_on_a_new_pty(tmp_path: Path) -> None:
         with pytest.raises(serial.SerialException):
             while True:
                 client.read(1)
-        deadline = time.monotonic() + TIMEOUT
-        while emu.path in (None, old):
-            assert time.monotonic() < deadline, "the device never came back"
-            time.sleep(0.02)
+        until_sync(lambda: emu.path not in (None, old), TIMEOUT, "the device came back")
         client.close()
         assert os.readlink(link) == emu.path
         again = connect(link)

@@ -187,18 +187,24 @@ def _ip(*args: str, ns: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*prefix, "ip", *args], capture_output=True, text=True, timeout=30)
 
 
+WITHOUT_NS = (
+    "without one, the address choice, TXT record, name and no-multicast tests above cover "
+    "the hub's side; only the multicast round trip needs the namespace"
+)
+
+
 @pytest.fixture
 def netns() -> Iterator[str]:
     """A namespace with loopback (multicast on, 224.0.0.0/4 routed to it), a veth pair as the
     LAN card (10.77.0.2/24) and a docker0 bridge (172.17.0.1/16) that must never be chosen."""
     if shutil.which("ip") is None:
-        pytest.skip("needs the `ip` command (iproute2) to create a network namespace")
+        pytest.skip(f"needs the `ip` command (iproute2) for a network namespace; {WITHOUT_NS}")
     if os.geteuid() != 0:
-        pytest.skip("needs root to create a network namespace (ip netns add)")
+        pytest.skip(f"needs root to create a network namespace (ip netns add); {WITHOUT_NS}")
     name = f"tinyhub-{secrets.token_hex(4)}"
     made = _ip("netns", "add", name)
     if made.returncode != 0:
-        pytest.skip(f"cannot create a network namespace (ip netns add): {made.stderr.strip()}")
+        pytest.skip(f"cannot create a network namespace: {made.stderr.strip()}; {WITHOUT_NS}")
     try:
         for step in (
             ("link", "set", "lo", "up"),
@@ -214,7 +220,8 @@ def netns() -> Iterator[str]:
         ):
             done = _ip(*step, ns=name)
             if done.returncode != 0:
-                pytest.skip(f"cannot set up the namespace (ip {' '.join(step)}): {done.stderr}")
+                failed = f"ip {' '.join(step)}: {done.stderr.strip()}"
+                pytest.skip(f"cannot set up the namespace ({failed}); {WITHOUT_NS}")
         yield name
     finally:
         _ip("netns", "delete", name)
