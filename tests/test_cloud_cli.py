@@ -11,6 +11,7 @@ import asyncio
 import stat
 import subprocess
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -266,21 +267,30 @@ async def test_status_asks_the_running_hub(
     assert f"hub: running at http://127.0.0.1:{local.port}; cloud: " in result.stdout
 
 
-async def test_adopt_takes_a_new_token_for_the_same_device(
+@dataclass
+class Adopted:
+    """A hub joined to a cloud as ``device_id`` with ``old``, whose owner then gave the same
+    device ``new`` in the web app (``POST /api/devices/adopt``)."""
+
+    cloud: RunningServer
+    device_id: str
+    old: str
+    new: str
+    env: dict[str, str]
+
+
+async def join_then_adopt(
     start_hub: StartHub,
     http: aiohttp.ClientSession,
     hub_home: Path,
     closed_port: int,
     tmp_path: Path,
-) -> None:
+) -> Adopted:
     cloud = await start_hub()
     device = await enroll(http, cloud)
     device_id, old = device["device_id"], device["device_token"]
     env = cli_env(hub_home, closed_port)
-    joined = await cli(
-        join_args(cloud.url, device_id, token_file(tmp_path, old)),
-        env,
-    )
+    joined = await cli(join_args(cloud.url, device_id, token_file(tmp_path, old)), env)
     assert joined.returncode == 0, joined.stderr
     status, adopted = await send(
         http,
@@ -290,7 +300,18 @@ async def test_adopt_takes_a_new_token_for_the_same_device(
         owner_headers(cloud),
     )
     assert status == 200, adopted
-    new = adopted["device_token"]
+    return Adopted(cloud, device_id, old, adopted["device_token"], env)
+
+
+async def test_adopt_takes_a_new_token_for_the_same_device(
+    start_hub: StartHub,
+    http: aiohttp.ClientSession,
+    hub_home: Path,
+    closed_port: int,
+    tmp_path: Path,
+) -> None:
+    rig = await join_then_adopt(start_hub, http, hub_home, closed_port, tmp_path)
+    cloud, device_id, new, env = rig.cloud, rig.device_id, rig.new, rig.env
 
     explained = await cli(["cloud", "adopt"], env, stdin="")
     result = await cli(
@@ -318,30 +339,17 @@ async def test_adopt_interactive_and_refused_old_token(
     closed_port: int,
     tmp_path: Path,
 ) -> None:
-    cloud = await start_hub()
-    device = await enroll(http, cloud)
-    device_id, old = device["device_id"], device["device_token"]
-    env = cli_env(hub_home, closed_port)
-    await cli(
-        join_args(cloud.url, device_id, token_file(tmp_path, old)),
-        env,
-    )
-    _, adopted = await send(
-        http,
-        "POST",
-        f"{cloud.url}/api/devices/adopt",
-        {"deviceId": device_id},
-        owner_headers(cloud),
-    )
+    rig = await join_then_adopt(start_hub, http, hub_home, closed_port, tmp_path)
+    cloud, device_id, old, env = rig.cloud, rig.device_id, rig.old, rig.env
 
     stale = await cli(["cloud", "adopt"], env, stdin=old + "\n")
     assert stale.returncode == 2 and "the cloud refused the token" in stale.stderr
     assert (hub_home / "cloud.token").read_text().strip() == old  # unchanged on failure
 
-    result = await cli(["cloud", "adopt", "--app", cloud.url], env, stdin=adopted["device_token"])
+    result = await cli(["cloud", "adopt", "--app", cloud.url], env, stdin=rig.new)
     assert result.returncode == 0, result.stderr
     assert "device token: " in result.stdout
-    assert_saved(hub_home, cloud.url, device_id, adopted["device_token"])
+    assert_saved(hub_home, cloud.url, device_id, rig.new)
 
 
 async def test_adopt_before_joining_says_to_join(hub_home: Path, closed_port: int) -> None:

@@ -4,6 +4,7 @@ model choice, the hub's status — and an API key that never reaches the screen 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,16 @@ SECRET = "sktestsecret4242zz"
 
 def token_of(server: RunningServer) -> str:
     return owner_headers(server)["Authorization"].split()[1]
+
+
+@contextlib.asynccontextmanager
+async def settings_of(
+    server: RunningServer, tmp_path: Path, size: tuple[int, int] = (80, 24)
+) -> AsyncIterator[tuple[TinyApp, Pilot[None], SettingsScreen]]:
+    """The TUI on ``server`` as its owner, on the settings screen once it has loaded."""
+    app = TinyApp(HubClient(server.url, token_of(server)), TuiConfig(tmp_path))
+    async with app.run_test(size=size) as pilot:
+        yield app, pilot, await open_settings(app, pilot)
 
 
 async def open_settings(app: TinyApp, pilot: Pilot[None]) -> SettingsScreen:
@@ -83,9 +94,7 @@ async def test_lists_tinys_the_model_and_the_status(
     start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
 ) -> None:
     server = await start_hub(ollama_host=fake_ollama.url)
-    app = TinyApp(HubClient(server.url, token_of(server)), TuiConfig(tmp_path))
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_settings(app, pilot)
+    async with settings_of(server, tmp_path) as (_app, _pilot, screen):
         await until(lambda: "tiny" in rows(screen))
         marker, name, visibility, prompt = rows(screen)["tiny"]
         assert (marker, name, visibility) == ("▶", "tiny", "public")
@@ -106,9 +115,7 @@ async def test_create_a_tiny_in_the_modal_then_edit_its_prompt(
     start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path, http: aiohttp.ClientSession
 ) -> None:
     server = await start_hub(ollama_host=fake_ollama.url)
-    app = TinyApp(HubClient(server.url, token_of(server)), TuiConfig(tmp_path))
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_settings(app, pilot)
+    async with settings_of(server, tmp_path) as (app, pilot, screen):
         await pilot.press("n")
         assert isinstance(app.screen, TinyForm)
         await type_text(pilot, "poet")
@@ -139,9 +146,7 @@ async def test_a_private_tiny_shows_its_key_once(
     start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path, http: aiohttp.ClientSession
 ) -> None:
     server = await start_hub(ollama_host=fake_ollama.url)
-    app = TinyApp(HubClient(server.url, token_of(server)), TuiConfig(tmp_path))
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_settings(app, pilot)
+    async with settings_of(server, tmp_path) as (app, pilot, screen):
         await pilot.press("n")
         await type_text(pilot, "diary")
         app.screen.query_one("#visibility", Select).value = "private"
@@ -167,9 +172,7 @@ async def test_a_bad_name_shows_the_hubs_sentence(
     start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
 ) -> None:
     server = await start_hub(ollama_host=fake_ollama.url)
-    app = TinyApp(HubClient(server.url, token_of(server)), TuiConfig(tmp_path))
-    async with app.run_test(size=(80, 24)) as pilot:
-        await open_settings(app, pilot)
+    async with settings_of(server, tmp_path) as (app, pilot, _):
         await pilot.press("n")
         form = app.screen
         assert isinstance(form, TinyForm)
@@ -191,9 +194,7 @@ async def test_picking_a_tiny_sets_app_tiny_name(
         f"{server.url}/api/tinys", json=body, headers=owner_headers(server)
     ) as response:
         assert response.status == 201
-    app = TinyApp(HubClient(server.url, token_of(server)), TuiConfig(tmp_path))
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_settings(app, pilot)
+    async with settings_of(server, tmp_path) as (app, pilot, screen):
         await until(lambda: list(rows(screen)) == ["helper", "tiny"])
         assert getattr(app, "tiny_name", c.DEFAULT_TINY) == "tiny"
         await pilot.press("u")  # the cursor starts on the newest: helper
@@ -207,9 +208,7 @@ async def test_saving_an_ollama_choice_reaches_the_hub_and_clearing_forgets_it(
     start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path, http: aiohttp.ClientSession
 ) -> None:
     server = await start_hub(ollama_host=fake_ollama.url)
-    app = TinyApp(HubClient(server.url, token_of(server)), TuiConfig(tmp_path))
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_settings(app, pilot)
+    async with settings_of(server, tmp_path) as (app, pilot, screen):
         await pilot.press("m")
         form = app.screen
         assert isinstance(form, ModelForm)
@@ -256,9 +255,7 @@ async def test_the_model_section_lists_ollamas_models_with_tools_on_or_off(
     start_hub: StartHub, held_ollama: HeldOllama, tmp_path: Path
 ) -> None:
     server = await start_hub(ollama_host=held_ollama.url)
-    app = TinyApp(HubClient(server.url, token_of(server)), TuiConfig(tmp_path))
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_settings(app, pilot)
+    async with settings_of(server, tmp_path) as (app, pilot, screen):
         assert text_of(screen, "#models").splitlines() == [
             f"Ollama at {held_ollama.url} has:",
             "  qwen3:latest · tools on",
@@ -290,9 +287,7 @@ async def test_picking_a_listed_model_in_the_form_saves_it(
 ) -> None:
     fake_ollama.models = [FakeModel("qwen3:latest"), FakeModel("gemma:2b", ("completion",))]
     server = await start_hub(ollama_host=fake_ollama.url)
-    app = TinyApp(HubClient(server.url, token_of(server)), TuiConfig(tmp_path))
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_settings(app, pilot)
+    async with settings_of(server, tmp_path) as (app, pilot, screen):
         await pilot.press("m")
         form = app.screen
         assert isinstance(form, ModelForm)
@@ -321,9 +316,7 @@ async def test_an_id_typed_by_hand_still_works_and_a_late_list_is_offered(
 ) -> None:
     fake_ollama.models = [FakeModel("qwen3:latest"), FakeModel("gemma:2b", ("completion",))]
     server = await start_hub(ollama_host=fake_ollama.url)
-    app = TinyApp(HubClient(server.url, token_of(server)), TuiConfig(tmp_path))
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_settings(app, pilot)
+    async with settings_of(server, tmp_path) as (app, pilot, screen):
         listed = screen.listed
         await pilot.press("m")
         form = app.screen
@@ -350,9 +343,7 @@ async def test_ollama_not_answering_is_said_with_the_hubs_reason(
     start_hub: StartHub, closed_port: int, tmp_path: Path
 ) -> None:
     server = await start_hub(ollama_host=f"http://127.0.0.1:{closed_port}")
-    app = TinyApp(HubClient(server.url, token_of(server)), TuiConfig(tmp_path))
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_settings(app, pilot)
+    async with settings_of(server, tmp_path) as (app, pilot, screen):
         reason, embedded = text_of(screen, "#models").splitlines()
         assert reason.startswith(f"Ollama: not answering at http://127.0.0.1:{closed_port} (")
         assert "Cannot connect" in reason
@@ -467,9 +458,7 @@ async def test_the_lan_url_is_shown(
     start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
 ) -> None:
     server = await start_hub(ollama_host=fake_ollama.url, lan_url=LAN_URL)
-    app = TinyApp(HubClient(server.url, token_of(server)), TuiConfig(tmp_path))
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_settings(app, pilot)
+    async with settings_of(server, tmp_path) as (_app, _pilot, screen):
         assert f"LAN: {LAN_URL}" in text_of(screen, "#status").splitlines()
 
 
@@ -477,9 +466,7 @@ async def test_pair_a_phone_with_the_shown_code_then_unpair_it(
     start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path, http: aiohttp.ClientSession
 ) -> None:
     server = await start_hub(ollama_host=fake_ollama.url, lan_url=LAN_URL)
-    app = TinyApp(HubClient(server.url, token_of(server)), TuiConfig(tmp_path))
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_settings(app, pilot)
+    async with settings_of(server, tmp_path) as (app, pilot, screen):
         assert not any(isinstance(s, PairNotice) for s in app.screen_stack)  # only when asked
         await pilot.press("p")
         await until(lambda: isinstance(app.screen, PairNotice))
@@ -551,9 +538,7 @@ async def test_an_offline_cloud_link_is_said_with_its_reason_and_what_waits(
 ) -> None:
     server = await start_hub(ollama_host=fake_ollama.url)
     server.hub.cloud = OfflineCloud()  # type: ignore[assignment]
-    app = TinyApp(HubClient(server.url, token_of(server)), TuiConfig(tmp_path))
-    async with app.run_test(size=(120, 40)) as pilot:
-        screen = await open_settings(app, pilot)
+    async with settings_of(server, tmp_path, size=(120, 40)) as (_app, _pilot, screen):
         status = text_of(screen, "#status")
         assert "cloud: offline since " in status
         assert " — cannot reach the cloud · 3 waiting" in status
