@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import socket
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import chromadb
@@ -108,6 +110,35 @@ def test_vectors_are_384d_unit_length_and_deterministic() -> None:
     one = embedder.embed_one(KITCHEN)
     assert one.shape == (384,) and one.dtype == np.float32
     assert abs(float(np.linalg.norm(one)) - 1.0) < 1e-5
+
+
+class CountingEmbedder(BundledEmbedder):
+    """The real model, counting how often it runs and holding each run open until released,
+    so two searches are sure to overlap."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.runs = 0
+        self.release = threading.Event()
+
+    def embed_one(self, text: str) -> npt.NDArray[np.float32]:
+        self.runs += 1
+        self.release.wait(10)
+        return super().embed_one(text)
+
+
+def test_two_searches_for_one_text_at_once_run_the_model_once() -> None:
+    embedder = CountingEmbedder()
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(embedder.embed_query, KITCHEN)
+        second = pool.submit(embedder.embed_query, KITCHEN)
+        embedder.release.set()
+        vectors = [first.result(10), second.result(10)]
+    assert embedder.runs == 1
+    assert vectors[0] is vectors[1] and not vectors[0].flags.writeable
+    assert cosine(vectors[0], shared_embedder().embed_one(KITCHEN)) > 0.9999
+    embedder.embed_query(LAMP)
+    assert embedder.runs == 2 and embedder.embed_query(KITCHEN) is vectors[0]  # remembered
 
 
 def test_a_batch_gives_the_vectors_of_one_by_one() -> None:

@@ -26,7 +26,9 @@ from __future__ import annotations
 import functools
 import importlib.util
 import threading
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +111,46 @@ class _Loaded:
         self.input_names = input_names
 
 
+class _RecentVectors:
+    """The vectors of the last ``size`` texts asked for, and of those being computed now (the
+    second asker waits for the first instead of running the model again)."""
+
+    def __init__(self, size: int = 32) -> None:
+        self._size = size
+        self._done: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
+        self._pending: dict[str, Future[npt.NDArray[np.float32]]] = {}
+        self._lock = threading.Lock()
+
+    def get(
+        self, text: str, compute: Callable[[str], npt.NDArray[np.float32]]
+    ) -> npt.NDArray[np.float32]:
+        with self._lock:
+            if text in self._done:
+                self._done.move_to_end(text)
+                return self._done[text]
+            waiting = self._pending.get(text)
+            if waiting is None:
+                mine: Future[npt.NDArray[np.float32]] = Future()
+                self._pending[text] = mine
+        if waiting is not None:
+            return waiting.result()
+        try:
+            vector = compute(text)
+            vector.flags.writeable = False
+        except BaseException as exc:
+            with self._lock:
+                del self._pending[text]
+            mine.set_exception(exc)
+            raise
+        with self._lock:
+            del self._pending[text]
+            self._done[text] = vector
+            while len(self._done) > self._size:
+                self._done.popitem(last=False)
+        mine.set_result(vector)
+        return vector
+
+
 class BundledEmbedder:
     """all-MiniLM-L6-v2 (int8 ONNX) on the CPU: 384-d, unit-length float32 vectors.
 
@@ -124,6 +166,7 @@ class BundledEmbedder:
         self.threads = threads
         self._lock = threading.Lock()
         self._loaded: _Loaded | None = None
+        self._queries = _RecentVectors()
 
     def _load(self) -> _Loaded:
         loaded = self._loaded
@@ -181,6 +224,12 @@ class BundledEmbedder:
         """The unit-length 384-d vector of one text."""
         vector: npt.NDArray[np.float32] = self.embed([text])[0]
         return vector
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        """``embed_one`` for a search, remembered for the last few texts and shared while it
+        is computed: a chat turn searches memory and the universe for the same message at the
+        same time, and the second search takes the first one's vector. Read-only."""
+        return self._queries.get(text, self.embed_one)
 
     @staticmethod
     def _embed_batch(loaded: _Loaded, texts: list[str]) -> npt.NDArray[np.float32]:

@@ -110,7 +110,7 @@ class VectorIndex:
     def add(self, items: Sequence[VectorItem]) -> None:
         if not items:
             return
-        vectors = _embed([item.text for item in items])
+        vectors = embed([item.text for item in items])
         self.collection.upsert(
             ids=[item.vec_id for item in items],
             embeddings=vectors,
@@ -130,7 +130,7 @@ class VectorIndex:
         ids, matrix = self._person(user_id)
         if not ids:
             return []
-        scores = matrix @ _embed([text])[0]
+        scores = matrix @ embed_query(text)
         n = min(n, len(ids))
         top = np.argpartition(-scores, n - 1)[:n]
         top = top[np.argsort(-scores[top])]
@@ -184,7 +184,15 @@ class VectorIndex:
         return [ids[i] for i in keep], matrix[keep]
 
 
-def _embed(texts: Sequence[str]) -> Matrix:
+def embed(texts: Sequence[str]) -> Matrix:
+    """The shared embedder's vectors; imported on first use (it brings chromadb along)."""
     from hub.memory.embedder import shared_embedder
 
     return shared_embedder().embed(texts)
+
+
+def embed_query(text: str) -> Matrix:
+    """One search text's vector, shared with a search for the same text running alongside."""
+    from hub.memory.embedder import shared_embedder
+
+    return shared_embedder().embed_query(text)

@@ -27,7 +27,7 @@ from typing import Any
 
 import sqlite_utils
 
-from hub.memory.vectors import HNSW, VectorIndex
+from hub.memory.vectors import HNSW, VectorIndex, embed, embed_query
 from hub.tinys.records import Tiny, TinyStore
 
 log = logging.getLogger(__name__)
@@ -156,7 +156,7 @@ class Universe:
         gone = [n for n in names if n not in public]
         if public:
             items = list(public.values())
-            vectors = _embed([universe_text(t) for t in items])
+            vectors = embed([universe_text(t) for t in items])
             self.collection.upsert(
                 ids=[t.name for t in items],
                 embeddings=vectors,
@@ -190,7 +190,9 @@ class Universe:
             return []
         want = n + len(exclude) + n  # room for the excluded and for vectors not yet dropped
         result = self.collection.query(
-            query_embeddings=_embed([query]), n_results=want, include=["distances"]
+            query_embeddings=[embed_query(query)],
+            n_results=want,
+            include=["distances"],
         )
         hits = [
             (str(name), float(distance))
@@ -210,9 +212,3 @@ class Universe:
     def vector_names(self) -> list[str]:
         """Every name with a vector in the collection (what Chroma holds, not what SQL says)."""
         return sorted(str(i) for i in self.collection.get(include=[])["ids"])
-
-
-def _embed(texts: Sequence[str]) -> Any:
-    from hub.memory.embedder import shared_embedder
-
-    return shared_embedder().embed(texts)
