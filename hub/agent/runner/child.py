@@ -1,0 +1,204 @@
+"""The model runner: a child process that owns llama.cpp (``python -m hub.agent.runner.child``).
+
+Native code that can crash — an instruction the CPU or the OS does not allow, a segfault, the
+kernel's out-of-memory killer — takes only this process down; the hub sees the pipe close and
+the exit signal, ends the turn with a sentence, and starts a fresh runner for the next one.
+
+The runner speaks :mod:`hub.agent.runner.protocol` on its stdin and on a private copy of its
+stdout; file descriptor 1 is pointed at stderr, so nothing llama.cpp prints can corrupt the
+protocol. A reader thread takes requests, so a cancel lands while the main thread decodes; the
+decode loop checks for it between tokens and writes each token as soon as it is decoded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import mmap
+import os
+import platform
+import queue
+import signal
+import sys
+import threading
+import time
+from typing import Any, BinaryIO
+
+from hub.agent.runner import protocol as p
+
+
+class Output:
+    """The protocol's write end: whole lines, one ``write`` each, never interleaved."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._lock = threading.Lock()
+
+    def send(self, message: dict[str, Any]) -> None:
+        data = p.encode(message)
+        with self._lock:
+            while data:
+                data = data[os.write(self._fd, data) :]
+
+
+def take_stdout() -> Output:
+    """Keep the real stdout for the protocol and send everything else printed there to stderr."""
+    protocol_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return Output(protocol_fd)
+
+
+def die_with_parent() -> None:
+    """Linux: the kernel kills the runner when the hub dies, even by SIGKILL (the closed stdin
+    ends it everywhere else)."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def strike(fault: str) -> None:
+    """The test-only fault hook: die the way broken native code dies."""
+    kind = fault.split("@", 1)[0]
+    if kind == "illegal-instruction":
+        execute_illegal_instruction()
+    elif kind == "segfault":
+        ctypes.string_at(0)
+    elif kind == "abort":
+        os.abort()
+
+
+def execute_illegal_instruction() -> None:
+    """Run a real undefined instruction (x86-64 ``ud2``, AArch64 ``udf #0``), as a library
+    built for another CPU would; elsewhere, raise SIGILL."""
+    code = {"x86_64": b"\x0f\x0b", "amd64": b"\x0f\x0b", "aarch64": b"\x00\x00\x00\x00"}
+    machine_code = code.get(platform.machine().lower())
+    if machine_code is None:
+        os.kill(os.getpid(), signal.SIGILL)
+        return
+    page = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    page.write(machine_code)
+    address = ctypes.addressof(ctypes.c_char.from_buffer(page))
+    ctypes.CFUNCTYPE(None)(address)()
+
+
+def load(model_path: str, context: int, threads: int) -> Any:
+    from llama_cpp import Llama
+
+    return Llama(
+        model_path=model_path,
+        n_ctx=context,
+        n_threads=threads,
+        n_threads_batch=threads,
+        verbose=False,
+    )
+
+
+def system_info() -> str:
+    import llama_cpp
+
+    info = llama_cpp.llama_print_system_info()
+    return info.decode(errors="replace").strip() if isinstance(info, bytes) else str(info)
+
+
+def read_requests(
+    stream: BinaryIO, requests: queue.Queue[dict[str, Any] | None], cancelled: set[int]
+) -> None:
+    """Requests go to the main thread; a cancel is marked at once. EOF (the hub is gone or
+    closed the pipe) ends the runner."""
+    for line in stream:
+        try:
+            request = p.decode(line)
+        except ValueError:
+            continue
+        if request.get("op") == p.OP_CANCEL:
+            cancelled.add(int(request.get("id", -1)))
+        elif request.get("op") == p.OP_GENERATE:
+            requests.put(request)
+    requests.put(None)
+
+
+def generate(llama: Any, request: dict[str, Any], cancelled: set[int], out: Output) -> None:
+    rid = int(request["id"])
+    started = time.perf_counter()
+    completion, stop = 0, p.STOP_END
+    try:
+        chunks = llama.create_chat_completion(
+            messages=request["messages"],
+            max_tokens=int(request["max_tokens"]),
+            stream=True,
+            **request.get("sampling", {}),
+        )
+        for chunk in chunks:
+            if rid in cancelled:
+                chunks.close()
+                stop = p.STOP_CANCELLED
+                break
+            choice = chunk["choices"][0]
+            text = choice["delta"].get("content")
+            if text:
+                completion += 1
+                out.send({"ev": p.EV_TEXT, "id": rid, "text": text, "n": 1})
+            if choice.get("finish_reason") == "length":
+                stop = p.STOP_MAX_TOKENS
+    except ValueError as exc:
+        overflow = "exceed context window" in str(exc)
+        kind = p.ERROR_CONTEXT_OVERFLOW if overflow else p.ERROR_OTHER
+        out.send({"ev": p.EV_ERROR, "id": rid, "kind": kind, "message": str(exc)})
+        return
+    except Exception as exc:
+        message = f"{type(exc).__name__}: {exc}"
+        out.send({"ev": p.EV_ERROR, "id": rid, "kind": p.ERROR_OTHER, "message": message})
+        return
+    finally:
+        cancelled.discard(rid)
+    out.send(
+        {
+            "ev": p.EV_DONE,
+            "id": rid,
+            "stop": stop,
+            "prompt_tokens": max(0, int(llama.n_tokens) - completion),
+            "completion_tokens": completion,
+            "seconds": time.perf_counter() - started,
+        }
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hub.agent.runner.child")
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--context", type=int, default=4096)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args(argv)
+    out = take_stdout()
+    die_with_parent()
+    fault = os.environ.get(p.FAULT_ENV, "")
+    if fault.endswith("@start"):
+        strike(fault)
+    started = time.perf_counter()
+    llama = load(args.model, args.context, args.threads)
+    out.send(
+        {
+            "ev": p.EV_READY,
+            "model": os.path.basename(args.model),
+            "load_s": round(time.perf_counter() - started, 4),
+            "threads": args.threads,
+            "system_info": system_info(),
+        }
+    )
+    requests: queue.Queue[dict[str, Any] | None] = queue.Queue()
+    cancelled: set[int] = set()
+    reader = threading.Thread(
+        target=read_requests, args=(sys.stdin.buffer, requests, cancelled), daemon=True
+    )
+    reader.start()
+    while (request := requests.get()) is not None:
+        if fault and not fault.endswith("@start"):
+            strike(fault)
+        generate(llama, request, cancelled, out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,49 @@
+"""The lines a model runner and the hub exchange: one JSON object per line, both ways.
+
+The hub writes requests to the runner's stdin; the runner writes events to its stdout:
+
+- ``{"op": "generate", "id", "messages", "max_tokens", "sampling"}`` — decode a chat reply;
+- ``{"op": "cancel", "id"}`` — stop that generation now (a stale id is ignored);
+- ``{"ev": "ready", "model", "load_s", "threads", "system_info"}`` — loaded, once;
+- ``{"ev": "text", "id", "text", "n"}`` — ``n`` decoded tokens' text;
+- ``{"ev": "done", "id", "stop", "prompt_tokens", "completion_tokens", "seconds"}``;
+- ``{"ev": "error", "id", "kind", "message"}`` — ``kind`` is ``context_overflow`` or ``error``.
+
+This module imports nothing heavy: the runner imports it before llama.cpp.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+OP_GENERATE = "generate"
+OP_CANCEL = "cancel"
+
+EV_READY = "ready"
+EV_TEXT = "text"
+EV_DONE = "done"
+EV_ERROR = "error"
+
+ERROR_CONTEXT_OVERFLOW = "context_overflow"
+ERROR_OTHER = "error"
+
+STOP_END = "end_turn"
+STOP_MAX_TOKENS = "max_tokens"
+STOP_CANCELLED = "cancelled"
+
+# The runner's test-only fault hook: "<fault>" strikes at the first generation,
+# "<fault>@start" before the model loads. Faults: illegal-instruction, segfault, abort.
+FAULT_ENV = "TINY_HUB_RUNNER_FAULT"
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    return (json.dumps(message, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+
+
+def decode(line: bytes) -> dict[str, Any]:
+    """One line → its object; a line that is not a JSON object raises ValueError."""
+    value = json.loads(line)
+    if not isinstance(value, dict):
+        raise ValueError("not a JSON object")
+    return value

@@ -1,0 +1,197 @@
+"""The embedded model's runner, kept: one process at a time, warm between turns, replaced when
+it dies, released when idle, and switched off after it keeps dying.
+
+Generations run one at a time (one llama.cpp context). A turn that stops early settles its
+generation before the next may start: the runner is asked to stop, and killed if it does not
+within :data:`CANCEL_GRACE_S`. Three deaths in a row with no finished generation between them
+mark the runner failed: every turn then gets the reason at once instead of another crash, until
+the hub restarts or its embedded settings change (which makes a new supervisor).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+from collections.abc import AsyncGenerator, Callable
+from typing import Any
+
+from hub.agent.runner.process import (
+    Generation,
+    RunnerExited,
+    RunnerProcess,
+    RunnerSpec,
+)
+
+log = logging.getLogger(__name__)
+
+CANCEL_GRACE_S = 0.08
+START_TIMEOUT_S = 120.0
+FAILURES_BEFORE_OFF = 3
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (a container or taskset may allow fewer than exist)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def default_threads(cpus: int | None = None) -> int:
+    """One core left to the hub and everything else: llama.cpp's workers spin while they wait
+    for each other, so a worker that loses its core to another process stalls every token
+    (measured: 2 threads on 2 cores with one core busy decode 20x slower than 1 thread)."""
+    cpus = usable_cpus() if cpus is None else cpus
+    return max(1, cpus - 1)
+
+
+class RunnerFailed(Exception):
+    """The runner kept dying; the message is the last reason and what to do."""
+
+
+class RunnerSupervisor:
+    def __init__(
+        self,
+        spec: RunnerSpec,
+        *,
+        keep_alive_s: float = 300.0,
+        start: Callable[[RunnerSpec], RunnerProcess] = RunnerProcess,
+    ) -> None:
+        self.spec = spec
+        self.keep_alive_s = keep_alive_s
+        self._make = start
+        self._process: RunnerProcess | None = None
+        self._lock = asyncio.Lock()
+        self._ids = itertools.count(1)
+        self._deaths = 0
+        self._last_death: RunnerExited | None = None
+        self._idle: asyncio.TimerHandle | None = None
+        self._stopping: set[asyncio.Task[None]] = set()
+        self.generations = 0
+
+    @property
+    def failure(self) -> str | None:
+        death = self._last_death
+        if self._deaths < FAILURES_BEFORE_OFF or death is None:
+            return None
+        return (
+            f"{death.what} ({self._deaths} times in a row), so the embedded model is off until "
+            f"the hub restarts or its settings change. Fix: {death.fix}"
+        )
+
+    @property
+    def system_info(self) -> str:
+        """llama.cpp's own account of the CPU features it uses (empty before a start)."""
+        return str(self._process.ready.get("system_info", "")) if self._process else ""
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process and self._process.alive else None
+
+    def status(self) -> dict[str, Any]:
+        """For /api/health and doctor: failed (with why), busy, ready or stopped."""
+        state = "stopped"
+        if self.failure:
+            state = "failed"
+        elif self._process is not None and self._process.alive:
+            state = "busy" if self._lock.locked() else "ready"
+        status: dict[str, Any] = {
+            "state": state,
+            "model": self.spec.model_path.stem,
+            "threads": self.spec.threads,
+            "pid": self.pid,
+        }
+        if self.failure:
+            status["reason"] = self.failure
+        elif self._last_death is not None:
+            status["lastCrash"] = self._last_death.what
+        return status
+
+    async def generate(
+        self,
+        messages: list[dict[str, str]],
+        max_tokens: int,
+        sampling: dict[str, Any],
+        usage: Generation,
+    ) -> AsyncGenerator[str, None]:
+        """The reply's text as the runner decodes it. Leaving early (the turn was cancelled or
+        the consumer stopped reading) stops the decoding."""
+        if (failure := self.failure) is not None:
+            raise RunnerFailed(failure)
+        await self._lock.acquire()
+        process: RunnerProcess | None = None
+        rid = 0
+        try:
+            self._cancel_idle()
+            process = await self._running()
+            rid = process.request(messages, max_tokens, sampling)
+            async for piece in process.stream(rid, usage):
+                yield piece
+            self._deaths = 0
+            self.generations += 1
+        except RunnerExited as exc:
+            self._died(process, exc)
+            raise
+        finally:
+            settle = asyncio.ensure_future(self._settle(process, rid))
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(settle)
+
+    async def _running(self) -> RunnerProcess:
+        if self._process is not None and self._process.alive:
+            return self._process
+        process = self._make(self.spec)
+        self._process = process
+        await process.start(START_TIMEOUT_S)
+        return process
+
+    async def _settle(self, process: RunnerProcess | None, rid: int) -> None:
+        """Runs to its end even when the turn is cancelled: the lock is free only once the
+        runner is idle again (or gone)."""
+        try:
+            if process is not None and rid and process.alive:
+                await process.settle(rid, CANCEL_GRACE_S)
+            if process is not None and process.alive:
+                self._schedule_idle()
+        finally:
+            self._lock.release()
+
+    def _died(self, process: RunnerProcess | None, death: RunnerExited) -> None:
+        if process is not None and process.killed_by_us:
+            return
+        self._deaths += 1
+        self._last_death = death
+        if self.failure:
+            log.error("embedded model off: %s", self.failure)
+
+    def _schedule_idle(self) -> None:
+        self._cancel_idle()
+        if self.keep_alive_s >= 0:
+            loop = asyncio.get_running_loop()
+            self._idle = loop.call_later(self.keep_alive_s, self._release_if_idle)
+
+    def _cancel_idle(self) -> None:
+        if self._idle is not None:
+            self._idle.cancel()
+            self._idle = None
+
+    def _release_if_idle(self) -> None:
+        process = self._process
+        if process is None or self._lock.locked() or not process.alive:
+            return
+        log.info("model runner %s idle for %.0f s: released", process.pid, self.keep_alive_s)
+        self._process = None
+        task = asyncio.ensure_future(process.stop())
+        self._stopping.add(task)
+        task.add_done_callback(self._stopping.discard)
+
+    async def close(self) -> None:
+        self._cancel_idle()
+        process, self._process = self._process, None
+        if process is not None:
+            await process.stop()
+        for task in list(self._stopping):
+            await task
