@@ -13,7 +13,6 @@ import json
 import os
 import platform
 import re
-import socket
 import statistics
 import subprocess
 import sys
@@ -21,38 +20,23 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import AsyncIterator, Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
+
+from scripts.bench_common import (
+    BenchmarkFailed,
+    Figure,
+    hub_env,
+    owner_headers,
+    percentile,
+    running_hub,
+)
+from scripts.bench_embedded import bench_embedded, bench_embedded_busy
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(sys.executable).with_name("tiny-hub")
 PROMPT = "Tell me three short facts about the moon."
-
-
-@dataclass
-class Figure:
-    name: str
-    value: float
-    unit: str
-    how: str
-    runs: list[float]
-
-    @property
-    def spread(self) -> str:
-        return f"{min(self.runs):.3g}-{max(self.runs):.3g}"
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def hub_env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TINY_HUB_", "OLLAMA_"))}
-    env.update(TINY_HUB_HOME=str(home), OLLAMA_HOST=f"http://127.0.0.1:{closed_port()}")
-    return env
 
 
 def time_cold_start(home: Path) -> float:
@@ -102,108 +86,17 @@ def bench_cold_start(runs: int) -> list[Figure]:
     ]
 
 
-def bench_embedded_direct(runs: int) -> list[Figure]:
-    from llama_cpp import Llama
-
-    from hub.agent.embedded import SAMPLING, bundled_gguf
-
-    llama = Llama(
-        model_path=str(bundled_gguf()), n_ctx=2048, n_threads=os.cpu_count() or 1, verbose=False
-    )
-    rates, firsts = [], []
-    for _ in range(runs):
-        started, first, count = time.perf_counter(), 0.0, 0
-        for chunk in llama.create_chat_completion(
-            messages=[{"role": "user", "content": PROMPT}],
-            max_tokens=128,
-            stream=True,
-            **SAMPLING,  # type: ignore[arg-type]
-        ):
-            if chunk["choices"][0]["delta"].get("content"):
-                count += 1
-                first = first or time.perf_counter()
-        end = time.perf_counter()
-        firsts.append(first - started)
-        rates.append((count - 1) / (end - first) if count > 1 else 0.0)
-    how = "llama-cpp-python streaming SmolLM2-135M Q4_1 in-process, 128 tokens max"
-    return [
-        Figure(
-            "embedded_tokens_per_s_direct",
-            statistics.median(rates),
-            "tok/s",
-            how + "; decode rate after the first token",
-            rates,
-        ),
-        Figure(
-            "embedded_first_token_direct",
-            statistics.median(firsts) * 1000,
-            "ms",
-            how + "; prompt eval to first token",
-            [f * 1000 for f in firsts],
-        ),
-    ]
-
-
-def bench_embedded_hub(runs: int) -> list[Figure]:
-    return asyncio.run(_embedded_hub_figures(runs))
-
-
-async def _embedded_hub_figures(runs: int) -> list[Figure]:
-    import aiohttp
-
-    rates, firsts = [], []
-    async with _hub(model_max_tokens=128) as url, aiohttp.ClientSession() as http:
-        for _ in range(runs + 1):  # the first run loads the model; not counted
-            rate, first = await _one_turn(http, url)
-            rates.append(rate)
-            firsts.append(first)
-    how = "POST /api/chat to an in-process hub on the embedded model, SSE read by aiohttp"
-    return [
-        Figure(
-            "embedded_tokens_per_s_hub",
-            statistics.median(rates[1:]),
-            "tok/s",
-            how + "; text frames after the first / their time",
-            rates[1:],
-        ),
-        Figure(
-            "embedded_first_token_hub",
-            statistics.median(firsts[1:]) * 1000,
-            "ms",
-            how + "; request sent to first text frame",
-            [f * 1000 for f in firsts[1:]],
-        ),
-    ]
-
-
-async def _one_turn(http: Any, url: str) -> tuple[float, float]:
-    body = {"messages": [{"role": "user", "content": PROMPT}]}
-    started = time.perf_counter()
-    first, last, count = 0.0, 0.0, 0
-    async with http.post(f"{url}/api/chat", json=body) as response:
-        async for line in response.content:
-            if b'"textDelta"' in line:
-                count += 1
-                last = time.perf_counter()
-                first = first or last
-    rate = (count - 1) / (last - first) if count > 1 else 0.0
-    return rate, first - started
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
-
-
 def bench_turn_overhead(runs: int) -> list[Figure]:
     return asyncio.run(_turn_overhead(runs))
 
 
 async def _turn_overhead(runs: int) -> list[Figure]:
-    """Request sent to the hub → the fake Ollama receives the model request (same clock)."""
+    """Request sent to the hub → the fake Ollama receives the model request (same clock), as
+    the owner (every built-in tool mounted). Every turn must answer 200 and end with [DONE]; a
+    429 (the rate limit doing its job) is waited out and the turn sent again, never timed."""
     import aiohttp
 
-    from tests.fakes.ollama import FakeOllama, Reply
+    from tests.fakes.ollama import FakeOllama
 
     fake = FakeOllama()
     arrivals: list[float] = []
@@ -215,25 +108,45 @@ async def _turn_overhead(runs: int) -> list[Figure]:
 
     fake._chat = stamped  # type: ignore[method-assign]
     await fake.start()
-    async with _hub(ollama_host=fake.url) as url, aiohttp.ClientSession() as http:
+    async with _running_hub(ollama_host=fake.url) as server, aiohttp.ClientSession() as http:
+        headers = owner_headers(server)
         gaps, tools = [], 0
         for _ in range(runs + 5):  # five warm-up turns
-            fake.script(Reply(chunks=["ok"]))
-            sent = time.perf_counter()
-            async with http.post(f"{url}/api/chat", json=_body()) as response:
-                await response.read()
-            gaps.append((arrivals[-1] - sent) * 1000)
+            gap = await _timed_turn(http, server.url, headers, fake, arrivals)
+            gaps.append(gap * 1000)
             tools = len(fake.requests[-1].get("tools") or [])
     await fake.stop()
     gaps = gaps[5:]
     how = (
-        f"POST /api/chat sent → fake Ollama receives /api/chat, {tools} built-in tools "
-        f"mounted, {runs} turns, loopback"
+        f"POST /api/chat sent → fake Ollama receives /api/chat, {tools} tools mounted "
+        f"(owner), {runs} turns, each checked 200 + [DONE], loopback"
     )
     return [
         Figure("turn_overhead_p50", percentile(gaps, 0.5), "ms", how, gaps),
         Figure("turn_overhead_p99", percentile(gaps, 0.99), "ms", how, gaps),
     ]
+
+
+async def _timed_turn(
+    http: Any, url: str, headers: dict[str, str], fake: Any, arrivals: list[float]
+) -> float:
+    from tests.fakes.ollama import Reply
+
+    while True:
+        fake.script(Reply(chunks=["ok"]))
+        before = len(arrivals)
+        sent = time.perf_counter()
+        async with http.post(f"{url}/api/chat", json=_body(), headers=headers) as response:
+            text = await response.text()
+            if response.status == 429:
+                fake.replies.clear()
+                await asyncio.sleep(float(response.headers.get("Retry-After", "1")))
+                continue
+            if response.status != 200 or not text.rstrip().endswith("data: [DONE]"):
+                raise BenchmarkFailed(f"a turn answered {response.status}: {text[-300:]}")
+            if '"type":"error"' in text or len(arrivals) != before + 1:
+                raise BenchmarkFailed(f"a turn failed or never reached the model: {text[-300:]}")
+        return arrivals[-1] - sent
 
 
 def bench_sse_frames(runs: int) -> list[Figure]:
@@ -406,8 +319,11 @@ async def _first_token_ratio(runs: int) -> list[Figure]:
         f"(which waits {FAKE_PROMPT_EVAL_S * 1000:.0f} ms like a prompt evaluation)"
     )
     figures = [Figure("first_token_ratio_fake_ollama", statistics.median(ratios), "x", how, ratios)]
-    direct_ms = bench_embedded_direct(runs)[1]
-    hub_ms = (await _embedded_hub_figures(runs))[1]
+    from scripts.bench_embedded import _direct_and_hub
+
+    embedded = {f.name: f for f in await _direct_and_hub(runs)}
+    direct_ms = embedded["embedded_first_token_direct"]
+    hub_ms = embedded["embedded_first_token_hub"]
     figures.append(
         Figure(
             "first_token_ratio_embedded",
@@ -430,24 +346,7 @@ async def _hub(**overrides: Any) -> AsyncIterator[str]:
         yield server.url
 
 
-@contextlib.asynccontextmanager
-async def _running_hub(**overrides: Any) -> AsyncIterator[Any]:
-    """An in-process hub on a free loopback port, in a throwaway data dir."""
-    from hub.config import load_settings
-    from hub.runtime import Hub
-    from hub.server import start_server
-
-    with tempfile.TemporaryDirectory() as tmp:
-        settings = load_settings(
-            home=Path(tmp) / "home", environ=hub_env(Path(tmp) / "home"), overrides=overrides
-        )
-        hub = Hub.open(settings)
-        server = await start_server(hub, "127.0.0.1", 0)
-        try:
-            yield server
-        finally:
-            await server.stop()
-            hub.close()
+_running_hub = running_hub
 
 
 # A fact in other words: the question a person would ask, and the fact that answers it.
@@ -939,8 +838,8 @@ def rows_of(module: str) -> Callable[[int], list[Figure]]:
 
 BENCHMARKS: dict[str, tuple[Callable[[int], list[Figure]], int]] = {
     "cold_start": (bench_cold_start, 5),
-    "embedded_direct": (bench_embedded_direct, 5),
-    "embedded_hub": (bench_embedded_hub, 5),
+    "embedded": (bench_embedded, 7),
+    "embedded_busy": (bench_embedded_busy, 5),
     "turn_overhead": (bench_turn_overhead, 200),
     "sse_frames": (bench_sse_frames, 5),
     "first_token_ratio": (bench_first_token_ratio, 10),
