@@ -556,12 +556,48 @@ def _line_of(text: str, section: str | None, key: str) -> int:
     return 0
 
 
-def describe_settings(settings: Settings) -> list[tuple[str, str, str, str]]:
-    """(toml key, env var, value shown, help) for every setting, with secrets masked."""
+def describe_settings(settings: Settings) -> list[tuple[str, str, str, str, str]]:
+    """(toml key, env var, value shown, where it comes from, help) for every setting, with
+    secrets masked."""
+    sources = setting_sources(settings)
     rows = []
     for f in setting_fields():
         value = getattr(settings, f.name)
         shown = ("(set)" if value else "(not set)") if f.metadata["secret"] else repr(value)
         toml_key = f"{f.metadata['section']}.{f.metadata['key']}"
-        rows.append((toml_key, f.metadata["env"], shown, f.metadata["help"]))
+        rows.append((toml_key, f.metadata["env"], shown, sources[f.name], f.metadata["help"]))
     return rows
+
+
+def setting_sources(settings: Settings, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Where each setting's value comes from, in the order that wins: a command-line flag,
+    the environment, config.toml (with its line), else the default."""
+    env = os.environ if environ is None else environ
+    try:
+        without_flags = load_settings(home=settings.home, environ=env)
+    except ConfigError:
+        without_flags = settings
+    path = settings.config_path
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        document = {}
+    in_file = {
+        (section, key)
+        for section, table in _sections(document, {f.metadata["section"] for f in setting_fields()})
+        if isinstance(table, dict)
+        for key in table
+    }
+    sources = {}
+    for f in setting_fields():
+        section, key = f.metadata["section"], f.metadata["key"]
+        if getattr(settings, f.name) != getattr(without_flags, f.name):
+            sources[f.name] = "flag"
+        elif env.get(f.metadata["env"]):
+            sources[f.name] = f"env {f.metadata['env']}"
+        elif (section, key) in in_file:
+            sources[f.name] = f"{CONFIG_FILE_NAME}:{_line_of(text, section, key)}"
+        else:
+            sources[f.name] = "default"
+    return sources

@@ -38,10 +38,12 @@ COMMANDS = (
 def cli_env(home: Path, closed_port: int, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TINY_HUB_", "OLLAMA_"))}
     env.update(
-        TINY_HUB_HOME=str(home),
-        OLLAMA_HOST=f"http://127.0.0.1:{closed_port}",
-        TINY_HUB_MODEL_MAX_TOKENS="48",
-        **extra,
+        {
+            "TINY_HUB_HOME": str(home),
+            "OLLAMA_HOST": f"http://127.0.0.1:{closed_port}",
+            "TINY_HUB_MODEL_MAX_TOKENS": "48",
+            **extra,
+        }
     )
     return env
 
@@ -314,12 +316,16 @@ def test_emulate_flipper_prints_a_port_the_driver_can_use(tmp_path: Path) -> Non
     process = subprocess.Popen(
         [str(SCRIPT), "emulate", "flipper", "--link", str(tmp_path / "flipper")],
         stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
     )
     try:
-        assert process.stdout is not None
+        assert process.stdout is not None and process.stderr is not None
         path = process.stdout.readline().strip()
         assert path.startswith("/dev/pts/")
+        assert "linked at" in process.stderr.readline()
+        next_step = process.stderr.readline()
+        assert f"TINY_HUB_FLIPPER_PORT={tmp_path / 'flipper'} tiny-hub" in next_step
         with serial.Serial(str(tmp_path / "flipper"), timeout=5) as port:
             port.write(b"device_info\r")
             answer = port.read_until(b"protobuf_version_minor")

@@ -1,6 +1,6 @@
-"""Every route's access policy is written in the README and enforced: none ships open by accident.
+"""Every route's access policy is written in docs/http-api.md and enforced: none ships open.
 
-The README's "## HTTP API" table has one row per method and path, and its "who" column says
+The route table of docs/http-api.md has one row per method and path, and its "who" column says
 ``anyone``, ``user``, ``owner`` or ``device`` (a dial-in device's ``{deviceId, token}`` in the
 body). These tests hold the application's route table, each handler's ``@access`` declaration
 and that column to one another, then ask a running hub whether it really refuses callers.
@@ -23,7 +23,7 @@ from hub.runtime import Hub
 from hub.server import RunningServer
 from tests.conftest import StartHub, settings_for
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROUTES_DOC = Path(__file__).resolve().parent.parent / "docs" / "http-api.md"
 WHO = ("anyone", "user", "owner", "device")
 _ROW = re.compile(r"^\|\s*`([A-Z]+) ([^`\s]+)[^`]*`\s*\|\s*([^|]*?)\s*\|")
 
@@ -31,18 +31,18 @@ Route = tuple[str, str]  # (method, path as aiohttp spells it: /archive/{id})
 
 
 def readme_policy() -> dict[Route, str]:
-    """The route table of the README's "## HTTP API" section: (method, path) → who."""
-    text = README.read_text(encoding="utf-8")
-    section = text.split("\n## HTTP API\n", 1)[1].split("\n## ", 1)[0]
+    """The route table of docs/http-api.md's "## Routes" section: (method, path) → who."""
+    text = ROUTES_DOC.read_text(encoding="utf-8")
+    section = text.split("\n## Routes\n", 1)[1].split("\n## ", 1)[0]
     table = section.split("| route | who | what |", 1)[1].split("\n\n", 1)[0]
     policy: dict[Route, str] = {}
     for line in table.splitlines()[2:]:
         match = _ROW.match(line)
-        assert match, f"README route row not in the form | `METHOD /path` | who | what |: {line}"
+        assert match, f"route row not in the form | `METHOD /path` | who | what |: {line}"
         method, raw_path, who = match.groups()
         path = re.sub(r"<([^>]+)>", r"{\1}", raw_path.split("?", 1)[0])
         assert who in WHO, f"{method} {path}: who is {who!r}, not one of {', '.join(WHO)}"
-        assert (method, path) not in policy, f"{method} {path} is listed twice in the README"
+        assert (method, path) not in policy, f"{method} {path} is listed twice in docs/http-api.md"
         policy[(method, path)] = who
     return policy
 
@@ -58,7 +58,7 @@ def app_routes(app: web.Application) -> dict[Route, Any]:
 
 
 def declared_who(handler: Any) -> str:
-    """The README word for what the handler declares (a dial-in route, ``Access.DEVICE``, is
+    """The docs' word for what the handler declares (a dial-in route, ``Access.DEVICE``, is
     anonymous to the auth middleware and authenticates ``{deviceId, token}`` in the body)."""
     return {
         Access.DEVICE: "device",
@@ -78,27 +78,27 @@ def routes(home: Path) -> dict[Route, Any]:
 
 
 def test_readme_names_only_words_it_defines() -> None:
-    assert readme_policy(), "the README's HTTP API table is empty or missing"
+    assert readme_policy(), "the route table in docs/http-api.md is empty or missing"
 
 
 def test_every_route_is_in_the_readme(routes: dict[Route, Any]) -> None:
     missing = sorted(set(routes) - set(readme_policy()))
-    assert not missing, f"routes with no row in the README's HTTP API table: {missing}"
+    assert not missing, f"routes with no row in the route table in docs/http-api.md: {missing}"
 
 
 def test_the_readme_lists_no_route_the_app_lacks(routes: dict[Route, Any]) -> None:
     extra = sorted(set(readme_policy()) - set(routes))
-    assert not extra, f"README rows for routes the application does not have: {extra}"
+    assert not extra, f"rows in docs/http-api.md for routes the application does not have: {extra}"
 
 
 def test_each_handler_declares_what_the_readme_says(routes: dict[Route, Any]) -> None:
     policy = readme_policy()
     wrong = {
-        f"{method} {path}": f"README {policy[(method, path)]}, handler {declared_who(handler)}"
+        f"{method} {path}": f"docs {policy[(method, path)]}, handler {declared_who(handler)}"
         for (method, path), handler in routes.items()
         if (method, path) in policy and declared_who(handler) != policy[(method, path)]
     }
-    assert not wrong, f"the README and the handlers disagree: {wrong}"
+    assert not wrong, f"docs/http-api.md and the handlers disagree: {wrong}"
 
 
 # --- behaviour: a running hub refuses who it should --------------------------------------------

@@ -73,15 +73,15 @@ async def test_a_client_on_this_machine_pins_the_hubs_own_certificate(
 ) -> None:
     """What `tiny-hub tui` and `tiny-hub chat` do for a local hub with lan.tls: https to the
     configured port, trusted by the fingerprint read from the data dir — and only by it."""
-    from hub.cli import _local_url, _pin
+    from hub.cli.common import local_url, pin
     from tests.conftest import settings_for
     from tui.client import HubClient, HubError
 
     server = await start_hub(lan_tls=True)
     settings = settings_for(home, lan_tls=True, port=server.port)
-    url = _local_url(settings, None)
+    url = local_url(settings, None)
     assert url == f"https://127.0.0.1:{server.port}"
-    pinned = HubClient(url, pin=_pin(settings, url))
+    pinned = HubClient(url, pin=pin(settings, url))
     assert (await pinned.health())["ok"] is True
     with pytest.raises(HubError):  # no pin: a self-signed certificate is not trusted
         await HubClient(url).health()

@@ -419,14 +419,18 @@ class PtyDevice(abc.ABC, Generic[P]):
 
     # --- running one by hand ---
 
-    def serve(self) -> None:
-        """``python -m ...`` / ``tiny-hub emulate``: plug in, print the pty path (and the link
-        on stderr), serve until Ctrl+C or SIGTERM (a supervisor's stop), then unplug for good."""
+    def serve(self, next_step: str = "") -> None:
+        """``python -m ...`` / ``tiny-hub emulate``: plug in, print the pty path (then, on
+        stderr, the link and ``next_step`` with ``{path}`` filled in: what to run next), serve
+        until Ctrl+C or SIGTERM (a supervisor's stop), then unplug for good."""
         with _sigterm_as_exit():
             path = self.start()
             print(path, flush=True)
             if self.link is not None:
                 print(f"linked at {self.link}", file=sys.stderr, flush=True)
+            if next_step:
+                shown = self.link or path
+                print(next_step.format(path=shown), file=sys.stderr, flush=True)
             try:
                 while True:
                     time.sleep(3600)

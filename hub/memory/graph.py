@@ -172,6 +172,13 @@ class MemoryStore:
             ).fetchone()[0]
         )
 
+    def stats(self) -> tuple[int, int, int]:
+        """Across every person: (current facts, current facts without a vector, vectors)."""
+        current, waiting = self._db.execute(
+            "SELECT COUNT(*), SUM(vec_id IS NULL) FROM entity WHERE valid_to IS NULL"
+        ).fetchone()
+        return int(current), int(waiting or 0), self.vectors.count()
+
     def recent(self, owner: str, limit: int = 30) -> list[Fact]:
         rows = self._db.execute(
             f"SELECT {_FACT_COLUMNS} FROM entity WHERE owner = ? AND valid_to IS NULL"

@@ -1,0 +1,57 @@
+"""``tiny-hub emulate flipper|nicla-vision|nicla-voice``: a software device to try the drivers
+without hardware, and the command that points a hub at it."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+
+from hub.cli.common import settings_of
+from hub.config import Settings
+from hub.logs import setup_logging
+
+NEXT_STEP = {
+    "flipper": "now run the hub on it, in another terminal:  TINY_HUB_FLIPPER_PORT={path} "
+    "tiny-hub   (or drivers.flipper.port in config.toml)",
+    "nicla-vision": "now run the hub on it, in another terminal:  "
+    "TINY_HUB_NICLA_VISION_PORT={path} tiny-hub   (or drivers.nicla_vision.port in config.toml)",
+}
+
+
+def emulate_command(args: argparse.Namespace) -> int:
+    link = Path(args.link) if args.link else None
+    if args.device == "flipper":
+        from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
+
+        state = FlipperState(name=args.name, nfc_style=args.nfc_style)
+        FlipperEmulator(state, link=link).serve(NEXT_STEP["flipper"])
+        return 0
+    if args.device == "nicla-vision":
+        from firmware_bridges.emulators.nicla_vision import NiclaVisionEmulator
+
+        NiclaVisionEmulator(link=link).serve(NEXT_STEP["nicla-vision"])
+        return 0
+    settings = settings_of(args)
+    setup_logging(settings.log_level)
+    return asyncio.run(serve_with_emulated_voice(settings, args.wake_every))
+
+
+async def serve_with_emulated_voice(settings: Settings, wake_every_s: float) -> int:
+    """Bluetooth cannot be emulated across processes: a hub with the emulated board attached,
+    which says a wake word every ``wake_every_s`` seconds."""
+    from drivers.ble_presence import BleAdvertisements
+    from firmware_bridges.emulators.nicla_voice import demo_backend, demo_wakes
+    from hub.cli.serve import serve
+
+    client, scanner, board = demo_backend()
+    hardware = {
+        "drivers": {"nicla_voice": {"backend": client}},
+        "advertisements": BleAdvertisements(0.5, scanner),
+    }
+    wakes = asyncio.create_task(demo_wakes(board, wake_every_s))
+    print(f"emulated Nicla Voice {board.address}: a wake word every {wake_every_s:g} s", flush=True)
+    try:
+        return await serve(settings, hardware)
+    finally:
+        wakes.cancel()

@@ -1,0 +1,60 @@
+"""Dispatch: one table from command to the function that runs it, imported on use."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+
+from hub import __version__
+from hub.cli.parser import build_parser
+
+EXIT_USAGE = 2
+
+# command → "module:function" taking the parsed arguments and returning the exit status.
+COMMANDS: dict[str, str] = {
+    "hub": "hub.cli.serve:hub_with_tui",
+    "serve": "hub.cli.serve:serve_command",
+    "tui": "hub.cli.serve:tui_command",
+    "chat": "hub.cli.chat:chat_command",
+    "doctor": "hub.cli.maintenance:doctor_command",
+    "config": "hub.cli.maintenance:config_command",
+    "memory": "hub.cli.maintenance:memory_command",
+    "pair": "hub.cli.maintenance:pair_command",
+    "emulate": "hub.cli.emulate:emulate_command",
+    "discover": "hub.cli.maintenance:discover_command",
+    "cloud": "hub.cloud.cli:cloud_command",
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    command = args.command or "hub"
+    if command == "version":
+        print(f"tiny-hub {__version__}")
+        return 0
+    try:
+        return load(COMMANDS[command])(args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        if not isinstance(exc, user_errors()):
+            raise
+        print(f"tiny-hub: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def load(target: str) -> Callable[..., int]:
+    module, _, name = target.partition(":")
+    function: Callable[..., int] = getattr(importlib.import_module(module), name)
+    return function
+
+
+def user_errors() -> tuple[type[Exception], ...]:
+    """Errors a person can fix: one line, no traceback (imported only when one happened)."""
+    from hub.cli.common import CliError
+    from hub.config import ConfigError
+    from hub.server import StartError
+    from hub.store.migrations import MigrationError
+
+    return (ConfigError, StartError, MigrationError, CliError)

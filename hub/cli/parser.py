@@ -1,0 +1,197 @@
+"""The ``tiny-hub`` command line: every command, its flags and its help (nothing is imported
+here that a command needs to run)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+TOKEN_ENV = "TINY_HUB_TOKEN"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--home",
+        type=Path,
+        help="data dir (default: TINY_HUB_HOME or the platform's user data dir for tiny-hub)",
+    )
+    listen = argparse.ArgumentParser(add_help=False)
+    listen.add_argument("--host", help="address to listen on (default 0.0.0.0)")
+    listen.add_argument("--port", type=int, help="port (default 8765; 0 picks a free one)")
+
+    parser = argparse.ArgumentParser(
+        prog="tiny-hub",
+        parents=[common, listen],
+        description="A local companion hub. With no command: the hub and its terminal UI.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.add_parser(
+        "serve",
+        parents=[common, listen],
+        help="run the hub headless (HTTP API only)",
+        description="Run the hub headless: the HTTP API only, logs on stderr.",
+    )
+    chat = sub.add_parser(
+        "chat",
+        parents=[common],
+        help="chat in the terminal, or one turn streamed to stdout",
+        description="Chat with your companion: with no text, a conversation in the terminal; "
+        "with text (or - for standard input), one turn streamed to stdout. Against a running "
+        "hub or, if none answers, an in-process one.",
+    )
+    chat.add_argument(
+        "text",
+        nargs="?",
+        help="what to say; - reads it from standard input; none starts a conversation "
+        "in the terminal (/bye or Ctrl+D ends it, Ctrl+C stops a reply)",
+    )
+    chat.add_argument("--url", help="a hub's URL (default: the local hub)")
+    chat.add_argument("--token", help=f"a token (default: {TOKEN_ENV} or owner.token)")
+    chat.add_argument("--model-provider", help="x-tiny-model-provider for this turn")
+    chat.add_argument("--model-id", help="x-tiny-model-id for this turn")
+    tui = sub.add_parser(
+        "tui",
+        parents=[common],
+        help="the terminal UI against a hub elsewhere",
+        description="Attach the terminal UI to a hub, local or on the LAN.",
+    )
+    tui.add_argument("--url", help="the hub's URL (default: the local hub)")
+    tui.add_argument("--token", help=f"a token (default: {TOKEN_ENV} or owner.token)")
+    tui.add_argument(
+        "--pin",
+        help="an https hub's certificate fingerprint (SHA-256 hex, as `tiny-hub discover` and "
+        "the pairing QR show it): trust that hub by it (default: the local hub's own)",
+    )
+    sub.add_parser(
+        "doctor",
+        parents=[common],
+        help="check this machine, one line per check",
+        description="Check Python, dependencies, models, devices, data dir and port.",
+    )
+    sub.add_parser(
+        "config",
+        parents=[common],
+        help="show every setting and where it is set",
+        description="Show every setting: its config.toml key, variable, value and where the "
+        "value comes from (config.toml and its line, the environment, or the default).",
+    )
+    memory = sub.add_parser(
+        "memory",
+        parents=[common],
+        help="maintain the memory store",
+        description="Maintain the memory store.",
+    )
+    memory.add_argument(
+        "action",
+        choices=["reindex", "stats"],
+        help="reindex: rebuild the Chroma collection from SQLite; stats: count facts and vectors",
+    )
+    emulate = sub.add_parser(
+        "emulate",
+        help="run a software device to try the drivers without hardware",
+        description="flipper and nicla-vision: a byte-faithful software device on a "
+        "pseudo-terminal; its path is printed (point the hub at it with drivers.<name>.port, "
+        "e.g. TINY_HUB_FLIPPER_PORT). nicla-voice: Bluetooth cannot be emulated across "
+        "processes, so this starts a hub (like serve) with an emulated Nicla Voice attached, "
+        "which says a wake word every --wake-every seconds.",
+    )
+    emulate.add_argument(
+        "device", choices=["flipper", "nicla-vision", "nicla-voice"], help="which device"
+    )
+    emulate.add_argument(
+        "--wake-every",
+        type=float,
+        default=30.0,
+        help="nicla-voice: seconds between wake words (default 30)",
+    )
+    emulate.add_argument("--host", help="nicla-voice: the hub's address (as for serve)")
+    emulate.add_argument("--port", type=int, help="nicla-voice: the hub's port (as for serve)")
+    emulate.add_argument("--link", help="keep a symlink here to the current pseudo-terminal")
+    emulate.add_argument("--name", default="Unyana", help="the Flipper's name")
+    emulate.add_argument(
+        "--nfc-style",
+        choices=["detect", "scanner"],
+        default="scanner",
+        help="which NFC command set its firmware has",
+    )
+    discover = sub.add_parser(
+        "discover",
+        help="list the hubs advertised on this network",
+        description="Browse the LAN (mDNS, _tinyhub._tcp) and print one line per hub: "
+        "name, lanUrl, version, id and TLS fingerprint.",
+    )
+    discover.add_argument(
+        "--seconds", type=float, default=3.0, help="how long to listen (default 3)"
+    )
+    sub.add_parser(
+        "pair",
+        parents=[common],
+        help="show a pairing code and QR for a phone",
+        description="Make a one-time pairing offer (a 6-digit code valid 5 minutes) and print "
+        "it with a QR code carrying the hub's lanUrl, the code and the TLS fingerprint; the "
+        "phone sends the code to POST /api/pair.",
+    )
+    _add_cloud_parser(sub, common)
+    sub.add_parser("version", help="print the version", description="Print the version.")
+    return parser
+
+
+def _add_cloud_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    """``tiny-hub cloud join|status|adopt``: --home sits on each action, not on ``cloud``, so a
+    value given after the action is not overwritten by the action's default."""
+    cloud = sub.add_parser(
+        "cloud",
+        help="join the cloud relay as a dial-in device, show the state, adopt a new token",
+        description="This hub as a dial-in device of the cloud (the web app): join it, show "
+        "the state, or take a new token for the same device after losing the old one.",
+    )
+    actions = cloud.add_subparsers(dest="cloud_action", metavar="ACTION", required=True)
+    token_help = "a file holding the device token (default: asked for, without echo)"
+    join = actions.add_parser(
+        "join",
+        parents=[common],
+        help="enroll this hub at the cloud and verify with one heartbeat",
+        description="Walk through enrolling this hub in the signed-in web app, take the device "
+        "id and token, verify them with one heartbeat, then save them (the token in cloud.token, "
+        "0600; url and device id in config.toml). With --device-id and --token-file: no "
+        "questions, for scripts. Nothing is saved when the verification fails.",
+    )
+    join.add_argument(
+        "--app", required=True, help="the web app's origin, e.g. https://tiny.example"
+    )
+    join.add_argument("--device-id", help="the device id the web app showed")
+    join.add_argument("--token-file", type=Path, help=token_help)
+    actions.add_parser(
+        "status",
+        parents=[common],
+        help="print the cloud url, device id and whether a token is saved",
+        description="Print the cloud url, the device id, whether a token is saved (never the "
+        "token) and, when the local hub is running, what it reports about the cloud.",
+    )
+    adopt = actions.add_parser(
+        "adopt",
+        parents=[common],
+        help="after losing the token: take a new one for the same device",
+        description="A lost or revoked token: the web app gives this same device a new token "
+        "(its 'new token' action, POST /api/devices/adopt) instead of enrolling a ghost device. "
+        "This takes the new token, verifies it with one heartbeat and saves it.",
+    )
+    adopt.add_argument("--app", help="the web app's origin (default: the configured cloud.url)")
+    adopt.add_argument("--device-id", help="the device id (default: the configured one)")
+    adopt.add_argument("--token-file", type=Path, help=token_help)
+    memory = actions.add_parser(
+        "memory",
+        parents=[common],
+        help="sync your memory with the cloud: save a user token (or --off)",
+        description="Memory is yours, not the device's: syncing it needs a token of your account "
+        "at the web app (the device token reads no one's memory). This verifies the token with "
+        "one read, saves it in cloud-user.token (0600) and the hub syncs from its next start. "
+        "--off forgets the token; your facts stay on both sides.",
+    )
+    memory.add_argument("--app", help="the web app's origin (default: the configured cloud.url)")
+    memory.add_argument(
+        "--token-file", type=Path, help="a file holding the user token (default: asked for)"
+    )
+    memory.add_argument("--off", action="store_true", help="stop syncing: forget the user token")

@@ -1,0 +1,128 @@
+"""``tiny-hub`` (the hub and its terminal UI), ``tiny-hub serve`` and ``tiny-hub tui``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import threading
+from pathlib import Path
+from typing import Any
+
+from hub import __version__
+from hub.cli.common import local_url, pin, settings_of, token
+from hub.config import Settings
+from hub.logs import setup_logging
+from hub.runtime import Hub
+from hub.server import RunningServer, bind_socket, start_server
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    settings = settings_of(args)
+    setup_logging(settings.log_level)
+    return asyncio.run(serve(settings))
+
+
+def tui_command(args: argparse.Namespace) -> int:
+    settings = settings_of(args)
+    url = local_url(settings, args.url)
+    return run_tui(url, token(settings, args.token), settings.home, args.pin or pin(settings, url))
+
+
+def hub_with_tui(args: argparse.Namespace) -> int:
+    return run_hub_with_tui(settings_of(args))
+
+
+async def serve(settings: Settings, hardware: dict[str, Any] | None = None) -> int:
+    stop = stop_on_signals()
+    sock = bind_socket(settings.host, settings.port)
+    hub = Hub.open(settings, hardware=hardware)
+    try:
+        server = await start_server(hub, settings.host, settings.port, sock)
+        model = await hub.models.default()
+        print(
+            f"tiny-hub {__version__} serving on {server.url}"
+            f" (model: {model.provider} {model.model_id}; data: {settings.home})",
+            flush=True,
+        )
+        for line in where_to_reach(server):
+            print(line, flush=True)
+        await stop.wait()
+        await server.stop()
+    finally:
+        hub.close()
+    return 0
+
+
+def where_to_reach(server: RunningServer) -> list[str]:
+    """Addresses a person can paste: this machine's, the LAN's, and what to run with them."""
+    lines = [f"  this machine: {server.url}    (tiny-hub tui --url {server.url})"]
+    if server.lan_url:
+        lines.append(f"  your LAN:     {server.lan_url}    (pair a phone: tiny-hub pair)")
+        lines.append(f"lanUrl: {server.lan_url}")
+    else:
+        lines.append("lanUrl: none (not on a LAN; lan.url names one)")
+    if server.hub.lan.fingerprint:
+        lines.append(f"TLS SHA-256 {server.hub.lan.fingerprint}; local clients: {server.url}")
+    return lines
+
+
+def stop_on_signals() -> asyncio.Event:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    return stop
+
+
+def run_tui(url: str, token: str | None, home: Path, pin: str | None = None) -> int:
+    from tui.app import TinyApp
+    from tui.client import HubClient
+    from tui.config import TuiConfig
+
+    TinyApp(HubClient(url, token, pin=pin), TuiConfig.load(home / "tui")).run()
+    return 0
+
+
+def run_hub_with_tui(settings: Settings) -> int:
+    """The hub in a background thread (logging to hub.log), the TUI in the foreground."""
+    settings.home.mkdir(parents=True, exist_ok=True)
+    log_file = settings.home / "hub.log"
+    setup_logging(settings.log_level, log_file)
+    started = threading.Event()
+    outcome: dict[str, Any] = {}
+    loop = asyncio.new_event_loop()
+    stop = asyncio.Event()
+
+    sock = bind_socket(settings.host, settings.port)
+
+    async def run() -> None:
+        hub = Hub.open(settings)
+        try:
+            server = await start_server(hub, settings.host, settings.port, sock)
+            outcome["url"] = server.url
+            await hub.models.default()
+            started.set()
+            await stop.wait()
+            await server.stop()
+        finally:
+            hub.close()
+
+    def thread_main() -> None:
+        try:
+            loop.run_until_complete(run())
+        except BaseException as exc:
+            outcome["error"] = exc
+            started.set()
+
+    thread = threading.Thread(target=thread_main, name="tiny-hub", daemon=True)
+    thread.start()
+    started.wait()
+    if "error" in outcome:
+        raise outcome["error"]
+    try:
+        return run_tui(outcome["url"], token(settings, None), settings.home)
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(timeout=10)
+        print(f"tiny-hub stopped; its log is {log_file}")

@@ -1,0 +1,181 @@
+"""``tiny-hub chat`` as a person types it: a conversation on a terminal (a real pty), one turn
+from standard input, and a hub that cannot be reached; ``serve``'s URLs and ``config``'s
+sources, read from the real process."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import re
+import select
+import subprocess
+import termios
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.test_cli import SCRIPT, cli_env, run, start_serve
+
+PROMPT = b">>> "
+
+
+class Terminal:
+    """A process on a pseudo-terminal, read as a person would see it."""
+
+    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+        self.master, slave = pty.openpty()
+
+        def own_terminal() -> None:
+            """A session of its own with the pty as its controlling terminal, so Ctrl+C
+            typed there is a SIGINT to it, as in a real terminal."""
+            os.setsid()
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+        self.process = subprocess.Popen(
+            [str(SCRIPT), *args],
+            env=env,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            preexec_fn=own_terminal,
+        )
+        os.close(slave)
+        self.seen = b""
+
+    def type(self, keys: bytes) -> None:
+        os.write(self.master, keys)
+
+    def read_until(self, wanted: bytes, within_s: float = 300.0) -> bytes:
+        """Everything shown up to and including ``wanted`` (after what was already read)."""
+        start = len(self.seen)
+        deadline = time.monotonic() + within_s
+        while wanted not in self.seen[start:]:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"not shown within {within_s} s: {wanted!r} in {self.seen!r}")
+            ready, _, _ = select.select([self.master], [], [], 0.5)
+            if ready:
+                try:
+                    self.seen += os.read(self.master, 4096)
+                except OSError:  # the process ended and closed the terminal
+                    break
+        end = self.seen.index(wanted, start) + len(wanted)
+        shown, self.seen = self.seen[start:end], self.seen[:end] + self.seen[end:]
+        return shown
+
+    def close(self) -> int:
+        try:
+            return self.process.wait(timeout=60)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+            os.close(self.master)
+
+
+@pytest.mark.slow
+def test_an_interactive_chat_streams_stops_on_ctrl_c_and_ends_on_bye(
+    home: Path, closed_port: int
+) -> None:
+    env = cli_env(
+        home, closed_port, TINY_HUB_PORT=str(closed_port), TINY_HUB_MODEL_MAX_TOKENS="300"
+    )
+    terminal = Terminal(["chat"], env)
+    try:
+        terminal.read_until(PROMPT)
+        terminal.type(b"hello\r")
+        reply = terminal.read_until(PROMPT)
+        text = reply.split(b"hello", 1)[1].replace(PROMPT, b"").strip()
+        assert text, "a reply streams between the question and the next prompt"
+        terminal.type(b"Write a long story about a robot who learns to paint.\r")
+        terminal.read_until(b"paint.\r\n")  # the line as typed
+        terminal.read_until(b" ")  # the reply has begun
+        terminal.type(b"\x03")  # Ctrl+C
+        stopped = terminal.read_until(PROMPT)
+        assert b"(stopped)" in stopped, "Ctrl+C stops the reply, not the session"
+        terminal.type(b"/bye\r")
+    finally:
+        status = terminal.close()
+    assert status == 0
+
+
+@pytest.mark.slow
+def test_chat_dash_reads_the_message_from_standard_input(home: Path, closed_port: int) -> None:
+    env = cli_env(home, closed_port, TINY_HUB_PORT=str(closed_port))
+    result = subprocess.run(
+        [str(SCRIPT), "chat", "-"],
+        input="hello\n",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() and result.stdout.strip() != "-"
+
+
+def test_an_empty_standard_input_is_a_clear_error(home: Path, closed_port: int) -> None:
+    result = subprocess.run(
+        [str(SCRIPT), "chat", "-"],
+        input="",
+        env=cli_env(home, closed_port),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "standard input was empty" in result.stderr
+
+
+def test_a_hub_that_never_answered_could_not_be_reached(home: Path, closed_port: int) -> None:
+    url = f"http://127.0.0.1:{closed_port}"
+    result = run(["chat", "hello", "--url", url], cli_env(home, closed_port))
+    assert result.returncode == 2
+    assert f"could not reach the hub at {url}" in result.stderr
+    assert "lost" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_serve_prints_urls_a_person_can_paste(home: Path, closed_port: int) -> None:
+    env = cli_env(home, closed_port, TINY_HUB_LAN_ADVERTISE="false")
+    served = start_serve(env)
+    try:
+        assert served.process.stdout is not None
+        this_machine = served.process.stdout.readline()
+        assert f"this machine: {served.url}" in this_machine
+        assert f"tiny-hub tui --url {served.url}" in this_machine
+    finally:
+        served.process.terminate()
+        served.process.wait(timeout=30)
+
+
+def test_config_says_where_each_value_comes_from(home: Path, closed_port: int) -> None:
+    home.mkdir(parents=True)
+    (home / "config.toml").write_text("[model]\nmax_tokens = 99\n\n[embedded]\nthreads = 1\n")
+    env = cli_env(home, closed_port, TINY_HUB_EMBEDDED_CTX="2048")
+    result = run(["--port", "9123", "config"], env)
+    assert result.returncode == 0, result.stderr
+    rows = {line.split()[0]: line for line in result.stdout.splitlines() if line.startswith("  ")}
+    assert re.search(r"\b9123\s+flag\b", rows["server.port"])
+    assert "env TINY_HUB_EMBEDDED_CTX" in rows["embedded.context_size"]
+    assert "config.toml:5" in rows["embedded.threads"]
+    assert "env TINY_HUB_MODEL_MAX_TOKENS" in rows["model.max_tokens"], "env wins over the file"
+    assert re.search(r"\bdefault\b", rows["server.host"])
+
+
+def test_memory_reindex_shows_its_progress(home: Path, closed_port: int) -> None:
+    from hub.runtime import Hub
+    from tests.conftest import settings_for
+
+    hub = Hub.open(settings_for(home))
+    try:
+        for i in range(12):
+            hub.memory.learn(hub.owner.id, f"fact number {i} about the garden")
+    finally:
+        hub.close()
+    result = run(["memory", "reindex"], cli_env(home, closed_port))
+    assert result.returncode == 0, result.stderr
+    assert "rebuilding the vectors of 12 fact(s)" in result.stdout
+    assert re.search(r"12/12 .*fact", result.stderr), result.stderr
+    assert "indexed 12 current fact(s)" in result.stdout
+    stats = run(["memory", "stats"], cli_env(home, closed_port))
+    assert "current facts: 12; without a vector: 0; vectors: 12" in stats.stdout
