@@ -22,6 +22,9 @@ IR_LINE = re.compile(
 )
 PACKETS = re.compile(r"Packets received (?P<count>\d+)")
 UNKNOWN_COMMAND = re.compile(r"could not find command `(?P<command>[^`]*)`")
+NFC_SHELL_PROMPT = re.compile(rb"\[(?:\x1b\[[0-9;]*m)?nfc(?:\x1b\[[0-9;]*m)?\]$")
+"""The end of a command's output (its ``>: `` taken off) when it left the NFC sub-shell's
+prompt ``[nfc]>: `` ("nfc" in colour) waiting: the newest firmware's ``nfc`` opened it."""
 
 
 class CliError(Exception):
@@ -45,6 +48,10 @@ def raise_for_error(output: bytes | str) -> None:
             raise CliError(f"this firmware has no command `{unknown.group('command')}`")
         if "illegal option" in line or line.strip().lower().startswith("usage:"):
             raise CliError(line.strip())
+
+
+def opened_nfc_shell(output: bytes) -> bool:
+    return NFC_SHELL_PROMPT.search(output) is not None
 
 
 def key_values(output: bytes | str) -> dict[str, str]:

@@ -13,6 +13,11 @@ Decoding skips fields it does not know (proto3 rules) and turns every malformed 
 ``RpcError``, never an ``IndexError``. A truncated frame, an oversized length or a frame that
 does not decode leaves the stream at an unknown place: that ``RpcError`` has ``broken=True`` and
 the owner of the port should close and reopen it (the firmware then starts a fresh text shell).
+
+The firmware gives up on a session itself when a request does not decode (line noise, an empty
+frame): ``applications/services/rpc/rpc.c`` answers ``Empty`` with ``command_id`` 0 and
+``ERROR_DECODE``, then closes the session (USB: back to the text shell). ``call`` turns that
+answer into ``RpcSessionClosed``; the request may be sent again in a new session.
 """
 
 from __future__ import annotations
@@ -85,6 +90,13 @@ class RpcError(CliError):
         super().__init__(message)
         self.status = status
         self.broken = broken
+
+
+class RpcSessionClosed(RpcError):
+    """The Flipper closed the session after a request it could not decode."""
+
+
+ERROR_DECODE = 2
 
 
 def status_name(status: int) -> str:
@@ -439,8 +451,8 @@ _DECODERS: dict[int, Callable[[bytes], Content]] = {
     24: lambda b: StatRequest(_one_text(b)),
     25: lambda b: StatResponse(_one_file(b)),
 }
-CONTENT_FIELDS = frozenset(range(4, 63))
-"""The numbers of the ``content`` oneof in flipper.proto (4-62)."""
+CONTENT_FIELDS = frozenset(range(4, 71))
+"""The numbers of the ``content`` oneof in flipper.proto (4-70)."""
 
 
 def encode_main(message: Main) -> bytes:
@@ -571,6 +583,13 @@ class RpcSession:
                 raise
             while True:
                 answer = await self._read_main()
+                if answer.command_id == 0 and answer.command_status == ERROR_DECODE:
+                    self.active, self.broken = False, True
+                    raise RpcSessionClosed(
+                        "the Flipper could not decode a request and closed the RPC session",
+                        status=ERROR_DECODE,
+                        broken=True,
+                    )
                 if answer.command_id != command_id:
                     self.broken = True
                     raise RpcError(

@@ -140,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     emulate.add_argument("--name", default="Unyana", help="the Flipper's name")
     emulate.add_argument(
         "--nfc-style",
-        choices=["detect", "scanner"],
+        choices=["detect", "scanner", "shell"],
         default="scanner",
         help="which NFC command set its firmware has",
     )

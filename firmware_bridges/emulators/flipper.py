@@ -43,12 +43,19 @@ module is the firmware.
 Not emulated (yet)
 ------------------
 * Most of the protobuf RPC: ``start_rpc_session`` switches the session to varint-framed PB.Main
-  (hardware.md 1.6) and answers ping, device info, power info, storage list/read/stat and
-  stop_session; every other request gets ``ERROR_NOT_IMPLEMENTED``. The RPC codec here is the
-  emulator's own (not ``drivers.flipper_rpc``): the two meet on hardware.md's test vectors.
-* The newest official firmware turns ``nfc`` into a sub-shell (prompt ``[nfc]>: ``) that ignores
-  its arguments; here ``nfc_style="scanner"`` answers ``nfc scanner`` one-shot (as Momentum does)
-  and an unknown NFC sub-command gets the sub-shell's red unknown-command line.
+  (hardware.md 1.6) and answers the read-only requests (``rpc_system.c``: ping, device info,
+  power info, protobuf version, get datetime, the audiovisual alert; ``rpc_storage.c``: list,
+  read, stat, info, md5sum, timestamp) and stop_session; every other request that decodes gets
+  ``ERROR_NOT_IMPLEMENTED`` (writes, reboot, apps, GUI, GPIO...). A request that does not decode
+  closes the session as the firmware does (``rpc.c``, see ``_Port._rpc_request``). The wire code
+  is the emulator's own (``flipper_pb``, not ``drivers.flipper_rpc``); the tests check both
+  against the official generated messages. Over BLE the firmware also drops the link after a
+  decode error; ``rpc_responder`` only answers and keeps the link.
+* NFC comes in three styles (``FlipperState.nfc_style``): the dev firmware's ``nfc detect``,
+  Momentum's one-shot ``nfc scanner``, and the newest official firmware's sub-shell
+  (``shell``: ``nfc`` ignores its arguments and opens a shell with the prompt ``[nfc]>: ``,
+  ``scanner``, ``help`` and ``exit``; its ``dump``, ``raw``, ``apdu``, ``mfu``, ``field`` and
+  ``emulate`` are not emulated and answer as unknown commands, and ``scanner`` ignores keys).
 * History (arrow keys), tab completion, Ctrl-W, and commands outside the list in
   ``FlipperEmulator.COMMANDS`` (gpio, i2c, top, ps, bt, rfid, ikey...) which answer as unknown;
   ``ir decode|universal`` and ``subghz chat|decode_raw|tx_from_file`` print their usage.
@@ -78,6 +85,16 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import ClassVar, Literal, TypeVar
 
+from firmware_bridges.emulators.flipper_pb import (
+    PbError,
+    Request,
+    decode_request,
+    pb_bytes,
+    pb_file,
+    pb_main,
+    pb_str,
+    pb_uint,
+)
 from firmware_bridges.emulators.usb_pty import PowerDown, PtyDevice, PtyPort
 
 __all__ = [
@@ -96,11 +113,17 @@ __all__ = [
 ANSI_RESET = "\x1b[0m"
 ANSI_FG_RED = "\x1b[31m"
 ANSI_FG_GREEN = "\x1b[32m"
+ANSI_FG_YELLOW = "\x1b[33m"
+ANSI_FG_BR_BLUE = "\x1b[94m"
 ANSI_FG_BR_WHITE = "\x1b[97m"
 ANSI_FLIPPER_BRAND_ORANGE = "\x1b[38;2;255;130;0m"
 
 PROMPT = b"\r\n>: "
 """What the shell prints after every command, an empty line or ^C (``cli_shell_line_prompt``)."""
+
+NFC_SHELL_PROMPT = f"\r\n[{ANSI_FG_GREEN}nfc{ANSI_RESET}]>: ".encode()
+"""The NFC sub-shell's prompt: ``cli_shell_line_prompt`` with the prompt text ``nfc_cli.c`` sets
+(``"[" ANSI_FG_GREEN "nfc" ANSI_RESET "]"``) before ``>: ``."""
 
 ETX = 0x03
 BELL = b"\x07"
@@ -141,6 +164,39 @@ _BANNER_ART = (
     "| _| | |__  | | |  _/|  _/| _| |   /  | (__ | |__  | |\r\n"
     "|_|  |____||___||_|  |_|  |___||_|_\\   \\___||____||___|\r\n"
 )
+
+_NFC_LOGO = (
+    "                                     0000      \r\n"
+    "                                     0000      \r\n"
+    "                             000      0000     \r\n"
+    "                             0000     00000    \r\n"
+    "                    000      00000     0000    \r\n"
+    "     0              0000      0000     00000   \r\n"
+    "   000000           0000      00000     0000   \r\n"
+    "   00000000          0000      0000     0000   \r\n"
+    "   0000000000        0000      00000    0000   \r\n"
+    "   0000 00000000     00000     00000    0000   \r\n"
+    "   0000    0000000   00000     00000    0000   \r\n"
+    "   0000      000000000000      0000     0000   \r\n"
+    "   00000        000000000     00000     0000   \r\n"
+    "     00           000000      0000     00000   \r\n"
+    "                     00      00000     0000    \r\n"
+    "                             0000     00000    \r\n"
+    "                             000      0000     \r\n"
+    "                                     0000      \r\n"
+    "                                     0005      \r\n"
+)
+NFC_SHELL_MOTD = (
+    ANSI_FG_BR_BLUE
+    + "\r\n"
+    + _NFC_LOGO
+    + "\r\n"
+    + ANSI_FG_BR_WHITE
+    + "Welcome to NFC Command Line Interface!\r\n"
+    + "Run `help` or `?` to list available commands\r\n"
+    + ANSI_RESET
+)
+"""What the NFC sub-shell prints when it starts (``nfc_cli_shell_motd``), before its prompt."""
 
 # Infrared address/command lengths in bits (infrared protocol tables), for ir_decoded().
 _IR_BITS: dict[str, tuple[int, int]] = {
@@ -372,8 +428,10 @@ class FlipperState:
     """An open application blocks Sub-GHz/IR/NFC/vibro/led like the real loader lock does."""
     # radios
     external_cc1101: bool = False
-    nfc_style: Literal["detect", "scanner"] = "scanner"
-    """``detect``: dev firmware (``nfc detect``); ``scanner``: newer firmware (``nfc scanner``)."""
+    nfc_style: Literal["detect", "scanner", "shell"] = "scanner"
+    """``detect``: dev firmware (``nfc detect``); ``scanner``: firmware with a one-shot
+    ``nfc scanner`` (Momentum); ``shell``: the newest official firmware, where ``nfc`` opens an
+    NFC sub-shell (prompt ``[nfc]>: ``) that has ``scanner`` and ``exit``."""
     subghz_packets: deque[str] = field(
         default_factory=lambda: deque([princeton_packet(0x35F0C8), princeton_packet(0x35F0C8)])
     )
@@ -624,8 +682,8 @@ def _usage(cmd: str, usage: str, arg: str) -> str:
 
 
 # --- protobuf RPC (flipper.proto, system.proto, storage.proto; hardware.md 1.6) ---------------
-# The emulator's own minimal codec: deliberately NOT the driver's, so a bug in one is not hidden
-# by the same bug in the other.
+# The wire code is the emulator's own (``flipper_pb``), deliberately NOT the driver's, so a bug in
+# one is not hidden by the same bug in the other.
 
 RPC_READ_CHUNK = 512
 """storage.options: File.data max_size."""
@@ -634,6 +692,7 @@ RPC_LIST_CHUNK = 8
 RPC_OK = 0
 RPC_ERROR_DECODE = 2
 RPC_ERROR_NOT_IMPLEMENTED = 3
+RPC_ERROR_INVALID_PARAMETERS = 15
 _RPC_FS_STATUS = {
     FSE_NOT_READY: 5,
     FSE_EXIST: 6,
@@ -647,109 +706,15 @@ _PB_EMPTY, _PB_STOP = 4, 19
 _PB_PING_REQ, _PB_PING_RESP = 5, 6
 _PB_LIST_REQ, _PB_LIST_RESP = 7, 8
 _PB_READ_REQ, _PB_READ_RESP = 9, 10
+_PB_MD5_REQ, _PB_MD5_RESP = 14, 15
 _PB_STAT_REQ, _PB_STAT_RESP = 24, 25
+_PB_FS_INFO_REQ, _PB_FS_INFO_RESP = 28, 29
 _PB_INFO_REQ, _PB_INFO_RESP = 32, 33
-_PB_POWER_REQ, _PB_POWER_RESP = 44, 45
+_PB_DATETIME_REQ, _PB_DATETIME_RESP = 35, 36
 _PB_ALERT_REQ = 38
-
-
-class _PbError(Exception):
-    """A request that does not decode."""
-
-
-def _pb_varint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append(0x80 | (value & 0x7F))
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _pb_uint(number: int, value: int) -> bytes:
-    """A varint field; proto3 leaves out zero."""
-    return _pb_varint(number << 3) + _pb_varint(value) if value else b""
-
-
-def _pb_bytes(number: int, data: bytes) -> bytes:
-    return _pb_varint(number << 3 | 2) + _pb_varint(len(data)) + data
-
-
-def _pb_str(number: int, text: str) -> bytes:
-    return _pb_bytes(number, text.encode()) if text else b""
-
-
-def _pb_file(is_dir: bool, name: str = "", size: int = 0, data: bytes = b"") -> bytes:
-    """PB_Storage.File: type 1 (FILE 0, DIR 1), name 2, size 3, data 4."""
-    return (
-        _pb_uint(1, int(is_dir))
-        + _pb_str(2, name)
-        + _pb_uint(3, size)
-        + (_pb_bytes(4, data) if data else b"")
-    )
-
-
-def _pb_main(
-    command_id: int, content: int, body: bytes, *, status: int = RPC_OK, has_next: bool = False
-) -> bytes:
-    """A framed PB.Main: ``[varint length]`` + command_id 1, command_status 2, has_next 3 and
-    the ``content`` field."""
-    message = (
-        _pb_uint(1, command_id)
-        + _pb_uint(2, status)
-        + _pb_uint(3, int(has_next))
-        + _pb_bytes(content, body)
-    )
-    return _pb_varint(len(message)) + message
-
-
-def _pb_fields(data: bytes) -> dict[int, int | bytes]:
-    """The fields of a message (the last one wins); _PbError when it does not decode."""
-    fields: dict[int, int | bytes] = {}
-    pos = 0
-
-    def varint() -> int:
-        nonlocal pos
-        value = 0
-        for shift in range(0, 70, 7):
-            if pos >= len(data):
-                raise _PbError("truncated varint")
-            byte = data[pos]
-            pos += 1
-            value |= (byte & 0x7F) << shift
-            if byte < 0x80:
-                return value
-        raise _PbError("varint too long")
-
-    while pos < len(data):
-        key = varint()
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            fields[number] = varint()
-        elif wire == 2:
-            size = varint()
-            if pos + size > len(data):
-                raise _PbError("truncated field")
-            fields[number] = data[pos : pos + size]
-            pos += size
-        elif wire in (1, 5):
-            pos += 8 if wire == 1 else 4
-            if pos > len(data):
-                raise _PbError("truncated field")
-        else:
-            raise _PbError(f"wire type {wire}")
-    return fields
-
-
-def _pb_text(fields: dict[int, int | bytes], number: int) -> str:
-    value = fields.get(number, b"")
-    if not isinstance(value, bytes):
-        raise _PbError(f"field {number} is not a string")
-    return value.decode("utf-8", "replace")
-
-
-class _RpcAbort(Exception):
-    """A fault knob cut the answer short: the rest of it is never sent."""
+_PB_VERSION_REQ, _PB_VERSION_RESP = 39, 40
+_PB_POWER_REQ, _PB_POWER_RESP = 44, 45
+_PB_TIMESTAMP_REQ, _PB_TIMESTAMP_RESP = 59, 60
 
 
 Handler = Callable[["_Port", str], None]
@@ -766,6 +731,11 @@ class _Port(PtyPort):
         self.emu = emulator
         self.state = emulator.state
         self.line = ""
+        self.prompt = PROMPT
+        """The prompt of the shell reading lines now (the main one or the NFC sub-shell)."""
+        self.commands: dict[str, tuple[Handler, bool]] = FlipperEmulator.COMMANDS
+        self.leaving = False
+        """Set by a sub-shell's ``exit``: the shell stops without printing its prompt."""
 
     def wait_etx(self, seconds: float) -> bool:
         """What streaming commands do between events: True if the host sent ETX (0x03).
@@ -795,7 +765,7 @@ class _Port(PtyPort):
     def _key(self, byte: int) -> None:
         if byte == ETX:
             self.line = ""
-            self.out(b"^C" + PROMPT)
+            self.out(b"^C" + self.prompt)
         elif byte == 0x0D:
             self._enter()
         elif byte in (0x08, 0x7F):
@@ -827,7 +797,7 @@ class _Port(PtyPort):
         command = self.line.strip(" \r\n\t")
         self.line = ""
         if not command:
-            self.out(PROMPT)
+            self.out(self.prompt)
             return
         garbage, mute, stall = self.emu._take_faults()
         self.out(b"\r\n")
@@ -838,8 +808,8 @@ class _Port(PtyPort):
             self._stall(recover_on_etx=stall)
         else:
             self.execute(command)
-        if not mute:
-            self.out(PROMPT)
+        if not mute and not self.leaving:
+            self.out(self.prompt)
 
     def _stall(self, recover_on_etx: bool) -> None:
         while True:
@@ -851,7 +821,7 @@ class _Port(PtyPort):
         space = command.find(" ")
         name = command if space < 0 else command[:space]
         args = "" if space < 0 else command[space + 1 :]
-        entry = FlipperEmulator.COMMANDS.get(name)
+        entry = self.commands.get(name)
         if entry is None:
             self.out(f"{ANSI_FG_RED}could not find command `{name}`, try `help`{ANSI_RESET}")
             return
@@ -867,7 +837,7 @@ class _Port(PtyPort):
 
     def cmd_help(self, args: str) -> None:
         text = "Available commands:\r\n" + ANSI_FG_GREEN
-        for index, name in enumerate(sorted(FlipperEmulator.COMMANDS)):
+        for index, name in enumerate(sorted(self.commands)):
             text += f"{name:<30}"
             if index % 3 == 2:
                 text += "\r\n"
@@ -1382,39 +1352,34 @@ class _Port(PtyPort):
 
     # --- Sub-GHz (subghz_cli.c) ---
 
-    # --- protobuf RPC (rpc_cli.c, rpc_system.c, rpc_storage.c) ---
+    # --- protobuf RPC (rpc_cli.c, rpc.c, rpc_system.c, rpc_storage.c) ---
 
     def cmd_start_rpc_session(self, args: str) -> None:
-        """Speak varint-framed PB.Main until ``stop_session``; the shell then prints its prompt."""
+        """Speak varint-framed PB.Main until the session ends (``stop_session``, or a frame that
+        does not decode); the shell then prints its prompt."""
         while self._rpc_request(self._rpc_frame()):
             pass
 
     def _rpc_request(self, body: bytes) -> bool:
-        """Answer one request (a PB.Main without its length); False after ``stop_session``."""
+        """Answer one request (a PB.Main without its length); False when the session ends.
+
+        A frame that does not decode (an empty one included) ends the session as
+        ``rpc_session_worker`` in ``applications/services/rpc/rpc.c`` does: the stream position
+        is lost, so it answers ``Empty`` with ``command_id`` 0 and ``ERROR_DECODE`` and closes
+        the session (USB: back to the text shell).
+        """
+        body = self.emu._take_replaced_request(body)
         try:
-            fields = _pb_fields(body)
-            command_id = fields.get(1, 0)
-            if not isinstance(command_id, int):
-                raise _PbError("command_id is not a varint")
-            command_id &= 0xFFFFFFFF
-        except _PbError:
-            self.out(_pb_main(0, _PB_EMPTY, b"", status=RPC_ERROR_DECODE))
-            return True
-        content = [n for n in fields if 4 <= n <= 62]
-        kind = content[-1] if content else 0
-        payload = fields.get(kind, b"")
-        try:
-            if not isinstance(payload, bytes):
-                raise _PbError("content is not a message")
-            if kind == _PB_STOP:
-                self.emu._record_rpc("stop_session")
-                self.out(_pb_main(command_id, _PB_EMPTY, b""))
-                return False
-            self._rpc_answer(command_id, kind, _pb_fields(payload))
-        except _PbError:
-            self.out(_pb_main(command_id, _PB_EMPTY, b"", status=RPC_ERROR_DECODE))
-        except _RpcAbort:
-            pass
+            request = decode_request(body)
+        except PbError:
+            self.emu._record_rpc("decode_error")
+            self._rpc_try_send([pb_main(0, _PB_EMPTY, b"", status=RPC_ERROR_DECODE)])
+            return False
+        if request.content == _PB_STOP:
+            self.emu._record_rpc("stop_session")
+            self.out(pb_main(request.command_id, _PB_EMPTY, b""))
+            return False
+        self._rpc_try_send(self._rpc_answer(request))
         return True
 
     def _rpc_frame(self) -> bytes:
@@ -1435,65 +1400,89 @@ class _Port(PtyPort):
                 data.append(byte)
         return bytes(data)
 
-    def _rpc_send(self, frames: list[bytes]) -> None:
+    def _rpc_try_send(self, frames: list[bytes]) -> None:
+        """Send the frames; a fault knob may cut them short (the rest is never sent)."""
         for frame in frames:
             fault = self.emu._take_rpc_fault()
             if fault == "truncate":
                 self.out(frame[: max(1, len(frame) // 2)])
-                raise _RpcAbort
+                return
             if fault == "oversized":
                 self.out(b"\xff" * 9 + b"\x01" + frame)
-                raise _RpcAbort
+                return
             self.out(frame)
 
     def _rpc_parts(self, command_id: int, content: int, bodies: list[bytes]) -> list[bytes]:
         """One frame per body, ``has_next`` on all but the last."""
         last = len(bodies) - 1
         return [
-            _pb_main(command_id, content, body, has_next=index < last)
+            pb_main(command_id, content, body, has_next=index < last)
             for index, body in enumerate(bodies)
         ]
 
-    def _rpc_answer(self, command_id: int, kind: int, request: dict[int, int | bytes]) -> None:
-        state = self.state
+    def _rpc_answer(self, request: Request) -> list[bytes]:
+        """The frames answering a decoded request."""
+        command_id, kind = request.command_id, request.content
+        system = self._rpc_system_answer(request)
+        if system is not None:
+            return system
+        storage: dict[int, tuple[str, Callable[[int, str], list[bytes]]]] = {
+            _PB_LIST_REQ: ("list", self._rpc_storage_list),
+            _PB_READ_REQ: ("read", self._rpc_storage_read),
+            _PB_STAT_REQ: ("stat", self._rpc_storage_stat),
+            _PB_FS_INFO_REQ: ("info", self._rpc_storage_info),
+            _PB_MD5_REQ: ("md5sum", self._rpc_storage_md5sum),
+            _PB_TIMESTAMP_REQ: ("timestamp", self._rpc_storage_timestamp),
+        }
+        if kind in storage:
+            name, answer = storage[kind]
+            path = request.text(1)
+            self.emu._record_rpc(f"storage_{name} {path}")
+            try:
+                return answer(command_id, path)
+            except _FsError as exc:
+                status = _RPC_FS_STATUS.get(exc.desc, 1)
+                return [pb_main(command_id, _PB_EMPTY, b"", status=status)]
+        # decoded, but no handler here (rpc.c: "decoded, but not implemented")
+        self.emu._record_rpc(f"unknown {kind}")
+        return [pb_main(command_id, _PB_EMPTY, b"", status=RPC_ERROR_NOT_IMPLEMENTED)]
+
+    def _rpc_system_answer(self, request: Request) -> list[bytes] | None:
+        """rpc_system.c's requests; None for any other."""
+        command_id, kind, state = request.command_id, request.content, self.state
         if kind == _PB_PING_REQ:
             self.emu._record_rpc("ping")
-            data = request.get(1, b"")
-            body = _pb_bytes(1, data) if isinstance(data, bytes) and data else b""
-            self._rpc_send([_pb_main(command_id, _PB_PING_RESP, body)])
-        elif kind in (_PB_INFO_REQ, _PB_POWER_REQ):
+            if request.has_next:
+                return [pb_main(command_id, _PB_EMPTY, b"", status=RPC_ERROR_INVALID_PARAMETERS)]
+            data = request.data(1)
+            return [pb_main(command_id, _PB_PING_RESP, pb_bytes(1, data) if data else b"")]
+        if kind in (_PB_INFO_REQ, _PB_POWER_REQ):
             info = kind == _PB_INFO_REQ
             self.emu._record_rpc("device_info" if info else "power_info")
             rows = state.device_info("_") if info else state.power_info("_")
-            bodies = [_pb_str(1, key) + _pb_str(2, value) for key, value in rows]
+            bodies = [pb_str(1, key) + pb_str(2, value) for key, value in rows]
             response = _PB_INFO_RESP if info else _PB_POWER_RESP
-            self._rpc_send(self._rpc_parts(command_id, response, bodies))
-        elif kind in (_PB_LIST_REQ, _PB_READ_REQ, _PB_STAT_REQ):
-            path = _pb_text(request, 1)
-            name = {_PB_LIST_REQ: "list", _PB_READ_REQ: "read", _PB_STAT_REQ: "stat"}[kind]
-            self.emu._record_rpc(f"storage_{name} {path}")
-            storage: dict[int, Callable[[int, str], list[bytes]]] = {
-                _PB_LIST_REQ: self._rpc_storage_list,
-                _PB_READ_REQ: self._rpc_storage_read,
-                _PB_STAT_REQ: self._rpc_storage_stat,
-            }
-            try:
-                frames = storage[kind](command_id, path)
-            except _FsError as exc:
-                status = _RPC_FS_STATUS.get(exc.desc, 1)
-                frames = [_pb_main(command_id, _PB_EMPTY, b"", status=status)]
-            self._rpc_send(frames)
-        elif kind == _PB_ALERT_REQ:
+            return self._rpc_parts(command_id, response, bodies)
+        if kind == _PB_ALERT_REQ:
             self.emu._record_rpc("play_audiovisual_alert")
             state.alerts += 1
-            self._rpc_send([_pb_main(command_id, _PB_EMPTY, b"")])
-        else:
-            self.emu._record_rpc(f"unknown {kind}")
-            self._rpc_send([_pb_main(command_id, _PB_EMPTY, b"", status=RPC_ERROR_NOT_IMPLEMENTED)])
+            return [pb_main(command_id, _PB_EMPTY, b"")]
+        if kind == _PB_VERSION_REQ:
+            self.emu._record_rpc("protobuf_version")
+            major, minor = state.protobuf_version
+            return [pb_main(command_id, _PB_VERSION_RESP, pb_uint(1, major) + pb_uint(2, minor))]
+        if kind == _PB_DATETIME_REQ:
+            self.emu._record_rpc("get_datetime")
+            now = datetime.now() + state.clock_offset
+            parts = (now.hour, now.minute, now.second, now.day, now.month, now.year)
+            fields = b"".join(pb_uint(n, v) for n, v in enumerate(parts, 1))
+            fields += pb_uint(7, now.isoweekday())
+            return [pb_main(command_id, _PB_DATETIME_RESP, pb_bytes(1, fields))]
+        return None
 
     def _rpc_storage_list(self, command_id: int, path: str) -> list[bytes]:
-        if path == "/":
-            files = [_pb_file(True, root) for root in ("int", "ext", "any")]
+        if path == "/":  # rpc_system_storage_list_root: "any", "int", "ext", in that order
+            files = [pb_file(True, root) for root in ("any", "int", "ext")]
         else:
             directory = self._resolve(path)
             if self.state.files.get(directory, b"") is not None:
@@ -1502,29 +1491,53 @@ class _Port(PtyPort):
             for child in self.state.children(directory):
                 data = self.state.files[child]
                 name = child.rsplit("/", 1)[1]
-                files.append(_pb_file(data is None, name, len(data or b"")))
+                if name.isascii():  # the firmware skips names that are not ASCII
+                    files.append(pb_file(data is None, name, len(data or b"")))
         bodies = [
-            b"".join(_pb_bytes(1, f) for f in files[start : start + RPC_LIST_CHUNK])
+            b"".join(pb_bytes(1, f) for f in files[start : start + RPC_LIST_CHUNK])
             for start in range(0, len(files), RPC_LIST_CHUNK)
         ] or [b""]
         return self._rpc_parts(command_id, _PB_LIST_RESP, bodies)
 
     def _rpc_storage_read(self, command_id: int, path: str) -> list[bytes]:
+        """rpc_system_storage_read_process sets only ``file.data`` (no size) in each part."""
         _, data = self._file(path)
         chunks = [data[i : i + RPC_READ_CHUNK] for i in range(0, len(data), RPC_READ_CHUNK)]
-        bodies = [_pb_bytes(1, _pb_file(False, size=len(c), data=c)) for c in chunks or [b""]]
+        bodies = [pb_bytes(1, pb_file(False, data=c)) for c in chunks or [b""]]
         return self._rpc_parts(command_id, _PB_READ_RESP, bodies)
 
     def _rpc_storage_stat(self, command_id: int, path: str) -> list[bytes]:
         if path == "/":
-            file = _pb_file(True)
+            file = pb_file(True)
         else:
             resolved = self._resolve(path)
             if resolved not in self.state.files:
                 raise _FsError(FSE_NOT_EXIST)
             data = self.state.files[resolved]
-            file = _pb_file(data is None, size=len(data or b""))
-        return [_pb_main(command_id, _PB_STAT_RESP, _pb_bytes(1, file))]
+            file = pb_file(data is None, size=len(data or b""))
+        return [pb_main(command_id, _PB_STAT_RESP, pb_bytes(1, file))]
+
+    def _rpc_storage_info(self, command_id: int, path: str) -> list[bytes]:
+        """storage_common_fs_info: total and free bytes of the filesystem holding ``path``."""
+        resolved = self._resolve(path)
+        if resolved.startswith("/int"):
+            total, free = self.state.int_total_bytes, self.state.int_free_bytes()
+        else:
+            total, free = self.state.sd_total_kib * 1024, self.state.sd_free_kib() * 1024
+        return [pb_main(command_id, _PB_FS_INFO_RESP, pb_uint(1, total) + pb_uint(2, free))]
+
+    def _rpc_storage_md5sum(self, command_id: int, path: str) -> list[bytes]:
+        _, data = self._file(path)
+        digest = hashlib.md5(data).hexdigest()
+        return [pb_main(command_id, _PB_MD5_RESP, pb_str(1, digest))]
+
+    def _rpc_storage_timestamp(self, command_id: int, path: str) -> list[bytes]:
+        """The same time as the CLI's ``storage timestamp``."""
+        resolved = self._resolve(path)
+        if resolved not in self.state.files:
+            raise _FsError(FSE_NOT_EXIST)
+        timestamp = int(self.emu.boot_epoch)
+        return [pb_main(command_id, _PB_TIMESTAMP_RESP, pb_uint(1, timestamp))]
 
     def cmd_subghz(self, args: str) -> None:
         sub, rest = _read_word(args)
@@ -1687,8 +1700,16 @@ class _Port(PtyPort):
     # --- NFC ---
 
     def cmd_nfc(self, args: str) -> None:
-        sub, _ = _read_word(args)
         style = self.state.nfc_style
+        if style == "shell":
+            self._nfc_shell()
+            return
+        if self.state.running_app is not None:  # these firmwares register nfc as not parallel safe
+            self.out(
+                f"{ANSI_FG_RED}this command cannot be run while an application is open{ANSI_RESET}"
+            )
+            return
+        sub, _ = _read_word(args)
         if sub == "emulate":
             self._nfc_emulate(args)
         elif style == "detect" and sub == "detect":
@@ -1710,6 +1731,38 @@ class _Port(PtyPort):
             self.out(text)
         else:
             self.out(f"{ANSI_FG_RED}could not find command `{sub}`, try `help`{ANSI_RESET}")
+
+    def _nfc_shell(self) -> None:
+        """The newest firmware's ``nfc`` (``applications/main/nfc/cli/nfc_cli.c``,
+        ``nfc_cli_execute``): its arguments are ignored and it runs a sub-shell (``cli_shell.c``)
+        with its own banner and prompt, ``scanner``, ``help``/``?`` and ``exit``. ``exit`` prints
+        no prompt of its own; the main shell prints ``>: `` when the sub-shell is gone."""
+        if self.state.running_app == "NFC":
+            self.out(
+                f"{ANSI_FG_YELLOW}NFC app is running, unable to run NFC CLI at the same time!"
+                f"\r\n{ANSI_RESET}"
+            )
+            return
+        outer = (self.prompt, self.commands)
+        self.prompt, self.commands = NFC_SHELL_PROMPT, FlipperEmulator.NFC_SHELL_COMMANDS
+        self.out(NFC_SHELL_MOTD.encode() + self.prompt)
+        try:
+            while not self.leaving:
+                byte = self.getc(None)
+                if byte is not None:
+                    self._key(byte)
+        finally:
+            self.prompt, self.commands = outer
+            self.leaving = False
+
+    def cmd_exit(self, args: str) -> None:
+        """``cli_command_exit``: stop this (sub-)shell."""
+        self.leaving = True
+
+    def cmd_nfc_scanner(self, args: str) -> None:
+        """The sub-shell's ``scanner`` (``nfc_cli_command_scanner.c``, ``nfc_cli_scanner.c``)."""
+        tag = self._nfc_scan()
+        self.out("Protocols detected: " + ", ".join(tag or []))
 
     def _nfc_scan(self) -> list[str] | None:
         """Both NFC styles: wait for a detection (the next queued tag) or ETX."""
@@ -1761,7 +1814,7 @@ class FlipperEmulator(PtyDevice[_Port]):
         "led": (_Port.cmd_led, False),
         "loader": (_Port.cmd_loader, True),
         "log": (_Port.cmd_log, True),
-        "nfc": (_Port.cmd_nfc, False),
+        "nfc": (_Port.cmd_nfc, True),
         "power": (_Port.cmd_power, True),
         "storage": (_Port.cmd_storage, True),
         "subghz": (_Port.cmd_subghz, False),
@@ -1770,6 +1823,14 @@ class FlipperEmulator(PtyDevice[_Port]):
         "vibro": (_Port.cmd_vibro, False),
     }
     """name -> (handler, parallel safe). Not parallel safe = refused while an app is open."""
+
+    NFC_SHELL_COMMANDS: ClassVar[dict[str, tuple[Handler, bool]]] = {
+        "?": (_Port.cmd_help, True),
+        "exit": (_Port.cmd_exit, True),
+        "help": (_Port.cmd_help, True),
+        "scanner": (_Port.cmd_nfc_scanner, True),
+    }
+    """The NFC sub-shell's commands (``nfc_style="shell"``)."""
 
     def __init__(
         self,
@@ -1793,6 +1854,7 @@ class FlipperEmulator(PtyDevice[_Port]):
         self._mute_next = False
         self._stall: bool | None = None
         self._rpc_faults: deque[Literal["truncate", "oversized"]] = deque()
+        self._replaced_requests: deque[bytes] = deque()
         self.rpc_log: list[str] = []
         """Every RPC request the device answered, e.g. ``storage_read /ext/a`` or ``ping``."""
 
@@ -1832,6 +1894,18 @@ class FlipperEmulator(PtyDevice[_Port]):
         rest of that answer."""
         with self._lock:
             self._rpc_faults.append("oversized")
+
+    def replace_next_rpc_request(self, body: bytes) -> None:
+        """The next RPC request arrives as ``body`` (a PB.Main without its length) instead of
+        what the host sent: line noise, e.g. ``b""`` (an empty request) or
+        ``bytes.fromhex("0803ffffff")`` (a frame that does not decode)."""
+        with self._lock:
+            self._replaced_requests.append(bytes(body))
+
+    def _take_replaced_request(self, body: bytes) -> bytes:
+        with self._lock:
+            replaced = _pop(self._replaced_requests)
+        return body if replaced is None else replaced
 
     def _take_rpc_fault(self) -> Literal["truncate", "oversized"] | None:
         with self._lock:
@@ -1938,7 +2012,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--name", default="Unyana", help="the device name (hardware_name)")
     parser.add_argument(
         "--nfc-style",
-        choices=("detect", "scanner"),
+        choices=("detect", "scanner", "shell"),
         default="scanner",
         help="which NFC command set the firmware has",
     )
