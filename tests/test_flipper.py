@@ -124,6 +124,29 @@ async def test_nfc_on_older_firmware_uses_detect(
         device.stop()
 
 
+async def test_nfc_sub_shell_of_the_newest_firmware_through_flipper_listen(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    device = FlipperEmulator(FlipperState(nfc_style="shell"), link=tmp_path / "newest")
+    device.start()
+    try:
+        server = await start_hub(ollama_host=fake_ollama.url, flipper_port=str(tmp_path / "newest"))
+        await until(lambda: flipper_state(server) == "online")
+        device.push_nfc("iso14443-4a")
+        for expected in (["iso14443-3a", "mfu"], ["iso14443-4a"]):
+            nfc = await use_tool(server, flipper_listen, kind="nfc", seconds=1)
+            assert nfc["content"][1]["json"]["found"] == expected, result_text(nfc)
+        status = await use_tool(server, flipper_status)  # the main shell again
+        assert status["status"] == "success", result_text(status)
+        nfc_lines = [
+            line for line in device.sent if line in ("nfc scanner", "nfc", "scanner", "exit")
+        ]
+        assert nfc_lines == ["nfc scanner", "scanner", "exit", "nfc", "scanner", "exit"]
+        assert device.state.transmit_log == []
+    finally:
+        device.stop()
+
+
 async def test_find_signals_and_every_command_is_audited(
     hub: RunningServer, emulator: FlipperEmulator
 ) -> None:

@@ -454,7 +454,7 @@ async def test_driver_recovers_from_a_broken_rpc_exchange(
 
 # --- after bad input, as the firmware does (rpc.c, rpc_system.c, rpc_storage.c) -----------------
 
-DECODE_ERROR_ANSWER = bytes.fromhex("04100222" "00")
+DECODE_ERROR_ANSWER = bytes.fromhex("0410022200")
 """Empty with command_id 0 and ERROR_DECODE: what rpc.c sends before closing the session."""
 
 
@@ -464,7 +464,7 @@ DECODE_ERROR_ANSWER = bytes.fromhex("04100222" "00")
         (bytes.fromhex("050803ffffff"), "a frame that does not decode"),
         (bytes.fromhex("00"), "an empty request"),
         (bytes.fromhex("05080a820500"), "a content number outside the oneof (80)"),
-        (bytes.fromhex("060803" "3a02" "0801"), "a list request whose path is a varint"),
+        (bytes.fromhex("0608033a020801"), "a list request whose path is a varint"),
     ],
 )
 def test_a_request_that_does_not_decode_closes_the_session(
