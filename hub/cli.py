@@ -144,6 +144,20 @@ def build_parser() -> argparse.ArgumentParser:
         default="scanner",
         help="which NFC command set its firmware has",
     )
+    capture = sub.add_parser(
+        "capture",
+        help="record a real Flipper's or Nicla Vision's answers to a fixed read-only script",
+        description="Run a fixed, read-only script against a device on a serial port (nothing "
+        "that transmits or writes) and write every byte both ways to a JSON capture; see "
+        "docs/hardware.md. The Flipper's name, UID and BLE MAC are masked unless "
+        "--keep-identity; a Nicla Vision capture holds one photo from its camera.",
+    )
+    capture.add_argument("device", choices=["flipper", "nicla-vision"], help="which device")
+    capture.add_argument("--port", required=True, help="its serial port, e.g. /dev/ttyACM0")
+    capture.add_argument("--out", required=True, type=Path, help="the capture file to write")
+    capture.add_argument(
+        "--keep-identity", action="store_true", help="flipper: keep name, UID and MAC"
+    )
     discover = sub.add_parser(
         "discover",
         help="list the hubs advertised on this network",
@@ -240,6 +254,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         forwarded = ["--name", args.name, "--nfc-style", args.nfc_style]
         return flipper.main(forwarded + (["--link", args.link] if args.link else []))
+    if command == "capture":
+        from drivers.capture import run_capture
+
+        return run_capture(args.device, args.port, args.out, redact=not args.keep_identity)
     if command == "emulate" and args.device == "nicla-vision":
         from firmware_bridges.emulators import nicla_vision
 
