@@ -28,16 +28,20 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol, cast
 
-from drivers.flipper_cli import CliError, decode_frame, encode_varint
+from drivers.flipper_cli import CliError
+from drivers.flipper_wire import (
+    MAX_FRAME,
+    MAX_LENGTH_BYTES,
+    FrameError,
+    decode_frame,
+    encode_varint,
+)
 from drivers.transports.serial import NoPrompt, SerialLine
 
 # --- wire types and limits -------------------------------------------------------------------
 
 VARINT, I64, LEN, I32 = 0, 1, 2, 5
 MAX_VARINT_BYTES = 10
-MAX_LENGTH_BYTES = 5
-"""A frame's length prefix fits a uint32: more than five bytes is a corrupt stream."""
-MAX_FRAME = 64 * 1024
 READ_CHUNK = 512
 LIST_CHUNK = 8
 
@@ -497,9 +501,7 @@ def unframe(buffer: bytes) -> tuple[Main | None, bytes]:
     when more bytes are needed; RpcError for an oversized length or a body that won't decode."""
     try:
         body, rest = decode_frame(buffer)
-    except RpcError:
-        raise
-    except CliError as exc:
+    except FrameError as exc:
         raise RpcError(str(exc), broken=True) from None
     if body is None:
         return None, buffer

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from drivers.flipper import PROMPT, FlipperDriver, FlipperRefused
-from drivers.flipper_cli import CliError, encode_varint, key_values
+from drivers.flipper_cli import CliError, key_values
 from drivers.flipper_rpc import (
     DIR,
     FILE,
@@ -44,6 +44,7 @@ from drivers.flipper_rpc import (
     frame,
     unframe,
 )
+from drivers.flipper_wire import encode_varint
 from drivers.transports.serial import SerialLine
 from firmware_bridges.emulators.flipper import PROMPT as EMU_PROMPT
 from firmware_bridges.emulators.flipper import FlipperEmulator
