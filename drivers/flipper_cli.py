@@ -1,6 +1,6 @@
 """Reading the Flipper Zero's CLI output: pure parsers, apart from the port and the driver.
 
-Formats from the firmware sources summarised in ``shared/research/hardware.md`` §1.5:
+Formats from the firmware sources (summarised in ``docs/hardware.md``):
 ``%-30s: %s`` key/value lines, ``\\t[D] name`` / ``\\t[F] name 123b`` listings, ``Size: n``
 before a file's bytes, ``Storage error: ...``, and the decoded lines Sub-GHz and IR print while
 listening. Everything here takes bytes or text and returns data, so property tests can throw

@@ -2,7 +2,7 @@
 
 Written for exactly the PB.Main messages the hub uses (no protobuf package): the field numbers
 are flipperdevices/flipperzero-protobuf's ``flipper.proto``, ``system.proto`` and
-``storage.proto`` (summarised in ``shared/research/hardware.md`` §1.6). After
+``storage.proto`` (summarised in ``docs/hardware.md``). After
 ``start_rpc_session\\r`` the port carries ``[varint length][PB.Main]`` frames; a response echoes
 its request's ``command_id`` and sets ``has_next`` on every part of a multi-part answer but the
 last (device and power info come one key a message, a listing at most 8 files a message, a read
@@ -522,7 +522,7 @@ class RpcLine(Protocol):
 class RpcSession:
     """One RPC session on an open ``SerialLine`` sitting at the shell's prompt, or on any
     ``RpcLine`` whose session is already open (``already_open``: the Flipper's BLE serial
-    service carries only RPC, opened by the firmware when the host connects, hardware.md §1.7).
+    service carries only RPC, opened by the firmware when the host connects).
 
     ``start()`` switches the port to RPC (a no-op when ``already_open``), ``stop()`` back to the
     text shell (USB only). Each call holds the line (``SerialLine.transaction`` when the line

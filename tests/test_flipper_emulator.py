@@ -1,7 +1,7 @@
 """The Flipper Zero CLI emulator, driven through REAL pyserial on its pseudo-terminal.
 
 Every expectation here is a byte string taken from the firmware sources cited in the module's
-docstring (hardware.md section 1), so a driver tested against the emulator is tested against the
+docstring, so a driver tested against the emulator is tested against the
 device's bytes. Timeouts are generous serial timeouts: nothing here races a clock.
 """
 

@@ -1,4 +1,4 @@
-"""The Flipper's protobuf RPC: the driver's codec against hardware.md §1.6's test vectors and
+"""The Flipper's protobuf RPC: the driver's codec against the protocol's test vectors and
 property tests, then ``RpcSession`` and the driver against the emulator through real pyserial on
 its pty (the emulator has its own codec: the two only meet on the wire)."""
 
