@@ -15,7 +15,7 @@ from datetime import datetime
 import pytest
 import serial
 from google.protobuf.message import Message
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from drivers.flipper_rpc import (
@@ -131,6 +131,7 @@ mains = st.builds(
 )
 
 
+@settings(deadline=None)  # a loaded machine makes an example slow, not wrong
 @given(mains)
 def test_the_codec_is_byte_identical_to_the_official_messages(message: Main) -> None:
     reference = official(message)
