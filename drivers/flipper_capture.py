@@ -126,10 +126,16 @@ class _Recorder:
             raise CaptureError(f"{step}: an RPC answer was cut short")
         return header + body
 
-    def open(self) -> None:
-        """The banner, then the prompt a CR gets: the shell is ready."""
+    def open(self, settle_s: float) -> None:
+        """The banner and its prompt, then the prompt a CR gets: the shell is ready. A session
+        that was already running prints no banner, so only one prompt is sure to come."""
         self.port.write(b"\r")
-        received = self.read_until(PROMPT, "open") + self.read_until(PROMPT, "open")
+        received = self.read_until(PROMPT, "open")
+        timeout, self.port.timeout = self.port.timeout, settle_s
+        try:
+            received += bytes(self.port.read_until(PROMPT))
+        finally:
+            self.port.timeout = timeout
         self.capture.add("open", b"\r", received)
 
     def cli(self, command: str) -> None:
@@ -198,7 +204,7 @@ def record_flipper(
     capture = Capture(device="flipper", source=source)
     with serial.Serial(port_path, timeout=within_s) as port:
         recorder = _Recorder(port, capture)
-        recorder.open()
+        recorder.open(settle_s=min(1.0, within_s))
         for command in CLI_SCRIPT:
             recorder.cli(command)
         recorder.nfc_probe()

@@ -143,6 +143,13 @@ async def test_nfc_sub_shell_of_the_newest_firmware_through_flipper_listen(
         ]
         assert nfc_lines == ["nfc scanner", "scanner", "exit", "nfc", "scanner", "exit"]
         assert device.state.transmit_log == []
+        async with (
+            aiohttp.ClientSession() as http,
+            http.get(f"{server.url}/api/drivers/audit", headers=owner_headers(server)) as response,
+        ):
+            audited = [row["command"] for row in (await response.json())["commands"]]
+        sent = [line for line in device.sent if line]
+        assert sent == [line for line in reversed(audited) if line and not line.startswith("rpc ")]
     finally:
         device.stop()
 
