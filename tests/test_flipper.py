@@ -154,6 +154,23 @@ async def test_nfc_sub_shell_of_the_newest_firmware_through_flipper_listen(
         device.stop()
 
 
+@pytest.mark.parametrize(
+    "garbled", [bytes.fromhex("0803ffffff"), b""], ids=["does-not-decode", "empty"]
+)
+async def test_a_closed_rpc_session_is_one_retried_command_for_the_tools(
+    hub: RunningServer, emulator: FlipperEmulator, garbled: bytes
+) -> None:
+    """The Flipper closes its RPC session after a request it cannot decode (line noise); the
+    tool's read still succeeds, and the next tool finds the text shell."""
+    emulator.replace_next_rpc_request(garbled)
+    read = await use_tool(hub, flipper_files, action="read", path="/ext/subghz/garage.sub")
+    assert read["status"] == "success" and result_text(read).startswith("Filetype:")
+    assert emulator.rpc_log[0] == "decode_error" and emulator.rpc_log.count("stop_session") == 1
+    listed = await use_tool(hub, flipper_files, action="list", path="/ext/infrared")
+    assert "tv.ir" in result_text(listed)
+    assert flipper_state(hub) == "online"
+
+
 async def test_find_signals_and_every_command_is_audited(
     hub: RunningServer, emulator: FlipperEmulator
 ) -> None:
