@@ -85,22 +85,36 @@ def received(capture: dict[str, Any], name: str) -> bytes:
 
 
 def run_capture(device: str, port: str, out: Path, *, redact: bool = True) -> int:
-    """``tiny-hub capture``: record, write, say where. A device that does not answer is a
-    one-line error on stderr (exit status 2), and nothing is written."""
+    """``tiny-hub capture``: record, write, say where. A device that does not answer, or an
+    ``out`` that exists already or has no folder, is a one-line error on stderr (exit status 2),
+    and nothing is written."""
     recorders: dict[str, Callable[[], dict[str, Any]]] = {
         "flipper": lambda: _flipper(port, redact),
         "nicla-vision": lambda: _nicla_vision(port),
     }
+    refused = _unwritable(out)
+    if refused:
+        print(f"tiny-hub: capture not started: {refused}", file=sys.stderr)
+        return 2
     started = time.monotonic()
     try:
         capture = recorders[device]()
+        write_capture(capture, out)
     except (CaptureError, OSError) as exc:
         print(f"tiny-hub: capture failed: {exc}", file=sys.stderr)
         return 2
-    write_capture(capture, out)
     took = time.monotonic() - started
     print(f"wrote {out}: {len(capture['steps'])} steps in {took:.1f} s")
     return 0
+
+
+def _unwritable(out: Path) -> str | None:
+    """Why ``out`` cannot take a new capture (checked before the device is touched)."""
+    if out.exists():
+        return f"{out} already exists (a capture is never overwritten; choose another --out)"
+    if not out.parent.is_dir():
+        return f"{out.parent} is not a folder"
+    return None
 
 
 def _flipper(port: str, redact: bool) -> dict[str, Any]:

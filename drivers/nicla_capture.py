@@ -16,6 +16,7 @@ from typing import Any
 from drivers.capture import Capture, CaptureError
 from drivers.nicla_vision import NiclaError, NiclaVisionDriver
 from drivers.openmv_rpc import RpcHost
+from drivers.transports.serial import SerialLineError
 
 SNAPSHOT_QUALITY = 90
 
@@ -41,7 +42,7 @@ async def record_nicla_vision_async(port: str, *, source: str = "device") -> dic
         await driver.start()
         await driver.board_status()
         photo = await driver.snapshot(quality=SNAPSHOT_QUALITY)
-    except NiclaError as exc:
+    except (NiclaError, SerialLineError) as exc:
         raise CaptureError(str(exc)) from None
     finally:
         await driver.stop()

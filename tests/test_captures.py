@@ -109,11 +109,24 @@ def test_a_capture_masks_the_identity(flipper: FlipperEmulator, tmp_path: Path) 
     assert state.hardware_uid in json.dumps(kept)
 
 
-def test_a_port_that_does_not_answer_is_a_one_line_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize("device", ["flipper", "nicla-vision"])
+def test_a_port_that_does_not_answer_is_a_one_line_error(tmp_path: Path, device: str) -> None:
     out = tmp_path / "none.json"
-    done = capture_with_cli("flipper", str(tmp_path / "no-such-port"), out)
+    done = capture_with_cli(device, str(tmp_path / "no-such-port"), out)
     assert done.returncode == 2 and done.stderr.startswith("tiny-hub: capture failed: ")
     assert done.stderr.count("\n") == 1 and not out.exists()
+
+
+def test_an_existing_file_or_a_missing_folder_is_refused_before_the_device_is_asked(
+    flipper: FlipperEmulator, tmp_path: Path
+) -> None:
+    kept = tmp_path / "kept.json"
+    kept.write_text("an earlier capture")
+    for out, said in ((kept, "already exists"), (tmp_path / "no" / "x.json", "not a folder")):
+        done = capture_with_cli("flipper", str(tmp_path / "flipper"), out)
+        assert done.returncode == 2 and said in done.stderr, done.stderr
+    assert kept.read_text() == "an earlier capture"
+    assert [line for line in flipper.sent if line] == [], "the device was not asked"
 
 
 def test_tiny_hub_capture_nicla_vision(tmp_path: Path) -> None:
