@@ -24,8 +24,8 @@ import logging
 import posixpath
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any, ClassVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, ClassVar, TypeVar
 
 from drivers.base import Driver, DriverStatus, UsbMatcher
 from drivers.flipper_cli import (
@@ -33,16 +33,18 @@ from drivers.flipper_cli import (
     ir_signals,
     key_values,
     nfc_protocols,
+    opened_nfc_shell,
     raise_for_error,
     storage_list,
     storage_read,
     storage_stat,
     subghz_packets,
 )
-from drivers.flipper_rpc import RpcError, RpcSession
+from drivers.flipper_rpc import RpcError, RpcSession, RpcSessionClosed
 from drivers.transports.serial import NoPrompt, PortGone, SerialLine, SerialLineError
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 PROMPT = b">: "
 COMMAND_S = 5.0
@@ -64,10 +66,13 @@ ALLOWED = (
     "ir rx",
     "nfc scanner",
     "nfc detect",
+    "nfc",
     "vibro 0",
     "vibro 1",
 )
 ALLOWED_PREFIXES = ("storage list ", "storage stat ", "storage read ", "subghz rx ", "led ")
+NFC_SHELL_ALLOWED = ("scanner", "exit")
+"""What the driver sends inside the newest firmware's NFC sub-shell (``nfc`` opens it)."""
 # RPC requests the driver may send (read-only ones), as audited: "rpc <request> [<path>]".
 RPC_ALLOWED = (
     "storage_stat",
@@ -88,7 +93,9 @@ class FlipperRefused(Exception):
     """A request the driver will not send to the hardware."""
 
 
-def allowed(line: str) -> bool:
+def allowed(line: str, *, nfc_shell: bool = False) -> bool:
+    if nfc_shell:
+        return line in NFC_SHELL_ALLOWED
     return line in ALLOWED or line.startswith(ALLOWED_PREFIXES)
 
 
@@ -223,10 +230,16 @@ class FlipperDriver(FlipperFiles, Driver):
         return self.info.get("firmware_version", "?")
 
     async def run(
-        self, line: str, *, within_s: float = COMMAND_S, stop_after_s: float | None = None
+        self,
+        line: str,
+        *,
+        within_s: float = COMMAND_S,
+        stop_after_s: float | None = None,
+        nfc_shell: bool = False,
     ) -> bytes:
-        """Send one allowed command; NotConnected when the port is gone."""
-        if not allowed(line):
+        """Send one allowed command (``nfc_shell``: one allowed in the NFC sub-shell);
+        NotConnected when the port is gone."""
+        if not allowed(line, nfc_shell=nfc_shell):
             raise FlipperRefused(f"the hub does not send `{line}` to a Flipper")
         self._audit(self.device_id, line)
         try:
@@ -294,9 +307,16 @@ class FlipperDriver(FlipperFiles, Driver):
         raise FlipperRefused("listen for subghz, ir or nfc")
 
     async def _nfc(self, seconds: int) -> list[str]:
-        """``nfc scanner`` on newer firmware, ``nfc detect`` on older: tried once, remembered."""
+        """Which NFC command the firmware has is found out once and remembered: ``nfc scanner``
+        (one-shot, Momentum), ``nfc detect`` (dev firmware), or the newest official firmware's
+        sub-shell, which ``nfc scanner`` opens as well (its arguments are ignored)."""
+        if self._nfc_command == "nfc":
+            return await self._nfc_shell_scan(seconds, await self.run("nfc"))
         for command in [self._nfc_command] if self._nfc_command else ["nfc scanner", "nfc detect"]:
             output = await self.run(command, within_s=seconds + COMMAND_S, stop_after_s=seconds)
+            if opened_nfc_shell(output):
+                self._nfc_command = "nfc"
+                return await self._nfc_shell_scan(seconds, output)
             try:
                 raise_for_error(output)
             except CliError:
@@ -306,6 +326,22 @@ class FlipperDriver(FlipperFiles, Driver):
             self._nfc_command = command
             return nfc_protocols(output)
         raise CliError("this firmware has neither `nfc scanner` nor `nfc detect`")
+
+    async def _nfc_shell_scan(self, seconds: int, opening: bytes) -> list[str]:
+        """``scanner`` then ``exit`` in the NFC sub-shell that printed ``opening``. Anything
+        going wrong in there reopens the port, so the next command finds the main shell."""
+        try:
+            if not opened_nfc_shell(opening):
+                raise CliError("`nfc` did not open the NFC sub-shell")
+            output = await self.run(
+                "scanner", within_s=seconds + COMMAND_S, stop_after_s=seconds, nfc_shell=True
+            )
+            await self.run("exit", nfc_shell=True)
+        except CliError:
+            await self._reopen()
+            raise
+        raise_for_error(output)
+        return nfc_protocols(output)
 
     async def _list(self, path: str) -> list[dict[str, Any]]:
         entries = storage_list(await self.run(f"storage list {path}"))
@@ -317,7 +353,8 @@ class FlipperDriver(FlipperFiles, Driver):
     async def read_file(self, path: str) -> bytes:
         """A file's bytes over RPC (stat, then read, in one session), at most READ_MAX_BYTES."""
         path = checked_path(path)
-        async with self._rpc() as session:
+
+        async def stat_then_read(session: RpcSession) -> tuple[int, bytes]:
             self._audit_rpc("storage_stat", path)
             stat = await session.storage_stat(path)
             if stat.is_dir:
@@ -327,9 +364,11 @@ class FlipperDriver(FlipperFiles, Driver):
                     f"{path} is {stat.size} bytes; reads are limited to {READ_MAX_BYTES}"
                 )
             self._audit_rpc("storage_read", path)
-            data = await session.storage_read(path)
-        if len(data) != stat.size:
-            raise CliError(f"storage read was cut short: {len(data)} of {stat.size} bytes")
+            return stat.size, await session.storage_read(path)
+
+        size, data = await self._over_rpc(stat_then_read)
+        if len(data) != size:
+            raise CliError(f"storage read was cut short: {len(data)} of {size} bytes")
         return data
 
     async def read_file_cli(self, path: str) -> bytes:
@@ -349,6 +388,20 @@ class FlipperDriver(FlipperFiles, Driver):
         if request not in RPC_ALLOWED:
             raise FlipperRefused(f"the hub does not send the RPC request {request} to a Flipper")
         self._audit(self.device_id, f"rpc {request}" + (f" {path}" if path else ""))
+
+    async def _over_rpc(self, work: Callable[[RpcSession], Awaitable[T]]) -> T:
+        """``work`` in an RPC session. When the Flipper closes the session because a request
+        arrived garbled (``RpcSessionClosed``), the port is reopened (``_rpc``) and ``work`` runs
+        once more in a new session: the caller sees only a retried command."""
+        try:
+            async with self._rpc() as session:
+                return await work(session)
+        except RpcSessionClosed as exc:
+            log.warning(
+                "the Flipper on %s closed the RPC session (%s); retrying once", self.port, exc
+            )
+        async with self._rpc() as session:
+            return await work(session)
 
     @contextlib.asynccontextmanager
     async def _rpc(self) -> AsyncIterator[RpcSession]:
@@ -381,9 +434,12 @@ class FlipperDriver(FlipperFiles, Driver):
     async def signal(self) -> None:
         """Beep, blink and vibrate (the RPC's audiovisual alert), then a second of vibration and
         red light from the CLI, so the person can find it in the room."""
-        async with self._rpc() as session:
+
+        async def alert(session: RpcSession) -> None:
             self._audit_rpc("play_audiovisual_alert")
             await session.alert()
+
+        await self._over_rpc(alert)
         await self.run("vibro 1")
         await self.run("led r 255")
         await asyncio.sleep(1.0)

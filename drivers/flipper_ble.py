@@ -1,7 +1,7 @@
 """The Flipper Zero over Bluetooth LE: status and files through the protobuf RPC.
 
 Over BLE the Flipper's "serial" GATT service carries ONLY the protobuf RPC (no text CLI), and
-the firmware opens the RPC session itself when the host connects (hardware.md §1.7): so this
+the firmware opens the RPC session itself when the host connects (``docs/hardware.md``): so this
 driver never sends ``start_rpc_session`` or ``stop_session``; it speaks ``drivers/flipper_rpc.py``
 frames over a ``BleSerial`` from the moment the link is up. What the RPC cannot do (there is no
 radio receive in it, and the hub's "find me" uses CLI-only ``vibro``/``led``) is refused with

@@ -1,6 +1,6 @@
 """Reading the Flipper Zero's CLI output: pure parsers, apart from the port and the driver.
 
-Formats from the firmware sources summarised in ``shared/research/hardware.md`` §1.5:
+Formats from the firmware sources (summarised in ``docs/hardware.md``):
 ``%-30s: %s`` key/value lines, ``\\t[D] name`` / ``\\t[F] name 123b`` listings, ``Size: n``
 before a file's bytes, ``Storage error: ...``, and the decoded lines Sub-GHz and IR print while
 listening. Everything here takes bytes or text and returns data, so property tests can throw
@@ -22,6 +22,9 @@ IR_LINE = re.compile(
 )
 PACKETS = re.compile(r"Packets received (?P<count>\d+)")
 UNKNOWN_COMMAND = re.compile(r"could not find command `(?P<command>[^`]*)`")
+NFC_SHELL_PROMPT = re.compile(rb"\[(?:\x1b\[[0-9;]*m)?nfc(?:\x1b\[[0-9;]*m)?\]$")
+"""The end of a command's output (its ``>: `` taken off) when it left the NFC sub-shell's
+prompt ``[nfc]>: `` ("nfc" in colour) waiting: the newest firmware's ``nfc`` opened it."""
 
 
 class CliError(Exception):
@@ -45,6 +48,10 @@ def raise_for_error(output: bytes | str) -> None:
             raise CliError(f"this firmware has no command `{unknown.group('command')}`")
         if "illegal option" in line or line.strip().lower().startswith("usage:"):
             raise CliError(line.strip())
+
+
+def opened_nfc_shell(output: bytes) -> bool:
+    return NFC_SHELL_PROMPT.search(output) is not None
 
 
 def key_values(output: bytes | str) -> dict[str, str]:
@@ -160,45 +167,3 @@ def nfc_protocols(output: bytes | str) -> list[str]:
         else:
             listing = False
     return list(dict.fromkeys(found))
-
-
-def encode_varint(value: int) -> bytes:
-    """Protobuf base-128 varint: the length prefix of every RPC frame."""
-    if value < 0:
-        raise ValueError("varints here are unsigned")
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-MAX_FRAME = 64 * 1024
-
-
-def decode_frame(buffer: bytes) -> tuple[bytes | None, bytes]:
-    """One ``[varint length][message]`` frame from the front of ``buffer``.
-
-    Returns (message, rest); (None, buffer) when more bytes are needed. A varint longer than
-    five bytes or a length above MAX_FRAME is a CliError: a corrupt or hostile stream.
-    """
-    length = shift = 0
-    for index, byte in enumerate(buffer):
-        if index >= 5:
-            raise CliError("RPC frame length varint is longer than 5 bytes")
-        length |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            if length > MAX_FRAME:
-                raise CliError(f"RPC frame of {length} bytes is over the {MAX_FRAME} limit")
-            start = index + 1
-            if len(buffer) - start < length:
-                return None, buffer
-            return buffer[start : start + length], buffer[start + length :]
-    if len(buffer) >= 5:
-        raise CliError("RPC frame length varint is longer than 5 bytes")
-    return None, buffer

@@ -2,7 +2,7 @@
 
 Written for exactly the PB.Main messages the hub uses (no protobuf package): the field numbers
 are flipperdevices/flipperzero-protobuf's ``flipper.proto``, ``system.proto`` and
-``storage.proto`` (summarised in ``shared/research/hardware.md`` §1.6). After
+``storage.proto`` (summarised in ``docs/hardware.md``). After
 ``start_rpc_session\\r`` the port carries ``[varint length][PB.Main]`` frames; a response echoes
 its request's ``command_id`` and sets ``has_next`` on every part of a multi-part answer but the
 last (device and power info come one key a message, a listing at most 8 files a message, a read
@@ -13,6 +13,11 @@ Decoding skips fields it does not know (proto3 rules) and turns every malformed 
 ``RpcError``, never an ``IndexError``. A truncated frame, an oversized length or a frame that
 does not decode leaves the stream at an unknown place: that ``RpcError`` has ``broken=True`` and
 the owner of the port should close and reopen it (the firmware then starts a fresh text shell).
+
+The firmware gives up on a session itself when a request does not decode (line noise, an empty
+frame): ``applications/services/rpc/rpc.c`` answers ``Empty`` with ``command_id`` 0 and
+``ERROR_DECODE``, then closes the session (USB: back to the text shell). ``call`` turns that
+answer into ``RpcSessionClosed``; the request may be sent again in a new session.
 """
 
 from __future__ import annotations
@@ -23,16 +28,20 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol, cast
 
-from drivers.flipper_cli import CliError, decode_frame, encode_varint
+from drivers.flipper_cli import CliError
+from drivers.flipper_wire import (
+    MAX_FRAME,
+    MAX_LENGTH_BYTES,
+    FrameError,
+    decode_frame,
+    encode_varint,
+)
 from drivers.transports.serial import NoPrompt, SerialLine
 
 # --- wire types and limits -------------------------------------------------------------------
 
 VARINT, I64, LEN, I32 = 0, 1, 2, 5
 MAX_VARINT_BYTES = 10
-MAX_LENGTH_BYTES = 5
-"""A frame's length prefix fits a uint32: more than five bytes is a corrupt stream."""
-MAX_FRAME = 64 * 1024
 READ_CHUNK = 512
 LIST_CHUNK = 8
 
@@ -85,6 +94,13 @@ class RpcError(CliError):
         super().__init__(message)
         self.status = status
         self.broken = broken
+
+
+class RpcSessionClosed(RpcError):
+    """The Flipper closed the session after a request it could not decode."""
+
+
+ERROR_DECODE = 2
 
 
 def status_name(status: int) -> str:
@@ -439,8 +455,8 @@ _DECODERS: dict[int, Callable[[bytes], Content]] = {
     24: lambda b: StatRequest(_one_text(b)),
     25: lambda b: StatResponse(_one_file(b)),
 }
-CONTENT_FIELDS = frozenset(range(4, 63))
-"""The numbers of the ``content`` oneof in flipper.proto (4-62)."""
+CONTENT_FIELDS = frozenset(range(4, 71))
+"""The numbers of the ``content`` oneof in flipper.proto (4-70)."""
 
 
 def encode_main(message: Main) -> bytes:
@@ -485,9 +501,7 @@ def unframe(buffer: bytes) -> tuple[Main | None, bytes]:
     when more bytes are needed; RpcError for an oversized length or a body that won't decode."""
     try:
         body, rest = decode_frame(buffer)
-    except RpcError:
-        raise
-    except CliError as exc:
+    except FrameError as exc:
         raise RpcError(str(exc), broken=True) from None
     if body is None:
         return None, buffer
@@ -508,7 +522,7 @@ class RpcLine(Protocol):
 class RpcSession:
     """One RPC session on an open ``SerialLine`` sitting at the shell's prompt, or on any
     ``RpcLine`` whose session is already open (``already_open``: the Flipper's BLE serial
-    service carries only RPC, opened by the firmware when the host connects, hardware.md §1.7).
+    service carries only RPC, opened by the firmware when the host connects).
 
     ``start()`` switches the port to RPC (a no-op when ``already_open``), ``stop()`` back to the
     text shell (USB only). Each call holds the line (``SerialLine.transaction`` when the line
@@ -571,6 +585,13 @@ class RpcSession:
                 raise
             while True:
                 answer = await self._read_main()
+                if answer.command_id == 0 and answer.command_status == ERROR_DECODE:
+                    self.active, self.broken = False, True
+                    raise RpcSessionClosed(
+                        "the Flipper could not decode a request and closed the RPC session",
+                        status=ERROR_DECODE,
+                        broken=True,
+                    )
                 if answer.command_id != command_id:
                     self.broken = True
                     raise RpcError(

@@ -124,6 +124,53 @@ async def test_nfc_on_older_firmware_uses_detect(
         device.stop()
 
 
+async def test_nfc_sub_shell_of_the_newest_firmware_through_flipper_listen(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    device = FlipperEmulator(FlipperState(nfc_style="shell"), link=tmp_path / "newest")
+    device.start()
+    try:
+        server = await start_hub(ollama_host=fake_ollama.url, flipper_port=str(tmp_path / "newest"))
+        await until(lambda: flipper_state(server) == "online")
+        device.push_nfc("iso14443-4a")
+        for expected in (["iso14443-3a", "mfu"], ["iso14443-4a"]):
+            nfc = await use_tool(server, flipper_listen, kind="nfc", seconds=1)
+            assert nfc["content"][1]["json"]["found"] == expected, result_text(nfc)
+        status = await use_tool(server, flipper_status)  # the main shell again
+        assert status["status"] == "success", result_text(status)
+        nfc_lines = [
+            line for line in device.sent if line in ("nfc scanner", "nfc", "scanner", "exit")
+        ]
+        assert nfc_lines == ["nfc scanner", "scanner", "exit", "nfc", "scanner", "exit"]
+        assert device.state.transmit_log == []
+        async with (
+            aiohttp.ClientSession() as http,
+            http.get(f"{server.url}/api/drivers/audit", headers=owner_headers(server)) as response,
+        ):
+            audited = [row["command"] for row in (await response.json())["commands"]]
+        sent = [line for line in device.sent if line]
+        assert sent == [line for line in reversed(audited) if line and not line.startswith("rpc ")]
+    finally:
+        device.stop()
+
+
+@pytest.mark.parametrize(
+    "garbled", [bytes.fromhex("0803ffffff"), b""], ids=["does-not-decode", "empty"]
+)
+async def test_a_closed_rpc_session_is_one_retried_command_for_the_tools(
+    hub: RunningServer, emulator: FlipperEmulator, garbled: bytes
+) -> None:
+    """The Flipper closes its RPC session after a request it cannot decode (line noise); the
+    tool's read still succeeds, and the next tool finds the text shell."""
+    emulator.replace_next_rpc_request(garbled)
+    read = await use_tool(hub, flipper_files, action="read", path="/ext/subghz/garage.sub")
+    assert read["status"] == "success" and result_text(read).startswith("Filetype:")
+    assert emulator.rpc_log[0] == "decode_error" and emulator.rpc_log.count("stop_session") == 1
+    listed = await use_tool(hub, flipper_files, action="list", path="/ext/infrared")
+    assert "tv.ir" in result_text(listed)
+    assert flipper_state(hub) == "online"
+
+
 async def test_find_signals_and_every_command_is_audited(
     hub: RunningServer, emulator: FlipperEmulator
 ) -> None:

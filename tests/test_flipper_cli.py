@@ -1,4 +1,5 @@
-"""The Flipper CLI parsers and the RPC frame codec, with property tests."""
+"""The Flipper CLI parsers and the RPC framing (``drivers/flipper_wire.py``), with property
+tests."""
 
 from __future__ import annotations
 
@@ -11,8 +12,6 @@ from hypothesis import strategies as st
 from drivers.flipper_cli import (
     CliError,
     Entry,
-    decode_frame,
-    encode_varint,
     ir_signals,
     key_values,
     nfc_protocols,
@@ -21,6 +20,7 @@ from drivers.flipper_cli import (
     storage_stat,
     subghz_packets,
 )
+from drivers.flipper_wire import FrameError, decode_frame, encode_varint
 
 DEVICE_INFO = (
     b"device_info_major             : 2\r\n"
@@ -115,9 +115,9 @@ def test_frames_round_trip_and_keep_the_rest(message: bytes, rest: bytes) -> Non
 
 
 def test_hostile_frames_are_refused() -> None:
-    with pytest.raises(CliError, match="longer than 5 bytes"):
+    with pytest.raises(FrameError, match="longer than 5 bytes"):
         decode_frame(b"\xff\xff\xff\xff\xff\x01")
-    with pytest.raises(CliError, match="over the"):
+    with pytest.raises(FrameError, match="over the"):
         decode_frame(encode_varint(10_000_000) + b"x")
     # The flipper-rpc test vector: PingRequest{data: 01 02 03 04} inside PB.Main.
     assert decode_frame(bytes([8, 42, 6, 10, 4, 1, 2, 3, 4]))[0] == bytes(

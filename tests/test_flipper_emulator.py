@@ -1,7 +1,7 @@
 """The Flipper Zero CLI emulator, driven through REAL pyserial on its pseudo-terminal.
 
 Every expectation here is a byte string taken from the firmware sources cited in the module's
-docstring (hardware.md section 1), so a driver tested against the emulator is tested against the
+docstring, so a driver tested against the emulator is tested against the
 device's bytes. Timeouts are generous serial timeouts: nothing here races a clock.
 """
 
@@ -21,6 +21,8 @@ import serial
 
 from firmware_bridges.emulators.flipper import (
     BACKSPACE_ECHO,
+    NFC_SHELL_MOTD,
+    NFC_SHELL_PROMPT,
     PROMPT,
     FlipperEmulator,
     FlipperState,
@@ -426,6 +428,49 @@ def test_nfc_command_set_depends_on_firmware(style: str) -> None:
         tail = until(client, PROMPT)
         assert tail == (PROMPT if style == "detect" else b"Protocols detected: " + PROMPT)
         client.close()
+
+
+def test_nfc_sub_shell_of_the_newest_firmware() -> None:
+    """``nfc`` (arguments ignored) opens a shell with its own banner and ``[nfc]>: `` prompt;
+    ``scanner`` scans, ``help`` lists, unknown lines are the red line, ``exit`` prints no prompt of
+    its own and the main shell's ``>: `` follows."""
+    with FlipperEmulator(FlipperState(nfc_style="shell")) as emu:
+        assert emu.path is not None
+        client = connect(emu.path)
+        client.write(b"nfc scanner\r")
+        opened = until(client, NFC_SHELL_PROMPT)
+        assert opened == b"nfc scanner\r\n" + NFC_SHELL_MOTD.encode() + NFC_SHELL_PROMPT
+        assert NFC_SHELL_PROMPT == b"\r\n[\x1b[32mnfc\x1b[0m]>: "
+        client.write(b"scanner\r")
+        scanned = until(client, NFC_SHELL_PROMPT)
+        assert scanned == (
+            b"scanner\r\nPress Ctrl+C to abort\r\n\nProtocols detected: iso14443-3a, mfu"
+            + NFC_SHELL_PROMPT
+        )
+        client.write(b"help\r")
+        listed = until(client, NFC_SHELL_PROMPT)
+        assert b"scanner" in listed and b"exit" in listed and b"device_info" not in listed
+        client.write(b"device_info\r")
+        assert until(client, NFC_SHELL_PROMPT).endswith(
+            RED_UNKNOWN % b"device_info" + NFC_SHELL_PROMPT
+        )
+        client.write(b"scanner\r")  # nothing on the reader: Ctrl+C ends it
+        until(client, b"Press Ctrl+C to abort\r\n\n")
+        client.write(b"\x03")
+        assert until(client, NFC_SHELL_PROMPT) == b"Protocols detected: " + NFC_SHELL_PROMPT
+        client.write(b"exit\r")
+        assert until(client, PROMPT) == b"exit\r\n" + PROMPT
+        assert b"Uptime" in run(client, "uptime")
+        client.close()
+        assert emu.sent == [
+            "nfc scanner",
+            "scanner",
+            "help",
+            "device_info",
+            "scanner",
+            "exit",
+            "uptime",
+        ]
 
 
 def test_transmit_commands_exist_and_are_logged(

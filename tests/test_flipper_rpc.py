@@ -1,4 +1,4 @@
-"""The Flipper's protobuf RPC: the driver's codec against hardware.md §1.6's test vectors and
+"""The Flipper's protobuf RPC: the driver's codec against the protocol's test vectors and
 property tests, then ``RpcSession`` and the driver against the emulator through real pyserial on
 its pty (the emulator has its own codec: the two only meet on the wire)."""
 
@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from drivers.flipper import PROMPT, FlipperDriver, FlipperRefused
-from drivers.flipper_cli import CliError, encode_varint, key_values
+from drivers.flipper_cli import CliError, key_values
 from drivers.flipper_rpc import (
     DIR,
     FILE,
@@ -34,6 +34,7 @@ from drivers.flipper_rpc import (
     ReadResponse,
     RpcError,
     RpcSession,
+    RpcSessionClosed,
     StatRequest,
     StatResponse,
     StopSession,
@@ -43,6 +44,7 @@ from drivers.flipper_rpc import (
     frame,
     unframe,
 )
+from drivers.flipper_wire import encode_varint
 from drivers.transports.serial import SerialLine
 from firmware_bridges.emulators.flipper import PROMPT as EMU_PROMPT
 from firmware_bridges.emulators.flipper import FlipperEmulator
@@ -283,7 +285,7 @@ async def test_list_with_more_than_eight_entries(
         *[(f"f{i:02}.txt", i, False) for i in range(19)],
         ("sub", 0, True),
     ]
-    assert [f.name for f in await session.storage_list("/")] == ["int", "ext", "any"]
+    assert [f.name for f in await session.storage_list("/")] == ["any", "int", "ext"]
     emulator.state.put_file("/ext/empty/x", b"")
     del emulator.state.files["/ext/empty/x"]
     assert await session.storage_list("/ext/empty") == []
@@ -321,10 +323,12 @@ async def test_stat(session: RpcSession, emulator: FlipperEmulator) -> None:
     assert await session.ping(b"still fine") == b"still fine"
 
 
-async def test_unknown_request_is_not_implemented(session: RpcSession) -> None:
+async def test_a_request_without_a_handler_is_not_implemented(session: RpcSession) -> None:
+    """rpc.c: a content that decodes but has no handler (here a response sent as a request)."""
     with pytest.raises(RpcError, match="ERROR_NOT_IMPLEMENTED") as caught:
-        await session.call(Unknown(39, b""))  # system_protobuf_version_request
+        await session.call(Unknown(40, b""))  # system_protobuf_version_response
     assert caught.value.status == 3 and not caught.value.broken
+    assert await session.ping(b"open") == b"open", "the session stays open"
 
 
 async def test_stop_session_then_the_cli_works(
@@ -447,3 +451,83 @@ async def test_driver_recovers_from_a_broken_rpc_exchange(
     assert key_values(await flipper.run("device_info"))["hardware_name"] == "Unyana"
     assert (await flipper.read_file("/ext/subghz/garage.sub")).startswith(b"Filetype:")
     assert flipper.status().state == "online"
+
+
+# --- after bad input, as the firmware does (rpc.c, rpc_system.c, rpc_storage.c) -----------------
+
+DECODE_ERROR_ANSWER = bytes.fromhex("0410022200")
+"""Empty with command_id 0 and ERROR_DECODE: what rpc.c sends before closing the session."""
+
+
+@pytest.mark.parametrize(
+    ("sent", "what"),
+    [
+        (bytes.fromhex("050803ffffff"), "a frame that does not decode"),
+        (bytes.fromhex("00"), "an empty request"),
+        (bytes.fromhex("05080a820500"), "a content number outside the oneof (80)"),
+        (bytes.fromhex("0608033a020801"), "a list request whose path is a varint"),
+    ],
+)
+def test_a_request_that_does_not_decode_closes_the_session(
+    emulator: FlipperEmulator, sent: bytes, what: str
+) -> None:
+    port = raw_rpc(emulator)
+    try:
+        port.write(sent)
+        answer = port.read_until(EMU_PROMPT)
+        assert answer == DECODE_ERROR_ANSWER + EMU_PROMPT, what
+        port.write(b"uptime\r")  # the text shell again
+        assert b"Uptime: " in port.read_until(EMU_PROMPT)
+    finally:
+        port.close()
+    assert emulator.rpc_log == ["decode_error"]
+    assert unframe(DECODE_ERROR_ANSWER)[0] == Main(command_id=0, command_status=2, content=Empty())
+
+
+def test_a_ping_with_has_next_is_refused(emulator: FlipperEmulator) -> None:
+    port = raw_rpc(emulator)
+    try:
+        port.write(frame(Main(command_id=7, has_next=True, content=PingRequest(b"x"))))
+        answer = unframe(port.read(7))[0]
+        assert answer == Main(command_id=7, command_status=15, content=Empty())
+        port.write(frame(Main(command_id=8, content=PingRequest(b"y"))))
+        assert unframe(port.read(9))[0] == Main(command_id=8, content=PingResponse(b"y"))
+    finally:
+        port.close()
+
+
+async def test_the_session_closes_after_a_decode_error_and_a_new_one_works(
+    line: SerialLine, emulator: FlipperEmulator
+) -> None:
+    session = RpcSession(line, within_s=2.0)
+    await session.start()
+    emulator.replace_next_rpc_request(bytes.fromhex("0803ffffff"))
+    with pytest.raises(RpcSessionClosed) as caught:
+        await session.ping(b"lost")
+    assert caught.value.status == 2 and not session.active
+    await line.read_until(PROMPT, within_s=2.0)  # the firmware is back in its text shell
+    output = await line.command("device_info", prompt=PROMPT, within_s=5.0)
+    assert key_values(output)["hardware_name"] == "Unyana"
+    again = RpcSession(line, within_s=2.0)
+    await again.start()
+    assert await again.ping(b"found") == b"found"
+
+
+@pytest.mark.parametrize("garbled", [bytes.fromhex("0803ffffff"), b""])
+async def test_driver_retries_once_when_the_flipper_closes_the_session(
+    driver: tuple[FlipperDriver, list[str]], emulator: FlipperEmulator, garbled: bytes
+) -> None:
+    flipper, audited = driver
+    emulator.replace_next_rpc_request(garbled)
+    assert (await flipper.read_file("/ext/subghz/garage.sub")).startswith(b"Filetype:")
+    assert emulator.rpc_log == [
+        "decode_error",
+        "storage_stat /ext/subghz/garage.sub",
+        "storage_read /ext/subghz/garage.sub",
+        "stop_session",
+    ]
+    assert audited.count("start_rpc_session") == 2, "one retried command"
+    assert key_values(await flipper.run("device_info"))["hardware_name"] == "Unyana"
+    emulator.replace_next_rpc_request(garbled)
+    await flipper.signal()
+    assert emulator.state.alerts == 1

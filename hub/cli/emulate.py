@@ -1,5 +1,6 @@
 """``tiny-hub emulate flipper|nicla-vision|nicla-voice``: a software device to try the drivers
-without hardware, and the command that points a hub at it."""
+without hardware, and the command that points a hub at it; ``tiny-hub capture``: the real
+device's bytes, recorded for the emulators to be checked against."""
 
 from __future__ import annotations
 
@@ -55,3 +56,11 @@ async def serve_with_emulated_voice(settings: Settings, wake_every_s: float) -> 
         return await serve(settings, hardware)
     finally:
         wakes.cancel()
+
+
+def capture_command(args: argparse.Namespace) -> int:
+    """``tiny-hub capture flipper|nicla-vision``: a real device's answers to a fixed read-only
+    script, for the emulators to be checked against."""
+    from drivers.capture import run_capture
+
+    return run_capture(args.device, args.port, args.out, redact=not args.keep_identity)

@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "memory": "hub.cli.maintenance:memory_command",
     "pair": "hub.cli.maintenance:pair_command",
     "emulate": "hub.cli.emulate:emulate_command",
+    "capture": "hub.cli.emulate:capture_command",
     "discover": "hub.cli.maintenance:discover_command",
     "cloud": "hub.cloud.cli:cloud_command",
 }

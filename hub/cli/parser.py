@@ -112,9 +112,23 @@ def build_parser() -> argparse.ArgumentParser:
     emulate.add_argument("--name", default="Unyana", help="the Flipper's name")
     emulate.add_argument(
         "--nfc-style",
-        choices=["detect", "scanner"],
+        choices=["detect", "scanner", "shell"],
         default="scanner",
         help="which NFC command set its firmware has",
+    )
+    capture = sub.add_parser(
+        "capture",
+        help="record a real Flipper's or Nicla Vision's answers to a fixed read-only script",
+        description="Run a fixed, read-only script against a device on a serial port (nothing "
+        "that transmits or writes) and write every byte both ways to a JSON capture; see "
+        "docs/hardware.md. The Flipper's name, UID and BLE MAC are masked unless "
+        "--keep-identity; a Nicla Vision capture holds one photo from its camera.",
+    )
+    capture.add_argument("device", choices=["flipper", "nicla-vision"], help="which device")
+    capture.add_argument("--port", required=True, help="its serial port, e.g. /dev/ttyACM0")
+    capture.add_argument("--out", required=True, type=Path, help="the capture file to write")
+    capture.add_argument(
+        "--keep-identity", action="store_true", help="flipper: keep name, UID and MAC"
     )
     discover = sub.add_parser(
         "discover",
