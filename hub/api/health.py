@@ -2,13 +2,15 @@
 
 ``lanUrl`` is what a phone on the same network dials (null when the hub is not on a LAN);
 ``loopbackUrl`` is the plain-HTTP listener kept on 127.0.0.1 for local clients when TLS is on.
+An anonymous caller sees what a phone needs to connect and nothing about this machine's disk:
+``dataDir`` is shown to signed-in callers only.
 """
 
 from __future__ import annotations
 
 from aiohttp import web
 
-from hub.api.auth import Access, access
+from hub.api.auth import Access, access, caller
 from hub.api.keys import HUB
 
 routes = web.RouteTableDef()
@@ -19,13 +21,14 @@ routes = web.RouteTableDef()
 async def health(request: web.Request) -> web.Response:
     hub = request.app[HUB]
     model = await hub.models.default()
+    private = {"dataDir": str(hub.settings.home)} if caller(request) is not None else {}
     return web.json_response(
         {
             "ok": True,
             "version": hub.version,
             "model": model.describe(),
             "uptime": round(hub.uptime_s, 3),
-            "dataDir": str(hub.settings.home),
+            **private,
             "lanUrl": hub.lan.url,
             "loopbackUrl": hub.lan.loopback_url,
             "cloud": {
