@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import sqlite_utils
@@ -67,7 +70,8 @@ class Hub:
         camera/microphone: the seams through which emulated hardware enters, the same ones the
         real hardware uses.
         """
-        settings.home.mkdir(parents=True, exist_ok=True)
+        for private in (settings.home, settings.chroma_path, settings.media_path):
+            private.mkdir(mode=0o700, parents=True, exist_ok=True)
         db = open_database(settings.db_path)
         identity = Identity(db)
         owner = identity.ensure_owner(settings.owner_token_path)
@@ -90,6 +94,7 @@ class Hub:
             devices.events.publish(owner.id, kind, device_id, detail)
 
         drivers = build_manager(settings, audit, on_event, **dict(hardware or {}))
+        restrict_data_dir(settings.home)
         return cls(
             settings,
             db,
@@ -119,6 +124,27 @@ class Hub:
         self.universe.close()
         self.memory.close()
         self.db.conn.close()
+
+
+def restrict_data_dir(home: Path) -> None:
+    """The data dir 0700 and everything in it 0700 (folders) or 0600 (files): it holds endpoint
+    secrets, token hashes and every memory, none of it for other users of the machine. Run at
+    every start, so a dir made under a loose umask, or loosened by hand, is repaired."""
+    _restrict(home, 0o700)
+    for folder, subfolders, files in os.walk(home):
+        for name in subfolders:
+            _restrict(Path(folder) / name, 0o700)
+        for name in files:
+            _restrict(Path(folder) / name, 0o600)
+
+
+def _restrict(path: Path, mode: int) -> None:
+    try:
+        found = path.lstat()
+        if not stat.S_ISLNK(found.st_mode) and stat.S_IMODE(found.st_mode) & 0o077:
+            path.chmod(stat.S_IMODE(found.st_mode) & mode)
+    except FileNotFoundError:  # a temporary file that went away meanwhile
+        pass
 
 
 def _universe_collection(settings: Settings) -> str:
