@@ -343,3 +343,28 @@ def test_the_log_file_rotates_and_is_private(tmp_path: Path, loose_umask: None) 
     assert logs == ["hub.log", *(f"hub.log.{i}" for i in range(1, KEPT_LOGS + 1))]
     assert all(p.stat().st_size <= 10_000 for p in tmp_path.iterdir())
     assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in tmp_path.iterdir())
+
+
+# --- stored strings ----------------------------------------------------------------------------
+
+
+async def test_a_huge_lan_url_is_refused_and_the_stored_one_kept(server: RunningServer) -> None:
+    async with aiohttp.ClientSession() as http:
+        enrolled = await (
+            await http.post(
+                f"{server.url}/api/devices",
+                json={"name": "laptop", "kind": "daemon"},
+                headers=owner_headers(server),
+            )
+        ).json()
+        me = {"deviceId": enrolled["device_id"], "token": enrolled["device_token"]}
+        heartbeat = f"{server.url}/api/devices/heartbeat"
+        async with http.post(heartbeat, json={**me, "lanUrl": "http://laptop.lan:9"}) as ok:
+            assert ok.status == 200
+        huge = "http://x/" + "a" * (11 * 1024 * 1024)
+        async with http.post(heartbeat, json={**me, "lanUrl": huge}) as refused:
+            assert refused.status == 400
+            assert "lanUrl is longer than 2048 characters" in (await refused.json())["error"]
+        async with http.get(f"{server.url}/api/devices", headers=owner_headers(server)) as listed:
+            devices = await listed.json()
+    assert [d["lanUrl"] for d in devices["devices"]] == ["http://laptop.lan:9"]

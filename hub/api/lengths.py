@@ -1,0 +1,57 @@
+"""The longest string a caller or a device may hand the hub to keep, stated once.
+
+Every string field of a JSON body the device routes store or echo is held to this table before
+any route looks at it, so a device cannot park megabytes in ``lanUrl`` and have every device
+list serve them back. Fields with a rule of their own elsewhere say so in :data:`ELSEWHERE`;
+docs/security.md shows both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from aiohttp import web
+
+from hub import contracts as c
+from hub.api.errors import http_error
+
+MAX_TEXT: Final = 4000
+
+MAX_CHARS: Final[Mapping[str, int]] = {
+    "name": 64,
+    "kind": 32,
+    "platform": 64,
+    "url": 2048,
+    "lanUrl": 2048,
+    "secret": 512,
+    "deviceId": 64,
+    "token": 256,
+    "contentType": 128,
+    "taskId": 128,
+    "inReplyTo": 128,
+    "mediaId": 128,
+    "idempotencyKey": 100,
+    "prompt": MAX_TEXT,
+    "text": MAX_TEXT,
+    "summary": MAX_TEXT,
+}
+
+# Limits that live with the code that enforces them, listed for the reference table.
+ELSEWHERE: Final[Mapping[str, str]] = {
+    "capabilities": "at most 64 entries of 1-64 characters",
+    "detail, result, payload": f"{c.RELAY_PAYLOAD_MAX_BYTES} bytes as JSON",
+    "data (media)": "8 MiB decoded",
+    "a chat body": f"{c.MAX_CHAT_BODY_BYTES} bytes",
+    "any request body": f"{c.MAX_REQUEST_BYTES} bytes",
+}
+
+
+def check_lengths(body: Mapping[str, Any]) -> None:
+    """A 400 naming the first field of ``body`` longer than the table allows."""
+    for key, cap in MAX_CHARS.items():
+        value = body.get(key)
+        if isinstance(value, str) and len(value) > cap:
+            raise http_error(
+                web.HTTPBadRequest, f"{key} is longer than {cap} characters ({len(value)})"
+            )
