@@ -19,6 +19,7 @@ from aiohttp import web
 from hub import contracts as c
 from hub.agent.model_access import guarded_httpx_client, is_configured_url
 from hub.agent.models import ModelChoice
+from hub.api.limits import GUARD, Limits
 from hub.netguard import Allowance
 from tests.conftest import StartHub, owner_headers, settings_for
 from tests.fakes.ollama import FakeOllama
@@ -73,13 +74,16 @@ def spellings(port: int) -> list[str]:
     ]
 
 
-PROVIDERS = ("custom", "openai", "ollama", "openrouter", "groq")
+# Every provider: those that never dial a base URL are held to the same check, so no provider
+# is the one that forgot.
+PROVIDERS = (*c.LOCAL_PROVIDERS, *c.CLOUD_PROVIDERS)
 
 
 async def test_no_model_header_reaches_a_loopback_listener(
     start_hub: StartHub, fake_ollama: FakeOllama, listener: Listener
 ) -> None:
     server = await start_hub(ollama_host=fake_ollama.url)
+    server.runner.app[GUARD].limits = Limits(address_burst=10_000)
     answers: list[tuple[int, str]] = []
     async with aiohttp.ClientSession() as http:
         for provider in PROVIDERS:
