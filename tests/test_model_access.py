@@ -179,6 +179,7 @@ async def test_a_redirect_to_loopback_is_refused_at_connect(
     assert listener.connections == 0
     errors = transcript.of_type(c.EV_ERROR)
     assert errors and "INTERNAL_SERVICE_DATA" not in str(errors)
+    assert "127.0.0.1 is a loopback address" in errors[0]["error"]
 
 
 async def test_the_guarded_client_checks_the_address_it_connects_to(listener: Listener) -> None:

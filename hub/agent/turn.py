@@ -232,6 +232,8 @@ async def _attempt(
 def describe_failure(exc: BaseException) -> str:
     """A sentence a person can act on; the exception's type only when nothing better exists."""
     text = re.sub(r"\s*\(status code: -?\d+\)$", "", str(exc).strip()) or type(exc).__name__
+    if text == "Connection error." and exc.__cause__ is not None:  # the OpenAI SDK's words
+        text = f"cannot connect: {exc.__cause__}"
     if "connect" in text.lower() and "refused" in text.lower():
         return f"cannot reach the model: {text}"
     return f"model error: {text}"
