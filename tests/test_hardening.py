@@ -368,3 +368,18 @@ async def test_a_huge_lan_url_is_refused_and_the_stored_one_kept(server: Running
         async with http.get(f"{server.url}/api/devices", headers=owner_headers(server)) as listed:
             devices = await listed.json()
     assert [d["lanUrl"] for d in devices["devices"]] == ["http://laptop.lan:9"]
+
+
+async def test_a_saved_model_choice_has_length_limits(server: RunningServer) -> None:
+    async with aiohttp.ClientSession() as http:
+        for field, cap in (("id", 256), ("baseUrl", 2048)):
+            body = {"provider": "ollama", field: "x" * (cap + 1)}
+            async with http.put(
+                f"{server.url}/api/model", json=body, headers=owner_headers(server)
+            ) as response:
+                assert response.status == 400
+                assert (
+                    f"{field} is longer than {cap} characters" in (await response.json())["error"]
+                )
+        async with http.get(f"{server.url}/api/model", headers=owner_headers(server)) as saved:
+            assert (await saved.json())["saved"] is None

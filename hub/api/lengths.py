@@ -1,9 +1,9 @@
 """The longest string a caller or a device may hand the hub to keep, stated once.
 
-Every string field of a JSON body the device routes store or echo is held to this table before
-any route looks at it, so a device cannot park megabytes in ``lanUrl`` and have every device
-list serve them back. Fields with a rule of their own elsewhere say so in :data:`ELSEWHERE`;
-docs/security.md shows both.
+Every string field of a JSON body that the device routes or a saved model choice store is held
+to these tables before the route looks at it, so a device cannot park megabytes in ``lanUrl``
+and have every device list serve them back. Fields with a rule of their own elsewhere are
+listed in :data:`ELSEWHERE`; docs/security.md shows both.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from hub.api.errors import http_error
 
 MAX_TEXT: Final = 4000
 
+# The device routes' bodies (hub/api/devices.py).
 MAX_CHARS: Final[Mapping[str, int]] = {
     "name": 64,
     "kind": 32,
@@ -37,6 +38,9 @@ MAX_CHARS: Final[Mapping[str, int]] = {
     "summary": MAX_TEXT,
 }
 
+# A saved model choice (PUT /api/model).
+MODEL_MAX_CHARS: Final[Mapping[str, int]] = {"id": 256, "baseUrl": 2048}
+
 # Limits that live with the code that enforces them, listed for the reference table.
 ELSEWHERE: Final[Mapping[str, str]] = {
     "capabilities": "at most 64 entries of 1-64 characters",
@@ -47,9 +51,9 @@ ELSEWHERE: Final[Mapping[str, str]] = {
 }
 
 
-def check_lengths(body: Mapping[str, Any]) -> None:
-    """A 400 naming the first field of ``body`` longer than the table allows."""
-    for key, cap in MAX_CHARS.items():
+def check_lengths(body: Mapping[str, Any], table: Mapping[str, int] = MAX_CHARS) -> None:
+    """A 400 naming the first field of ``body`` longer than ``table`` allows."""
+    for key, cap in table.items():
         value = body.get(key)
         if isinstance(value, str) and len(value) > cap:
             raise http_error(
