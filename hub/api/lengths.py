@@ -2,8 +2,8 @@
 
 Every string field of a JSON body that the device routes or a saved model choice store is held
 to these tables before the route looks at it, so a device cannot park megabytes in ``lanUrl``
-and have every device list serve them back. Fields with a rule of their own elsewhere are
-listed in :data:`ELSEWHERE`; docs/security.md shows both.
+and have every device list serve them back. Fields with a rule of their own (capabilities, event
+details, media) keep it beside the code that reads them; docs/security.md lists every limit.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from typing import Any, Final
 
 from aiohttp import web
 
-from hub import contracts as c
 from hub.api.errors import http_error
 
 MAX_TEXT: Final = 4000
@@ -40,15 +39,6 @@ MAX_CHARS: Final[Mapping[str, int]] = {
 
 # A saved model choice (PUT /api/model).
 MODEL_MAX_CHARS: Final[Mapping[str, int]] = {"id": 256, "baseUrl": 2048}
-
-# Limits that live with the code that enforces them, listed for the reference table.
-ELSEWHERE: Final[Mapping[str, str]] = {
-    "capabilities": "at most 64 entries of 1-64 characters",
-    "detail, result, payload": f"{c.RELAY_PAYLOAD_MAX_BYTES} bytes as JSON",
-    "data (media)": "8 MiB decoded",
-    "a chat body": f"{c.MAX_CHAT_BODY_BYTES} bytes",
-    "any request body": f"{c.MAX_REQUEST_BYTES} bytes",
-}
 
 
 def check_lengths(body: Mapping[str, Any], table: Mapping[str, int] = MAX_CHARS) -> None:
