@@ -316,9 +316,17 @@ def test_a_loosened_data_dir_is_repaired_at_start(home: Path, loose_umask: None)
     home.chmod(0o755)
     (home / "hub.db").chmod(0o644)
     (home / "chroma").chmod(0o755)
+    (home / "media" / "deep").mkdir(mode=0o755)
+    (home / "media" / "deep" / "photo.jpg").write_bytes(b"\xff\xd8")
+    (home / "media" / "deep" / "photo.jpg").chmod(0o644)
+    (home / "theirs").mkdir(mode=0o755)  # not the hub's folder: left as it is
+    (home / "run.sh").write_text("#!/bin/sh\n")
+    (home / "run.sh").chmod(0o755)
     Hub.open(settings_for(home)).close()
     found = modes(home)
     assert (found["."], found["hub.db"], found["chroma"]) == (0o700, 0o600, 0o700)
+    assert (found["media/deep"], found["media/deep/photo.jpg"]) == (0o700, 0o600)
+    assert (found["theirs"], found["run.sh"]) == (0o755, 0o700)
 
 
 # --- the log -----------------------------------------------------------------------------------
