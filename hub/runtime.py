@@ -70,7 +70,9 @@ class Hub:
         camera/microphone: the seams through which emulated hardware enters, the same ones the
         real hardware uses.
         """
-        for private in (settings.home, settings.chroma_path, settings.media_path):
+        # Made private before anything writes in them (chroma only when it is embedded).
+        embedded_chroma = () if settings.memory_chroma_url else (settings.chroma_path,)
+        for private in (settings.home, settings.media_path, *embedded_chroma):
             private.mkdir(mode=0o700, parents=True, exist_ok=True)
         db = open_database(settings.db_path)
         identity = Identity(db)
