@@ -300,6 +300,29 @@ class Settings:
         "serve HTTPS with a self-signed certificate kept in the data dir (phones pin its "
         "fingerprint); plain HTTP stays on a loopback port for the local TUI",
     )
+    # --- who may call, and for how long (see docs/security.md) ---------------------------------
+    lan_anonymous_chat: bool = _setting(
+        "access",
+        "lan_anonymous_chat",
+        "TINY_HUB_LAN_ANONYMOUS_CHAT",
+        False,
+        "let anyone on the LAN chat without a token (with the owner's model and tools); "
+        "off means anonymous chat from this machine only",
+    )
+    turn_timeout_s: float = _setting(
+        "access",
+        "turn_timeout_s",
+        "TINY_HUB_TURN_TIMEOUT_S",
+        300.0,
+        "seconds a chat turn may take before it ends with an error event",
+    )
+    header_timeout_s: float = _setting(
+        "access",
+        "header_timeout_s",
+        "TINY_HUB_HEADER_TIMEOUT_S",
+        10.0,
+        "seconds a connection may take to send a complete request head before it is closed",
+    )
 
     @property
     def cloud_token_path(self) -> Path:
@@ -519,6 +542,10 @@ def _validate(settings: Settings, path: Path, env: Mapping[str, str]) -> None:
         fail("embedded_threads", "must be 0 (every core but one) or more")
     if settings.ping_interval_s <= 0:
         fail("ping_interval_s", "must be more than 0 seconds")
+    if settings.turn_timeout_s <= 0:
+        fail("turn_timeout_s", "must be more than 0 seconds")
+    if settings.header_timeout_s <= 0:
+        fail("header_timeout_s", "must be more than 0 seconds")
     if settings.mcp_start_timeout_s <= 0:
         fail("mcp_start_timeout_s", "must be more than 0 seconds")
     for name, server in settings.mcp_servers.items():

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import sqlite_utils
@@ -67,7 +70,10 @@ class Hub:
         camera/microphone: the seams through which emulated hardware enters, the same ones the
         real hardware uses.
         """
-        settings.home.mkdir(parents=True, exist_ok=True)
+        # Made private before anything writes in them (chroma only when it is embedded).
+        embedded_chroma = () if settings.memory_chroma_url else (settings.chroma_path,)
+        for private in (settings.home, settings.media_path, *embedded_chroma):
+            private.mkdir(mode=0o700, parents=True, exist_ok=True)
         db = open_database(settings.db_path)
         identity = Identity(db)
         owner = identity.ensure_owner(settings.owner_token_path)
@@ -90,6 +96,7 @@ class Hub:
             devices.events.publish(owner.id, kind, device_id, detail)
 
         drivers = build_manager(settings, audit, on_event, **dict(hardware or {}))
+        restrict_data_dir(settings.home)
         return cls(
             settings,
             db,
@@ -119,6 +126,35 @@ class Hub:
         self.universe.close()
         self.memory.close()
         self.db.conn.close()
+
+
+# The folders the hub fills itself; another folder someone keeps in the data dir is theirs.
+HUB_FOLDERS = ("chroma", "media", "tls")
+
+
+def restrict_data_dir(home: Path) -> None:
+    """The data dir 0700, its files 0600 and the hub's folders (and all in them) 0700 / 0600: it
+    holds endpoint secrets, token hashes and every memory, none of it for other users of the
+    machine. Run at every start, so what a loose umask made, or a hand loosened, is repaired.
+    Only group and other bits are removed, so an owner's executable keeps its x bit."""
+    _restrict(home)
+    for entry in home.iterdir():
+        if entry.is_file() and not entry.is_symlink():
+            _restrict(entry)
+    for name in HUB_FOLDERS:
+        for folder, _subfolders, files in os.walk(home / name):  # each subfolder in its turn
+            _restrict(Path(folder))
+            for file in files:
+                _restrict(Path(folder) / file)
+
+
+def _restrict(path: Path) -> None:
+    try:
+        found = path.lstat()
+        if not stat.S_ISLNK(found.st_mode) and stat.S_IMODE(found.st_mode) & 0o077:
+            path.chmod(stat.S_IMODE(found.st_mode) & 0o700)
+    except FileNotFoundError:  # a temporary file that went away meanwhile
+        pass
 
 
 def _universe_collection(settings: Settings) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from hub.api.app import create_app
+from hub.api.connection import HubRunner
 from hub.lan.address import is_loopback_host, lan_address, lan_url
 from hub.lan.advertise import Advertiser, hub_id, hub_name
 from hub.runtime import Hub
@@ -90,7 +91,12 @@ async def start_server(
 ) -> RunningServer:
     """Serve the API on ``sock`` if given (see :func:`bind_socket`), else bind host:port."""
     sock = sock or bind_socket(host, port)
-    runner = web.AppRunner(create_app(hub), handler_cancellation=True, access_log=None)
+    runner = HubRunner(
+        create_app(hub),
+        header_timeout_s=hub.settings.header_timeout_s,
+        handler_cancellation=True,
+        access_log=None,
+    )
     await runner.setup()
     await web.SockSite(runner, sock, ssl_context=_tls_context(hub)).start()
     if hub.lan.fingerprint is not None:  # the local TUI keeps plain HTTP, on loopback only

@@ -306,8 +306,10 @@ async def test_model_choice_order_header_then_saved_then_default(
 
 
 async def test_header_api_key_is_never_logged_or_stored(
-    hub: RunningServer, fake_ollama: FakeOllama, caplog: pytest.LogCaptureFixture
+    start_hub: StartHub, fake_ollama: FakeOllama, caplog: pytest.LogCaptureFixture
 ) -> None:
+    # The header's base URL is on loopback: allowed by name, as an owner would allow a host.
+    hub = await start_hub(ollama_host=fake_ollama.url, http_allow_hosts=["127.0.0.1"])
     secret = "sk-test-DO-NOT-LEAK-123456"
     caplog.set_level(logging.DEBUG)
     transcript = await chat(

@@ -95,7 +95,7 @@ async def test_health_allows_anonymous_and_unknown_routes_are_json_404(
     assert response.status == 200
     assert health["ok"] is True
     assert health["model"]["provider"] == "embedded"
-    assert health["dataDir"] == str(server.hub.settings.home)
+    assert "dataDir" not in health, "an anonymous caller sees no paths"
     async with http.get(f"{server.url}/api/nothing") as response:
         assert response.status == 404
         assert "no route" in (await response.json())["error"]

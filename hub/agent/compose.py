@@ -75,6 +75,7 @@ async def compose_turn(
         tools=mounted.tools if mounted else [],
         invocation_state={STATE_KEY: context},
         mcp=plan_for_turn(hub, user, headers, mounted, tiny.mcp_servers) if mounted else None,
+        time_limit_s=hub.settings.turn_timeout_s,
     )
 
 

@@ -23,10 +23,12 @@ import aiohttp
 from strands.models import Model
 
 from hub import contracts as c
+from hub.agent import model_access
 from hub.agent.embedded import BUNDLED_MODEL_ID, EmbeddedModel, bundled_gguf
 from hub.agent.runner.process import RunnerSpec
 from hub.agent.runner.supervisor import RunnerSupervisor, default_threads
 from hub.config import Settings
+from hub.netguard import Allowance
 from hub.preferences import SavedModel
 
 log = logging.getLogger(__name__)
@@ -109,17 +111,23 @@ async def probe_ollama(host: str, wait_s: float = OLLAMA_PROBE_TIMEOUT_S) -> Oll
 
 
 async def _capabilities(http: aiohttp.ClientSession, base: str, name: str) -> tuple[str, ...]:
-    async with http.post(f"{base}/api/show", json={"model": name}) as response:
+    # No redirects: aiohttp connects to an IP literal without asking the resolver, so a
+    # redirect could step around a guarded resolver (model_access.GuardedResolver).
+    async with http.post(
+        f"{base}/api/show", json={"model": name}, allow_redirects=False
+    ) as response:
         shown = await response.json() if response.ok else {}
     return tuple(shown.get("capabilities") or ())
 
 
-async def ollama_can_call_tools(host: str, name: str) -> bool:
-    """Whether one Ollama model lists the ``tools`` capability; False when Ollama cannot say."""
+async def ollama_can_call_tools(host: str, name: str, guard: Allowance | None = None) -> bool:
+    """Whether one Ollama model lists the ``tools`` capability; False when Ollama cannot say.
+    ``guard``: what a host that is not the owner's own may reach (see model_access)."""
     base = host if "://" in host else f"http://{host}"
     timeout = aiohttp.ClientTimeout(total=OLLAMA_PROBE_TIMEOUT_S)
+    connector = model_access.guarded_aiohttp_connector(guard) if guard is not None else None
     try:
-        async with aiohttp.ClientSession(timeout=timeout) as http:
+        async with aiohttp.ClientSession(timeout=timeout, connector=connector) as http:
             return "tools" in await _capabilities(http, base, name)
     except (aiohttp.ClientError, TimeoutError, TypeError, ValueError):
         return False
@@ -248,13 +256,19 @@ class ModelRouter:
         default = await self.default()
         base = default if saved is None else self._from_saved(saved, default)
         choice = choice_from_headers(headers, base)
+        guard = model_access.guard_for(choice.base_url, self._settings)
+        if guard is not None:
+            try:
+                await model_access.check_url(choice.base_url, guard)
+            except model_access.ModelUrlRefused as exc:
+                raise ModelUnavailable(str(exc)) from None
         if choice.provider != c.PROVIDER_OLLAMA:
             return choice
         if choice.model_id == default.model_id and not choice.base_url:
             return replace(choice, tools=default.tools)
         host = choice.base_url or self._settings.ollama_host
         known = self._tool_support.get((host, choice.model_id))
-        tools = known or await ollama_can_call_tools(host, choice.model_id)
+        tools = known or await ollama_can_call_tools(host, choice.model_id, guard)
         if tools:  # only a yes is kept: a model pulled later must not stay tool-less
             self._tool_support[(host, choice.model_id)] = True
         return replace(choice, tools=tools)
@@ -262,7 +276,10 @@ class ModelRouter:
     def _from_saved(self, saved: SavedModel, default: ModelChoice) -> ModelChoice:
         if saved.provider == default.provider and saved.model_id in ("", default.model_id):
             return replace(default, reason="the user's saved choice", max_tokens=saved.max_tokens)
-        configured_key = saved.provider == self._settings.model_provider
+        # The hub's key goes only to a URL from the hub's own config, never to one a member saved.
+        configured_key = saved.provider == self._settings.model_provider and (
+            model_access.is_configured_url(saved.base_url, self._settings)
+        )
         return ModelChoice(
             provider=saved.provider,
             model_id=saved.model_id,
@@ -302,13 +319,17 @@ class ModelRouter:
             from strands.models.ollama import OllamaModel
 
             host = choice.base_url or self._settings.ollama_host
+            client_args: dict[str, Any] = {"verify": shared_tls_context()}
+            if (guard := model_access.guard_for(choice.base_url, self._settings)) is not None:
+                client_args.update(model_access.guarded_client_args(guard, shared_tls_context()))
             return OllamaModel(
                 host,
                 model_id=choice.model_id,
                 max_tokens=max_tokens,
-                ollama_client_args={"verify": shared_tls_context()},
+                ollama_client_args=client_args,
             )
-        return build_cloud_model(replace(choice, max_tokens=max_tokens))
+        guard = model_access.guard_for(choice.base_url, self._settings)
+        return build_cloud_model(replace(choice, max_tokens=max_tokens), guard)
 
 
 def embedded_spec(settings: Settings) -> RunnerSpec:
@@ -324,8 +345,9 @@ def embedded_spec(settings: Settings) -> RunnerSpec:
     return RunnerSpec(path, settings.embedded_context, threads)
 
 
-def build_cloud_model(choice: ModelChoice) -> Model:
-    """A bring-your-own provider through strands; a missing SDK is a clear error."""
+def build_cloud_model(choice: ModelChoice, guard: Allowance | None = None) -> Model:
+    """A bring-your-own provider through strands; a missing SDK is a clear error. ``guard``:
+    what a base URL that is not the owner's own may reach (see model_access)."""
     api_key = choice.api_key
     if choice.provider == "google":
         choice = replace(choice, provider="gemini")
@@ -371,4 +393,7 @@ def build_cloud_model(choice: ModelChoice) -> Model:
     if base_url:
         client_args["base_url"] = base_url
     params = {"max_tokens": choice.max_tokens, **choice.additional_fields}
+    if guard is not None:
+        client = model_access.guarded_openai_client(guard, client_args)
+        return OpenAIModel(client=client, model_id=choice.model_id, params=params)
     return OpenAIModel(client_args=client_args, model_id=choice.model_id, params=params)

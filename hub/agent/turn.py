@@ -40,6 +40,8 @@ EMPTY_REPLY = (
     "(its chat template may have failed, or it stopped at once)"
 )
 TOO_LONG = "the conversation is too long for the model's context window"
+# The contract's maxDuration: a turn that runs longer ends with an error event.
+DEFAULT_TIME_LIMIT_S = 300.0
 
 Role = Literal["user", "assistant", "system"]
 
@@ -63,6 +65,7 @@ class Turn:
     invocation_state: dict[str, Any] = field(default_factory=dict)
     # MCP servers, started when the turn starts and stopped when it ends (agent/mcp.py).
     mcp: McpPlan | None = None
+    time_limit_s: float = DEFAULT_TIME_LIMIT_S
 
 
 def to_strands(messages: Sequence[ChatMessage]) -> tuple[str, Messages, list[ContentBlock]]:
@@ -85,9 +88,34 @@ def compact(history: Messages) -> tuple[int, Messages]:
     return len(history) - len(kept), kept
 
 
+def time_limit_message(limit_s: float) -> str:
+    return f"turn took longer than {limit_s:g} s"
+
+
 async def run_turn(turn: Turn) -> AsyncGenerator[Event, None]:
-    """The turn's events. Its MCP clients live exactly as long as this generator: a server
-    that cannot start is a notice, and closing the generator (the client left) stops them."""
+    """The turn's events, ending with an error event once ``turn.time_limit_s`` has passed
+    (the model and its tools are cancelled then). Its MCP clients live exactly as long as this
+    generator: a server that cannot start is a notice, and closing the generator (the client
+    left) stops them."""
+    deadline = asyncio.get_running_loop().time() + turn.time_limit_s
+    async with contextlib.aclosing(_with_mcp(turn)) as events:
+        while True:
+            limit = asyncio.timeout_at(deadline)
+            try:
+                async with limit:
+                    event = await anext(events)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                if not limit.expired():
+                    raise
+                log.warning("chat turn stopped: %s", time_limit_message(turn.time_limit_s))
+                yield error_event(time_limit_message(turn.time_limit_s))
+                return
+            yield event
+
+
+async def _with_mcp(turn: Turn) -> AsyncGenerator[Event, None]:
     async with mcp_session(turn.mcp) as mcp:
         for notice in mcp.notices:
             yield notice_event(notice)
@@ -204,6 +232,8 @@ async def _attempt(
 def describe_failure(exc: BaseException) -> str:
     """A sentence a person can act on; the exception's type only when nothing better exists."""
     text = re.sub(r"\s*\(status code: -?\d+\)$", "", str(exc).strip()) or type(exc).__name__
+    if text == "Connection error." and exc.__cause__ is not None:  # the OpenAI SDK's words
+        text = f"cannot connect: {exc.__cause__}"
     if "connect" in text.lower() and "refused" in text.lower():
         return f"cannot reach the model: {text}"
     return f"model error: {text}"

@@ -4,11 +4,17 @@ The caller comes from ``Authorization: Bearer <token>`` or the ``tiny_session`` 
 anonymous. A token that resolves to nobody is a 401, never a quiet downgrade to anonymous: a
 client with a stale token must find out, not lose its account's tools silently. A route that
 does not state its access needs a signed-in user, so forgetting is the safe mistake.
+
+A route marked :func:`loopback_anonymous` (chat: the owner's model and tools) is open to an
+anonymous caller only on this machine: a caller from the LAN needs a token unless the owner
+opened it (``access.lan_anonymous_chat``). "This machine" is decided from the connection's peer
+address alone (:func:`is_loopback_peer`), never from a header a caller writes.
 """
 
 from __future__ import annotations
 
 import enum
+import ipaddress
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -24,6 +30,7 @@ _CALLER: web.RequestKey[User | None] = web.RequestKey("caller")
 # middleware runs, and resolving twice would also stamp the token's last use twice.
 _PRESENTED: web.RequestKey[tuple[str | None, User | None]] = web.RequestKey("presented caller")
 _ACCESS_ATTR = "__tiny_hub_access__"
+_LOOPBACK_ANONYMOUS_ATTR = "__tiny_hub_loopback_anonymous__"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -45,6 +52,37 @@ def access(level: Access) -> Callable[[F], F]:
         return handler
 
     return mark
+
+
+def loopback_anonymous(handler: F) -> F:
+    """Mark an anonymous route whose anonymous callers must be on this machine (see above)."""
+    setattr(handler, _LOOPBACK_ANONYMOUS_ATTR, True)
+    return handler
+
+
+def is_loopback_peer(remote: str | None) -> bool:
+    """Whether a connection's peer address is this machine (127.0.0.0/8, ::1, and IPv4
+    loopback carried in IPv6); an unknown peer is not."""
+    if not remote:
+        return False
+    try:
+        address = ipaddress.ip_address(remote.split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped.is_loopback
+    return address.is_loopback
+
+
+def undecodable_header(request: web.Request) -> str | None:
+    """The name of the first header whose value is not UTF-8, or None. Every header is judged
+    on its raw bytes before anything reads it, so no handler meets a half-decoded value."""
+    for name, value in request.raw_headers:
+        try:
+            value.decode("utf-8")
+        except UnicodeDecodeError:
+            return name.decode("latin-1")
+    return None
 
 
 def caller(request: web.Request) -> User | None:
@@ -85,9 +123,24 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     if request.match_info.http_exception is not None:  # no such route: let it 404 / 405
         return await handler(request)
     # The route's own handler, not ``handler``: that is the next middleware when one follows.
-    needed = declared_access(request.match_info.handler)
+    route = request.match_info.handler
+    needed = declared_access(route)
     if needed in (Access.USER, Access.OWNER) and user is None:
         return json_error(401, "sign in required: send Authorization: Bearer <token>")
+    if user is None and _refuses_lan_anonymous(request, route):
+        return json_error(
+            401,
+            "sign in required from the LAN: send Authorization: Bearer <token> (pair the "
+            "device with the hub), or the owner sets access.lan_anonymous_chat = true",
+        )
     if needed is Access.OWNER and not user.is_owner:  # type: ignore[union-attr]
         return json_error(403, "only the hub's owner may do this")
     return await handler(request)
+
+
+def _refuses_lan_anonymous(request: web.Request, route: Callable[..., Any]) -> bool:
+    if not getattr(route, _LOOPBACK_ANONYMOUS_ATTR, False):
+        return False
+    if request.app[HUB].settings.lan_anonymous_chat:
+        return False
+    return not is_loopback_peer(request.remote)

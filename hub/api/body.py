@@ -30,7 +30,14 @@ async def read_json_body(request: web.Request, max_bytes: int = MAX_JSON_BODY_BY
     if len(raw) > max_bytes:
         raise _too_large(max_bytes, len(raw))
     try:
-        return json.loads(raw)
+        value = json.loads(raw)
+        if (where := _lone_surrogate(value)) is not None:
+            raise http_error(
+                web.HTTPBadRequest,
+                f"body is not valid JSON text: {where} holds a lone UTF-16 surrogate (\\ud800-"
+                "\\udfff without its pair), which is no character",
+            )
+        return value
     except RecursionError:
         raise http_error(web.HTTPBadRequest, "body is nested too deeply") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -40,6 +47,33 @@ async def read_json_body(request: web.Request, max_bytes: int = MAX_JSON_BODY_BY
             web.HTTPUnsupportedMediaType,
             f"body must be JSON (application/json), not {request.content_type}",
         ) from None
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """Where a string in ``value`` holds a lone surrogate (``"\\ud800"`` is valid JSON syntax
+    but no character: SQLite, the log and every encoder refuse it later), or None."""
+    pending: list[tuple[str, Any]] = [("the body", value)]
+    while pending:
+        where, item = pending.pop()
+        if isinstance(item, str):
+            if not _encodes(item):
+                return where
+        elif isinstance(item, dict):
+            for key, inner in item.items():
+                if not _encodes(key):
+                    return f"a key in {where}"
+                pending.append((f"{key!r}", inner))
+        elif isinstance(item, list):
+            pending.extend((f"{where}[{i}]", inner) for i, inner in enumerate(item))
+    return None
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _too_large(max_bytes: int, size: int) -> web.HTTPException:

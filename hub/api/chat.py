@@ -21,7 +21,7 @@ from hub.agent.compose import AnswerFailed, answer, compose_turn
 from hub.agent.models import ModelUnavailable
 from hub.agent.stream import Event, error_event
 from hub.agent.turn import ChatMessage, Turn, run_turn
-from hub.api.auth import Access, access, caller
+from hub.api.auth import Access, access, caller, loopback_anonymous
 from hub.api.body import read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
@@ -105,6 +105,7 @@ def _block_text(where: str, block: Any) -> str:
 
 @routes.post("/api/chat")
 @access(Access.ANONYMOUS)
+@loopback_anonymous
 async def chat(request: web.Request) -> web.StreamResponse:
     body = await read_json_body(request)
     if isinstance(body, dict) and "prompt" in body and "messages" not in body:

@@ -20,6 +20,7 @@ from hub.api.auth import Access, access, caller
 from hub.api.body import query_int, read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
+from hub.api.lengths import MAX_TEXT, check_lengths
 from hub.devices.endpoint import EndpointError, EndpointRefused, check_endpoint_url
 from hub.devices.events import DEVICE_EVENT_KINDS, RingEvent
 from hub.devices.idempotency import idempotency_key
@@ -29,8 +30,6 @@ from hub.devices.transcripts import TRANSCRIPT_EVENT
 from hub.identity import User
 
 routes = web.RouteTableDef()
-
-MAX_TEXT = 4000
 
 
 def _devices(request: web.Request) -> Devices:
@@ -58,6 +57,7 @@ async def _object(request: web.Request) -> dict[str, Any]:
     body = await read_json_body(request, c.MAX_REQUEST_BYTES)
     if not isinstance(body, dict):
         raise http_error(web.HTTPBadRequest, "body must be a JSON object")
+    check_lengths(body)
     return body
 
 

@@ -2,13 +2,15 @@
 
 ``lanUrl`` is what a phone on the same network dials (null when the hub is not on a LAN);
 ``loopbackUrl`` is the plain-HTTP listener kept on 127.0.0.1 for local clients when TLS is on.
+An anonymous caller sees what a phone needs to connect and nothing about this machine's disk:
+``dataDir`` is shown to signed-in callers only.
 """
 
 from __future__ import annotations
 
 from aiohttp import web
 
-from hub.api.auth import Access, access
+from hub.api.auth import Access, access, caller
 from hub.api.keys import HUB
 
 routes = web.RouteTableDef()
@@ -19,6 +21,7 @@ routes = web.RouteTableDef()
 async def health(request: web.Request) -> web.Response:
     hub = request.app[HUB]
     model = await hub.models.default()
+    private = {"dataDir": str(hub.settings.home)} if caller(request) is not None else {}
     return web.json_response(
         {
             "ok": True,
@@ -26,7 +29,7 @@ async def health(request: web.Request) -> web.Response:
             "model": model.describe(),
             "embedded": hub.models.embedded_status(),
             "uptime": round(hub.uptime_s, 3),
-            "dataDir": str(hub.settings.home),
+            **private,
             "lanUrl": hub.lan.url,
             "loopbackUrl": hub.lan.loopback_url,
             "cloud": {

@@ -29,10 +29,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from aiohttp import web
+from aiohttp.web_protocol import RequestPayloadError
 
 from hub import contracts as c
-from hub.api.auth import presented_caller
-from hub.api.errors import Handler
+from hub.api.auth import presented_caller, undecodable_header
+from hub.api.connection import describe_protocol_error
+from hub.api.errors import Handler, json_error
 
 
 @dataclass(frozen=True)
@@ -124,13 +126,21 @@ def _timed_out(deadline_s: float) -> web.HTTPException:
     return exc
 
 
+def _unreadable(exc: RequestPayloadError) -> web.HTTPException:
+    message = f"the request body cannot be read: {describe_protocol_error(exc.__cause__)}"
+    error = web.HTTPBadRequest(text=json.dumps({"error": message}), content_type="application/json")
+    error.force_close()
+    return error
+
+
 @web.middleware
 async def rate_limit_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Charge the request to its token or address, and refuse a declared oversized body, all
     before the route or the auth check does any work."""
     guard = request.app[GUARD]
     limits = guard.limits
-    token, user = presented_caller(request)
+    bad_header = undecodable_header(request)
+    token, user = (None, None) if bad_header else presented_caller(request)
     if user is not None and token:
         key = "token:" + hashlib.sha256(token.encode()).hexdigest()
         wait = guard.take(key, limits.token_rate_per_s, limits.token_burst)
@@ -144,6 +154,8 @@ async def rate_limit_middleware(request: web.Request, handler: Handler) -> web.S
             status=429,
             headers={"Retry-After": str(retry)},
         )
+    if bad_header:
+        return json_error(400, f"header {bad_header} is not valid UTF-8")
     if (request.content_length or 0) > limits.max_body_bytes:
         return _closing_error(413, _too_large_message(limits.max_body_bytes))
     return await handler(request)
@@ -162,6 +174,11 @@ async def read_body(request: web.Request) -> bytes:
         raise _timed_out(limits.body_read_timeout_s) from None
     except web.HTTPRequestEntityTooLarge:
         raise _too_large(cap, cap + 1) from None
+    except RequestPayloadError as exc:  # e.g. content-encoding gzip on bytes that are not gzip
+        # The body is over: else aiohttp drains it after the answer, meets the same error again
+        # and logs it as an unhandled exception.
+        request.content.feed_eof()
+        raise _unreadable(exc) from None
     if len(raw) > cap:
         raise _too_large(cap, len(raw))
     return raw

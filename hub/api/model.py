@@ -17,6 +17,7 @@ from hub.api.auth import Access, access, caller
 from hub.api.body import read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
+from hub.api.lengths import MODEL_MAX_CHARS, check_lengths
 from hub.preferences import SavedModel, save_model, saved_model
 
 routes = web.RouteTableDef()
@@ -64,6 +65,7 @@ async def put_model(request: web.Request) -> web.Response:
     for field in ("id", "baseUrl"):
         if not isinstance(body.get(field, ""), str):
             raise http_error(web.HTTPBadRequest, f"{field} must be a string")
+    check_lengths(body, MODEL_MAX_CHARS)
     max_tokens = body.get("maxTokens")
     if max_tokens is not None and (
         isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1

@@ -51,7 +51,8 @@ class Database(sqlite_utils.Database):
 
 
 def connect(path: Path) -> Database:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.touch(mode=0o600, exist_ok=True)  # SQLite would make it under the umask (often 0644)
     conn = sqlite3.connect(
         path, isolation_level=None, check_same_thread=False, factory=_TurnTakingConnection
     )

@@ -1,0 +1,194 @@
+"""Which model URLs the hub dials as configured, and the guard on every other one.
+
+A model's base URL can come from three places. The owner's ``config.toml`` (``model.base_url``,
+``ollama.host``, or their environment variables) is trusted as written: a llama.cpp server on
+this machine or LM Studio on the LAN is a normal setup. A base URL from a request header
+(``x-tiny-model-base-url``) or from a member's saved choice is text from a caller, so it is held
+to the network guard of the ``http`` tool (:mod:`hub.netguard`, with ``http.allow_hosts``):
+loopback, private, link-local and metadata addresses are refused. The hub's own API key goes
+only to a URL from its own config.
+
+The providers open their own connections (strands' Ollama and OpenAI models through httpx,
+the tool-capability probe through aiohttp), so a check of the URL before the turn would leave a
+window: the name could resolve elsewhere a moment later (DNS rebinding), or the server could
+redirect. So the clients themselves are guarded. httpx gets a transport whose network backend
+resolves every host it connects to once, checks every address, and connects only to a checked
+one (the TLS server name stays the host name); aiohttp gets a resolver that does the same.
+Every connection, redirects included, passes through that one check. httpx has no parameter for
+a network backend, so :func:`guarded_httpx_client` sets the transport's connection pool itself.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+from collections.abc import Iterable
+from typing import Any
+
+import aiohttp
+import httpcore
+import httpx
+from aiohttp.abc import AbstractResolver, ResolveResult
+from yarl import URL
+
+from hub.config import Settings
+from hub.netguard import Allowance, HostRefused, LookupFailed, resolve_checked
+
+__all__ = [
+    "GuardedBackend",
+    "GuardedResolver",
+    "ModelUrlRefused",
+    "check_url",
+    "guard_for",
+    "guarded_aiohttp_connector",
+    "guarded_client_args",
+    "guarded_httpx_client",
+    "guarded_openai_client",
+    "guarded_transport",
+    "is_configured_url",
+]
+
+HINT = "the hub's owner can allow a host with http.allow_hosts"
+
+
+class ModelUrlRefused(Exception):
+    """A model base URL the guard does not let the hub dial; the message says why."""
+
+
+def _normal(url: str) -> str:
+    text = url.strip().rstrip("/")
+    return text if "://" in text else f"http://{text}"
+
+
+def is_configured_url(url: str, settings: Settings) -> bool:
+    """True for no URL at all (the provider's own, or the configured host) and for a URL the
+    owner configured (``model.base_url``, ``ollama.host``)."""
+    if not url.strip():
+        return True
+    configured = {_normal(u) for u in (settings.model_base_url, settings.ollama_host) if u}
+    return _normal(url) in configured
+
+
+def guard_for(url: str, settings: Settings) -> Allowance | None:
+    """None when ``url`` is the owner's own; else what the guard allows it to reach."""
+    if is_configured_url(url, settings):
+        return None
+    return Allowance.of_hosts(settings.http_allow_hosts)
+
+
+async def check_url(url: str, allowance: Allowance) -> None:
+    """Refuse a URL that is not http(s) or whose host is not allowed, before a turn starts,
+    so the caller gets a clear 400 instead of an error inside the stream."""
+    try:
+        parsed = URL(_normal(url))
+    except (ValueError, TypeError) as exc:
+        raise ModelUrlRefused(f"model base URL {url!r} is not a URL ({exc})") from None
+    if parsed.scheme not in ("http", "https") or not parsed.raw_host:
+        raise ModelUrlRefused(f"model base URL {url!r} must be an http(s) URL with a host")
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    try:
+        await resolve_checked(parsed.raw_host, port, allowance, shown=parsed.host)
+    except (HostRefused, LookupFailed) as exc:
+        raise ModelUrlRefused(f"model base URL refused: {exc}; {HINT}") from None
+
+
+class GuardedBackend(httpcore.AsyncNetworkBackend):
+    """httpcore's network backend, connecting only to addresses the guard checked."""
+
+    def __init__(self, allowance: Allowance) -> None:
+        self._allowance = allowance
+        self._inner = httpcore.AnyIOBackend()
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,  # noqa: ASYNC109 (httpcore's interface)
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        try:
+            checked = await resolve_checked(host, port, self._allowance)
+        except (HostRefused, LookupFailed) as exc:
+            raise httpcore.ConnectError(f"refused: {exc}; {HINT}") from None
+        failure: httpcore.ConnectError | None = None
+        for result in checked:
+            try:
+                return await self._inner.connect_tcp(
+                    result["host"], port, timeout, local_address, socket_options
+                )
+            except httpcore.ConnectError as exc:
+                failure = exc
+        raise failure or httpcore.ConnectError(f"{host} has no address to connect to")
+
+    async def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,  # noqa: ASYNC109 (httpcore's interface)
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        raise httpcore.ConnectError("refused: a Unix socket is this machine")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+def guarded_transport(
+    allowance: Allowance, ssl_context: ssl.SSLContext | None = None
+) -> httpx.AsyncHTTPTransport:
+    """httpx's own transport over a connection pool whose network backend is guarded."""
+    context = ssl_context or ssl.create_default_context()
+    transport = httpx.AsyncHTTPTransport(verify=context)
+    transport._pool = httpcore.AsyncConnectionPool(
+        ssl_context=context, network_backend=GuardedBackend(allowance)
+    )
+    return transport
+
+
+def guarded_httpx_client(
+    allowance: Allowance, ssl_context: ssl.SSLContext | None = None, **kwargs: Any
+) -> httpx.AsyncClient:
+    """An httpx client whose every connection, redirects included, passes the guard. No
+    environment proxy: a proxy would make the connection for us, unchecked."""
+    transport = guarded_transport(allowance, ssl_context)
+    return httpx.AsyncClient(transport=transport, trust_env=False, **kwargs)
+
+
+def guarded_client_args(allowance: Allowance, ssl_context: ssl.SSLContext) -> dict[str, Any]:
+    """Keyword arguments for an httpx client made by someone else (``ollama.AsyncClient``
+    passes them on): one guarded transport, shared by every client the provider makes."""
+    return {"transport": guarded_transport(allowance, ssl_context), "trust_env": False}
+
+
+def guarded_openai_client(allowance: Allowance, client_args: dict[str, Any]) -> Any:
+    """An OpenAI SDK client over a guarded httpx client. One refusal is final: no retries."""
+    import openai
+
+    http_client = guarded_httpx_client(allowance, follow_redirects=True)
+    return openai.AsyncOpenAI(**client_args, http_client=http_client, max_retries=0)
+
+
+class GuardedResolver(AbstractResolver):
+    """An aiohttp resolver that resolves once and answers only with checked addresses."""
+
+    def __init__(self, allowance: Allowance) -> None:
+        self._allowance = allowance
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        try:
+            checked = await resolve_checked(host, port, self._allowance)
+        except (HostRefused, LookupFailed) as exc:
+            raise OSError(f"refused: {exc}; {HINT}") from None
+        wanted = [r for r in checked if family == socket.AF_UNSPEC or r["family"] == family]
+        if not wanted:
+            raise OSError(f"{host} has no checked address in family {family!r}")
+        return wanted
+
+    async def close(self) -> None:
+        return None
+
+
+def guarded_aiohttp_connector(allowance: Allowance) -> aiohttp.TCPConnector:
+    return aiohttp.TCPConnector(resolver=GuardedResolver(allowance), use_dns_cache=False)
