@@ -24,6 +24,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from scripts.bench_cli import bench_cli
 from scripts.bench_common import (
     BenchmarkFailed,
     Figure,
@@ -838,6 +839,7 @@ def rows_of(module: str) -> Callable[[int], list[Figure]]:
 
 BENCHMARKS: dict[str, tuple[Callable[[int], list[Figure]], int]] = {
     "cold_start": (bench_cold_start, 5),
+    "cli": (bench_cli, 10),
     "embedded": (bench_embedded, 7),
     "embedded_busy": (bench_embedded_busy, 5),
     "turn_overhead": (bench_turn_overhead, 200),

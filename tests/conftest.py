@@ -77,3 +77,14 @@ async def http() -> AsyncIterator[aiohttp.ClientSession]:
 def owner_headers(server: RunningServer) -> dict[str, str]:
     token = server.hub.settings.owner_token_path.read_text().strip()
     return {"Authorization": f"Bearer {token}"}
+
+
+SLOW_TIMEOUT_S = 300
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test marked slow (the real model, a whole process) gets 300 s before pytest-timeout
+    stops it; every other test gets the configured 60 s, so one hang costs a minute."""
+    for item in items:
+        if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
