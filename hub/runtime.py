@@ -8,7 +8,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlite_utils
 
@@ -25,10 +25,6 @@ from hub.lan.address import LanInfo
 from hub.memory.graph import MemoryStore
 from hub.memory.vectors import VectorIndex
 from hub.senses import Senses
-
-if TYPE_CHECKING:
-    from hub.cloud.link import CloudLink
-    from hub.cloud.memory_sync import MemorySync
 from hub.store.migrations import open_database
 from hub.tinys.records import TinyStore
 from hub.tinys.universe import COLLECTION, Universe
@@ -52,8 +48,6 @@ class Hub:
     version: str = __version__
     started_at: float = field(default_factory=time.monotonic)
     lan: LanInfo = field(default_factory=LanInfo)  # set by start_server
-    cloud: CloudLink | None = None  # set by start_server when the hub has joined a cloud
-    memory_sync: MemorySync | None = None  # set by start_server when a user token is saved
 
     @classmethod
     def open(

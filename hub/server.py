@@ -6,20 +6,19 @@ with one line, before the hub has opened its database or loaded a model.
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import logging
 import socket
 import ssl
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from aiohttp import web
 
 from hub.api.app import create_app
 from hub.api.connection import HubRunner
-from hub.lan.address import is_loopback_host, lan_address, lan_url
-from hub.lan.advertise import Advertiser, hub_id, hub_name
+from hub.api.parts import PARTS, Listening, Parts
+from hub.lan.address import lan_address
+from hub.lan.advertise import hub_name
 from hub.runtime import Hub
 
 log = logging.getLogger(__name__)
@@ -35,9 +34,11 @@ class RunningServer:
     runner: web.AppRunner
     host: str
     port: int
-    maintenance: asyncio.Task[None] | None = None
-    sweeper: asyncio.Task[None] | None = None
-    advertiser: Advertiser | None = None
+
+    @property
+    def parts(self) -> Parts:
+        """What runs beside the API (cloud link, memory sync, LAN advertiser, repairs)."""
+        return self.runner.app[PARTS]
 
     @property
     def url(self) -> str:
@@ -54,21 +55,19 @@ class RunningServer:
         return f"{scheme}://{self.host}:{self.port}"
 
     @property
+    def main_url(self) -> str:
+        """The main listener as a URL that works when pasted on this machine (a wildcard
+        address is not one a client can dial)."""
+        host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "[::1]"}.get(self.host, self.host)
+        scheme = "https" if self.hub.lan.fingerprint else "http"
+        return f"{scheme}://{host}:{self.port}"
+
+    @property
     def lan_url(self) -> str | None:
         return self.hub.lan.url
 
     async def stop(self) -> None:
-        if self.hub.cloud is not None:
-            await self.hub.cloud.stop()
-        if self.hub.memory_sync is not None:
-            await self.hub.memory_sync.stop()
-        if self.advertiser is not None:  # goodbyes first: phones stop dialling a closing hub
-            await self.advertiser.stop()
-        await self.hub.drivers.stop()
-        if self.sweeper is not None:
-            self.sweeper.cancel()
-        if self.maintenance is not None:
-            await self.maintenance  # a thread cannot be interrupted; it finishes its batch
+        """Stop serving; the parts stop in the reverse of their start order (see api/parts)."""
         await self.runner.cleanup()
 
 
@@ -89,70 +88,29 @@ def bind_socket(host: str, port: int) -> socket.socket:
 async def start_server(
     hub: Hub, host: str, port: int, sock: socket.socket | None = None
 ) -> RunningServer:
-    """Serve the API on ``sock`` if given (see :func:`bind_socket`), else bind host:port."""
+    """Serve the API on ``sock`` if given (see :func:`bind_socket`), else bind host:port. The
+    parts start with the app; if anything fails half-way, what started is stopped again."""
     sock = sock or bind_socket(host, port)
+    bound_port = int(sock.getsockname()[1])
+    tls = _tls_context(hub)
     runner = HubRunner(
-        create_app(hub),
+        create_app(hub, listening=Listening(host, bound_port)),
         header_timeout_s=hub.settings.header_timeout_s,
         handler_cancellation=True,
         access_log=None,
     )
-    await runner.setup()
-    await web.SockSite(runner, sock, ssl_context=_tls_context(hub)).start()
-    if hub.lan.fingerprint is not None:  # the local TUI keeps plain HTTP, on loopback only
-        loopback = bind_socket("127.0.0.1", 0)
-        await web.SockSite(runner, loopback).start()
-        hub.lan.loopback_url = f"http://127.0.0.1:{loopback.getsockname()[1]}"
-        log.info("TLS on; plain HTTP for local clients at %s", hub.lan.loopback_url)
-    server = RunningServer(hub, runner, host, int(sock.getsockname()[1]))
-    server.maintenance = asyncio.create_task(_index_missing_vectors(hub))
-    server.sweeper = asyncio.create_task(_sweep_mailbox(hub))
-    _start_lan(server)
-    await hub.drivers.start()
-    await _start_cloud(hub)
-    await _start_memory_sync(hub)
-    return server
-
-
-async def _start_cloud(hub: Hub) -> None:
-    """Dial in to the cloud when this hub has joined one (``tiny-hub cloud join``)."""
-    from hub.cloud.account import load_token
-    from hub.cloud.client import CloudClient
-    from hub.cloud.link import CloudLink
-    from hub.cloud.notify import DesktopNotifier
-    from hub.cloud.outbox import Outbox
-
-    settings = hub.settings
-    if not (settings.cloud_url and settings.cloud_device_id):
-        return
-    token = load_token(settings.cloud_token_path)
-    if token is None:
-        log.warning(
-            "cloud.url is set but %s holds no token: run tiny-hub cloud join (or adopt)",
-            settings.cloud_token_path,
-        )
-        return
-    client = CloudClient(settings.cloud_url, settings.cloud_device_id, token)
-    notifier = DesktopNotifier() if settings.cloud_desktop_notifications else None
-    hub.cloud = CloudLink(hub, client, Outbox(hub.db, hub.devices.clock), notifier=notifier)
-    await hub.cloud.start()
-    log.info("dialling in to the cloud at %s as %s", settings.cloud_url, settings.cloud_device_id)
-
-
-async def _start_memory_sync(hub: Hub) -> None:
-    """Sync the owner's memory with the cloud when a user token is saved (tiny-hub cloud
-    memory); independent of the device link, which needs no memory and vice versa."""
-    from hub.cloud.account import load_token
-    from hub.cloud.memory_sync import MemoryCloud, MemorySync
-
-    settings = hub.settings
-    token = load_token(settings.cloud_user_token_path) if settings.cloud_url else None
-    if token is None:
-        return
-    cloud = MemoryCloud(settings.cloud_url, token)
-    hub.memory_sync = MemorySync(hub, cloud, interval_s=settings.cloud_memory_interval_s)
-    await hub.memory_sync.start()
-    log.info("syncing the owner's memory with %s", settings.cloud_url)
+    try:
+        await runner.setup()
+        await web.SockSite(runner, sock, ssl_context=tls).start()
+        if hub.lan.fingerprint is not None:  # the local TUI keeps plain HTTP, on loopback only
+            loopback = bind_socket("127.0.0.1", 0)
+            await web.SockSite(runner, loopback).start()
+            hub.lan.loopback_url = f"http://127.0.0.1:{loopback.getsockname()[1]}"
+            log.info("TLS on; plain HTTP for local clients at %s", hub.lan.loopback_url)
+    except BaseException:
+        await runner.cleanup()
+        raise
+    return RunningServer(hub, runner, host, bound_port)
 
 
 def _tls_context(hub: Hub) -> ssl.SSLContext | None:
@@ -174,75 +132,3 @@ def _tls_context(hub: Hub) -> ssl.SSLContext | None:
         ) from None
     hub.lan.fingerprint = certificate.fingerprint
     return context
-
-
-def _start_lan(server: RunningServer) -> None:
-    """Work out the lanUrl and, once HTTP is up, advertise the hub over mDNS (unless told not
-    to, or unless it listens on loopback only, where nothing on the LAN could reach it)."""
-    settings, lan = server.hub.settings, server.hub.lan
-
-    def compute() -> str | None:
-        return lan_url(settings.lan_url, server.host, server.port, tls=lan.fingerprint is not None)
-
-    lan.url = compute()
-    if lan.url:
-        log.info("reachable on the LAN at %s", lan.url)
-    else:
-        log.info("no LAN address (listening on %s; set lan.url to name one)", server.host)
-    if not settings.lan_advertise:
-        log.info("not advertising on the LAN: lan.advertise is false")
-        return
-    if is_loopback_host(server.host):
-        log.info("not advertising on the LAN: listening on %s only", server.host)
-        return
-    server.advertiser = Advertiser(
-        name=hub_name(settings.lan_name),
-        port=server.port,
-        hub_id=hub_id(settings.home),
-        version=server.hub.version,
-        lan=lan,
-        compute_url=compute,
-    )
-    server.advertiser.start()
-
-
-SWEEP_EVERY_S = 60.0
-
-
-async def _sweep_mailbox(hub: Hub) -> None:
-    """Dead-letter envelopes nobody pulled within an hour; forget replies after a day."""
-    while True:
-        try:
-            dead, forgotten = hub.devices.mailbox.sweep()
-            hub.audit.trim()
-            if dead or forgotten:
-                log.info("relay sweep: %d dead-lettered, %d old replies dropped", dead, forgotten)
-        except Exception:
-            log.warning("relay sweep failed", exc_info=True)
-        await asyncio.sleep(SWEEP_EVERY_S)
-
-
-async def _index_missing_vectors(hub: Hub) -> None:
-    """Public tinys missing from the universe get their vector, and private or deleted ones
-    leave it; facts whose vector was never written (a crash between the two writes) get one."""
-    await _catch_up(
-        hub.universe.index_missing,
-        "bring the universe in step with the tinys",
-        "universe: %d tiny(s) indexed or removed",
-    )
-    await _catch_up(
-        hub.memory.index_missing,
-        "index facts missing from Chroma",
-        "indexed %d fact(s) that had no vector",
-    )
-
-
-async def _catch_up(work: Callable[[], int], what: str, done: str) -> None:
-    """One start-up repair in a thread; a failure is logged (the next start tries again)."""
-    try:
-        count = await asyncio.to_thread(work)
-    except Exception:
-        log.warning("could not %s", what, exc_info=True)
-        return
-    if count:
-        log.info(done, count)

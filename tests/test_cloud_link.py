@@ -399,7 +399,8 @@ async def test_a_hub_that_has_joined_dials_in_when_it_starts(
     finally:
         await server.stop()
         hub.close()
-    assert hub.cloud is not None and not hub.cloud.running
+    link = server.parts.cloud
+    assert link is not None and not link.running
 
 
 async def until_async(fetch: Any, done: Any) -> None:

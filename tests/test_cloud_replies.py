@@ -466,8 +466,9 @@ async def test_the_desktop_notifications_setting_turns_them_off(rig: Rig, tmp_pa
         hub = Hub.open(settings)
         server = await start_server(hub, "127.0.0.1", 0)
         try:
-            assert hub.cloud is not None
-            assert isinstance(hub.cloud.notifier, DesktopNotifier) is enabled
+            link = server.parts.cloud
+            assert link is not None
+            assert isinstance(link.notifier, DesktopNotifier) is enabled
         finally:
             await server.stop()
             hub.close()

@@ -172,11 +172,11 @@ async def test_health_shows_lan_url(start_hub: StartHub, http: aiohttp.ClientSes
     server: RunningServer = await start_hub()
     async with http.get(f"{server.url}/api/health") as response:
         assert (await response.json())["lanUrl"] is None
-    assert server.advertiser is None
+    assert server.parts.advertiser is None
     named = await start_hub(lan_url="http://hub.home.arpa:8765")
     async with http.get(f"{named.url}/api/health") as response:
         assert (await response.json())["lanUrl"] == "http://hub.home.arpa:8765"
-    assert named.advertiser is None  # still loopback-only
+    assert named.parts.advertiser is None  # still loopback-only
 
 
 # --- for real, in a network namespace ---------------------------------------------------------
@@ -269,7 +269,7 @@ class NsHub:
         assert self.process.stdout is not None
         self.port, self.lan_url = 0, ""
         for line in self.process.stdout:
-            if match := re.search(r"serving on https?://0\.0\.0\.0:(\d+)", line):
+            if match := re.search(r"serving on https?://127\.0\.0\.1:(\d+)", line):
                 self.port = int(match.group(1))
             if line.startswith("lanUrl: "):
                 self.lan_url = line.removeprefix("lanUrl: ").strip()

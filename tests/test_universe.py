@@ -99,9 +99,13 @@ def create(server: RunningServer, name: str, prompt: str, **fields: Any) -> None
 @pytest.fixture
 async def server(start_hub: StartHub, fake_ollama: FakeOllama) -> RunningServer:
     running = await start_hub(ollama_host=fake_ollama.url)
-    assert running.maintenance is not None
-    await running.maintenance  # the start's indexing (the default tiny) is done
+    await repaired(running)  # the start's indexing (the default tiny) is done
     return running
+
+
+async def repaired(running: RunningServer) -> None:
+    repairs = running.parts.repairs
+    await until(lambda: repairs.state == "done", what="the start-up repairs")
 
 
 @pytest.fixture
@@ -183,8 +187,7 @@ async def test_a_start_indexes_what_a_stopped_hub_left_out_of_step(
     hub.close()
 
     again = await start_hub(ollama_host=fake_ollama.url)
-    assert again.maintenance is not None
-    await again.maintenance
+    await repaired(again)
     assert again.hub.universe.vector_names() == ["late", "tiny"]
     _, found = await get(again, "/retrieve?q=growing+vegetables")
     assert names(found) == ["late", "tiny"]

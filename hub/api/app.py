@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 from aiohttp import web
 
 from hub.api import (
@@ -23,12 +21,16 @@ from hub.api.auth import auth_middleware
 from hub.api.errors import error_middleware
 from hub.api.keys import HUB
 from hub.api.limits import GUARD, Guard, Limits, body_middleware, rate_limit_middleware
+from hub.api.parts import LISTENING, Listening, add_parts
 from hub.runtime import Hub
 
 
-def create_app(hub: Hub, limits: Limits | None = None) -> web.Application:
+def create_app(
+    hub: Hub, limits: Limits | None = None, listening: Listening | None = None
+) -> web.Application:
     """``limits``: the size, rate and slow-body limits (the contract's defaults when None);
-    ``app[GUARD].limits`` changes them on a running app."""
+    ``app[GUARD].limits`` changes them on a running app. ``listening``: where it will be
+    served, for the LAN advertiser (none without it)."""
     limits = limits or Limits()
     app = web.Application(
         # Outermost first: errors become JSON; a caller over its rate (or declaring too big a
@@ -50,14 +52,10 @@ def create_app(hub: Hub, limits: Limits | None = None) -> web.Application:
     app.add_routes(drivers.routes)
     app.add_routes(pair.routes)
     app.on_shutdown.append(_end_event_streams)
-    app.cleanup_ctx.append(_model_runner)
+    if listening is not None:
+        app[LISTENING] = listening
+    add_parts(app)
     return app
-
-
-async def _model_runner(app: web.Application) -> AsyncIterator[None]:
-    """The embedded model's runner starts on its first turn; it ends with the app."""
-    yield
-    await app[HUB].models.close()
 
 
 async def _end_event_streams(app: web.Application) -> None:

@@ -12,6 +12,7 @@ from aiohttp import web
 
 from hub.api.auth import Access, access, caller
 from hub.api.keys import HUB
+from hub.api.parts import PARTS
 
 routes = web.RouteTableDef()
 
@@ -19,7 +20,7 @@ routes = web.RouteTableDef()
 @routes.get("/api/health")
 @access(Access.ANONYMOUS)
 async def health(request: web.Request) -> web.Response:
-    hub = request.app[HUB]
+    hub, parts = request.app[HUB], request.app[PARTS]
     model = await hub.models.default()
     private = {"dataDir": str(hub.settings.home)} if caller(request) is not None else {}
     return web.json_response(
@@ -32,9 +33,10 @@ async def health(request: web.Request) -> web.Response:
             **private,
             "lanUrl": hub.lan.url,
             "loopbackUrl": hub.lan.loopback_url,
+            "repairs": parts.repairs.status(),
             "cloud": {
-                **(hub.cloud.status() if hub.cloud is not None else {"state": "off"}),
-                "memory": hub.memory_sync.status() if hub.memory_sync else {"state": "off"},
+                **(parts.cloud.status() if parts.cloud is not None else {"state": "off"}),
+                "memory": parts.memory_sync.status() if parts.memory_sync else {"state": "off"},
             },
         }
     )

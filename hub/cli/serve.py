@@ -41,7 +41,7 @@ async def serve(settings: Settings, hardware: dict[str, Any] | None = None) -> i
         server = await start_server(hub, settings.host, settings.port, sock)
         model = await hub.models.default()
         print(
-            f"tiny-hub {__version__} serving on {server.url}"
+            f"tiny-hub {__version__} serving on {server.main_url}"
             f" (model: {model.provider} {model.model_id}; data: {settings.home})",
             flush=True,
         )

@@ -1,0 +1,243 @@
+"""The long-lived parts of a running hub, started and stopped by the application's
+``cleanup_ctx`` in one order: start-up repairs and the mailbox sweeper, the drivers, the LAN
+advertiser, the cloud link, memory sync — and they stop in the reverse order (the cloud first,
+goodbyes on the LAN before the drivers let go of their ports). The model runner, started on the
+first embedded turn, is the last to stop.
+
+Each part that may be absent (no cloud joined, no user token, a loopback-only hub) is held in
+:class:`Parts` under the typed key :data:`PARTS`, so handlers read what runs, never a field
+patched onto :class:`~hub.runtime.Hub` after it was opened. If a part fails to start, the
+parts before it are stopped again (aiohttp runs the cleanup of every context that started).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from hub.api.keys import HUB
+from hub.cloud.link import CloudLink
+from hub.cloud.memory_sync import MemorySync
+from hub.lan.address import is_loopback_host, lan_url
+from hub.lan.advertise import Advertiser, hub_id, hub_name
+from hub.runtime import Hub
+
+log = logging.getLogger(__name__)
+
+SWEEP_EVERY_S = 60.0
+
+
+@dataclass(frozen=True)
+class Listening:
+    """Where the app is served, known before it starts (the socket is bound first)."""
+
+    host: str
+    port: int
+
+
+@dataclass
+class Repairs:
+    """The start-up repairs (vectors a crash left unwritten, the universe's drift), for
+    /api/health: a client can say why the first minutes are slower."""
+
+    state: str = "pending"
+    doing: str = ""
+    fixed: int = 0
+
+    def status(self) -> dict[str, Any]:
+        return {"state": self.state, "doing": self.doing, "fixed": self.fixed}
+
+
+@dataclass
+class Parts:
+    cloud: CloudLink | None = None
+    memory_sync: MemorySync | None = None
+    advertiser: Advertiser | None = None
+    repairs: Repairs = field(default_factory=Repairs)
+
+
+PARTS = web.AppKey("parts", Parts)
+LISTENING = web.AppKey("listening", Listening)
+
+
+def add_parts(app: web.Application) -> None:
+    """Register every part's context, in start order."""
+    app[PARTS] = Parts()
+    app.cleanup_ctx.extend(
+        [model_runner, background_work, drivers, lan_advertiser, cloud_link, memory_sync]
+    )
+
+
+async def model_runner(app: web.Application) -> AsyncIterator[None]:
+    """The embedded model's runner starts on its first turn; it ends with the app."""
+    yield
+    await app[HUB].models.close()
+
+
+async def background_work(app: web.Application) -> AsyncIterator[None]:
+    hub, repairs = app[HUB], app[PARTS].repairs
+    maintenance = asyncio.create_task(repair_at_start(hub, repairs))
+    sweeper = asyncio.create_task(sweep_mailbox(hub))
+    yield
+    sweeper.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await sweeper
+    await maintenance  # a thread cannot be interrupted; it finishes its batch
+
+
+async def drivers(app: web.Application) -> AsyncIterator[None]:
+    hub = app[HUB]
+    await hub.drivers.start()
+    yield
+    await hub.drivers.stop()
+
+
+async def lan_advertiser(app: web.Application) -> AsyncIterator[None]:
+    """Work out the lanUrl and advertise the hub over mDNS (unless told not to, or unless it
+    listens on loopback only, where nothing on the LAN could reach it)."""
+    listening = app.get(LISTENING)
+    advertiser = start_lan(app[HUB], listening) if listening is not None else None
+    app[PARTS].advertiser = advertiser
+    yield
+    if advertiser is not None:  # goodbyes first: phones stop dialling a closing hub
+        await advertiser.stop()
+
+
+async def cloud_link(app: web.Application) -> AsyncIterator[None]:
+    link = open_cloud_link(app[HUB])
+    app[PARTS].cloud = link
+    if link is not None:
+        await link.start()
+    yield
+    if link is not None:
+        await link.stop()
+
+
+async def memory_sync(app: web.Application) -> AsyncIterator[None]:
+    sync = open_memory_sync(app[HUB])
+    app[PARTS].memory_sync = sync
+    if sync is not None:
+        await sync.start()
+    yield
+    if sync is not None:
+        await sync.stop()
+
+
+def start_lan(hub: Hub, listening: Listening) -> Advertiser | None:
+    settings, lan = hub.settings, hub.lan
+
+    def compute() -> str | None:
+        return lan_url(
+            settings.lan_url, listening.host, listening.port, tls=lan.fingerprint is not None
+        )
+
+    lan.url = compute()
+    if lan.url:
+        log.info("reachable on the LAN at %s", lan.url)
+    else:
+        log.info("no LAN address (listening on %s; set lan.url to name one)", listening.host)
+    if not settings.lan_advertise:
+        log.info("not advertising on the LAN: lan.advertise is false")
+        return None
+    if is_loopback_host(listening.host):
+        log.info("not advertising on the LAN: listening on %s only", listening.host)
+        return None
+    advertiser = Advertiser(
+        name=hub_name(settings.lan_name),
+        port=listening.port,
+        hub_id=hub_id(settings.home),
+        version=hub.version,
+        lan=lan,
+        compute_url=compute,
+    )
+    advertiser.start()
+    return advertiser
+
+
+def open_cloud_link(hub: Hub) -> CloudLink | None:
+    """The link to the cloud when this hub has joined one (``tiny-hub cloud join``)."""
+    from hub.cloud.account import load_token
+    from hub.cloud.client import CloudClient
+    from hub.cloud.notify import DesktopNotifier
+    from hub.cloud.outbox import Outbox
+
+    settings = hub.settings
+    if not (settings.cloud_url and settings.cloud_device_id):
+        return None
+    token = load_token(settings.cloud_token_path)
+    if token is None:
+        log.warning(
+            "cloud.url is set but %s holds no token: run tiny-hub cloud join (or adopt)",
+            settings.cloud_token_path,
+        )
+        return None
+    client = CloudClient(settings.cloud_url, settings.cloud_device_id, token)
+    notifier = DesktopNotifier() if settings.cloud_desktop_notifications else None
+    log.info("dialling in to the cloud at %s as %s", settings.cloud_url, settings.cloud_device_id)
+    return CloudLink(hub, client, Outbox(hub.db, hub.devices.clock), notifier=notifier)
+
+
+def open_memory_sync(hub: Hub) -> MemorySync | None:
+    """Sync the owner's memory with the cloud when a user token is saved (tiny-hub cloud
+    memory); independent of the device link, which needs no memory and vice versa."""
+    from hub.cloud.account import load_token
+    from hub.cloud.memory_sync import MemoryCloud
+
+    settings = hub.settings
+    token = load_token(settings.cloud_user_token_path) if settings.cloud_url else None
+    if token is None:
+        return None
+    log.info("syncing the owner's memory with %s", settings.cloud_url)
+    cloud = MemoryCloud(settings.cloud_url, token)
+    return MemorySync(hub, cloud, interval_s=settings.cloud_memory_interval_s)
+
+
+async def sweep_mailbox(hub: Hub) -> None:
+    """Dead-letter envelopes nobody pulled within an hour; forget replies after a day."""
+    while True:
+        try:
+            dead, forgotten = hub.devices.mailbox.sweep()
+            hub.audit.trim()
+            if dead or forgotten:
+                log.info("relay sweep: %d dead-lettered, %d old replies dropped", dead, forgotten)
+        except Exception:
+            log.warning("relay sweep failed", exc_info=True)
+        await asyncio.sleep(SWEEP_EVERY_S)
+
+
+async def repair_at_start(hub: Hub, repairs: Repairs) -> None:
+    """Public tinys missing from the universe get their vector, and private or deleted ones
+    leave it; facts whose vector was never written (a crash between the two writes) get one."""
+    repairs.state = "running"
+    await catch_up(
+        repairs,
+        hub.universe.index_missing,
+        "bring the universe in step with the tinys",
+        "universe: %d tiny(s) indexed or removed",
+    )
+    await catch_up(
+        repairs,
+        hub.memory.index_missing,
+        "index facts missing from Chroma",
+        "indexed %d fact(s) that had no vector",
+    )
+    repairs.state, repairs.doing = "done", ""
+
+
+async def catch_up(repairs: Repairs, work: Callable[[], int], what: str, done: str) -> None:
+    """One start-up repair in a thread; a failure is logged (the next start tries again)."""
+    repairs.doing = what
+    try:
+        count = await asyncio.to_thread(work)
+    except Exception:
+        log.warning("could not %s", what, exc_info=True)
+        return
+    repairs.fixed += count
+    if count:
+        log.info(done, count)

@@ -1,0 +1,114 @@
+"""The import graph of ``hub/`` has no cycle: built from the source's AST (every ``import``,
+``from ... import`` and ``TYPE_CHECKING`` import, inside functions too), not from what Python
+happened to import, so a cycle that only a lazy import hides still fails here."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("hub", "drivers", "tui", "firmware_bridges")
+
+
+def module_name(path: Path) -> str:
+    name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+    return name.removesuffix(".__init__")
+
+
+def modules(package: str) -> dict[str, Path]:
+    return {module_name(p): p for p in (ROOT / package).rglob("*.py")}
+
+
+def imported(path: Path, name: str) -> set[str]:
+    """Every dotted name ``path`` imports (relative imports made absolute)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return found
+
+
+def graph(package: str) -> dict[str, set[str]]:
+    known = modules(package)
+
+    def resolve(dotted: str) -> str | None:
+        while dotted and dotted not in known:
+            dotted = dotted.rpartition(".")[0]
+        return dotted or None
+
+    edges: dict[str, set[str]] = {}
+    for name, path in known.items():
+        targets = {resolve(t) for t in imported(path, name) if t.split(".")[0] == package}
+        edges[name] = {t for t in targets if t is not None and t != name}
+    return edges
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in edges:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_hub_has_no_import_cycle() -> None:
+    edges = graph("hub")
+    assert len(edges) > 100
+    assert cycles(edges) == []
+
+
+def test_drivers_and_the_tui_keep_to_their_side() -> None:
+    """drivers/ never imports the HTTP API; tui/ imports nothing of the hub but its contracts."""
+    for name, path in modules("drivers").items():
+        assert not any(t.startswith("hub.api") for t in imported(path, name)), name
+    for name, path in modules("tui").items():
+        hub_imports = {t for t in imported(path, name) if t.split(".")[0] == "hub"}
+        assert hub_imports <= {"hub", "hub.contracts"}, (name, hub_imports)
