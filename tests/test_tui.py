@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from textual._xterm_parser import XTermParser
 from textual.pilot import Pilot
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
@@ -72,6 +73,30 @@ async def test_the_newline_key_writes_a_second_line_and_enter_sends_both(
         await pilot.press("enter")
         await until(lambda: not chat.busy and len(chat.history) == 2)
     assert fake_ollama.requests[-1]["messages"][-1]["content"] == "a\nb"
+
+
+def type_burst(app: TinyApp, keystrokes: str) -> None:
+    """``keystrokes`` as one read from the terminal (a paste without bracketed paste, a
+    voice-typing tool, ``tmux send-keys 'text' Enter``): Textual's own parser turns the bytes
+    into events, and all of them are queued before the app handles the first."""
+    for event in XTermParser().feed(keystrokes):
+        app.post_message(event)
+
+
+async def test_text_and_enter_in_one_burst_are_sent_as_typed(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url)
+    fake_ollama.script(Reply(chunks=["Heard you."]))
+    app = TinyApp(HubClient(server.url, None), TuiConfig(tmp_path))
+    async with app.run_test():
+        chat = chat_of(app)
+        type_burst(app, "pasted line one\nline two\r")
+        await until(lambda: not chat.busy and len(chat.history) == 2)
+        assert chat.history[0] == {"role": "user", "content": "pasted line one\nline two"}
+        assert chat.query_one(ReplyMessage).source == "Heard you."
+        assert chat.query_one("#prompt", Prompt).text == ""
+    assert fake_ollama.requests[-1]["messages"][-1]["content"] == "pasted line one\nline two"
 
 
 async def test_send_and_newline_keys_rebind_from_tui_toml(closed_port: int, tmp_path: Path) -> None:

@@ -14,8 +14,8 @@ from tests.waits import until
 from tui.app import TinyApp
 from tui.client import HubClient
 from tui.config import TuiConfig
-from tui.memory import MemoryScreen, TypeWordScreen, detail_text, stamp
-from tui.widgets import ConfirmScreen
+from tui.memory import MemoryScreen, detail_text, stamp
+from tui.widgets import AskTextScreen, ConfirmScreen
 
 
 def app_for(server: RunningServer, tmp_path: Path) -> TinyApp:
@@ -146,18 +146,18 @@ async def test_clear_all_needs_the_word_all_typed(start_hub: StartHub, tmp_path:
         await pilot.press("down")
         for word in ("yes", "al", ""):
             await pilot.press("X")
-            await until(lambda: isinstance(app.screen, TypeWordScreen))
+            await until(lambda: isinstance(app.screen, AskTextScreen))
             await type_text(pilot, word)
             await pilot.press("enter")
             await until(lambda: app.screen is screen)
             assert server.hub.memory.count(owner) == 2
         await pilot.press("X")
-        await until(lambda: isinstance(app.screen, TypeWordScreen))
+        await until(lambda: isinstance(app.screen, AskTextScreen))
         await pilot.press("escape")
         await until(lambda: app.screen is screen)
         assert server.hub.memory.count(owner) == 2 and len(listed(screen)) == 2
         await pilot.press("X")
-        await until(lambda: isinstance(app.screen, TypeWordScreen))
+        await until(lambda: isinstance(app.screen, AskTextScreen))
         await type_text(pilot, "all")
         await pilot.press("enter")
         await until(lambda: listed(screen) == [])

@@ -25,7 +25,7 @@ from textual.theme import Theme
 from textual.widget import Widget
 
 from tui.config import TuiConfig
-from tui.conversations import Message, Notes
+from tui.conversations import Message, Notes, message_text
 from tui.widgets import build_component
 
 SPEECH_PROGRAMS = ("espeak-ng", "espeak", "say", "spd-say")
@@ -324,15 +324,6 @@ class ClientTools:
 def shorten_words(text: str, words: int) -> str:
     split = text.split()
     return " ".join(split[:words]) + (" …" if len(split) > words else "")
-
-
-def message_text(message: Message) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
-    return ""
 
 
 def message_stats(messages: Sequence[Message]) -> str:

@@ -18,12 +18,11 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
 from tui.client import HubClient, HubError
-from tui.widgets import ConfirmScreen
+from tui.widgets import AskTextScreen, ConfirmScreen
 
 Fact = dict[str, Any]
 T = TypeVar("T")
@@ -74,41 +73,6 @@ def detail_text(fact_id: str, trail: Sequence[Mapping[str, Any]]) -> Text:
         text.append(f"\n{mark}{span}  ", style="bold" if mark.strip() else "dim")
         text.append(one_line(str(fact.get("fact", "")), 200))
     return text
-
-
-# --- the word to type (the yes/no question is tui.widgets.ConfirmScreen) ---------------------
-
-
-class TypeWordScreen(ModalScreen[str | None]):
-    """Type a word to go on: what was typed, or None for Escape."""
-
-    DEFAULT_CSS = """
-    TypeWordScreen { align: center middle; }
-    TypeWordScreen > Vertical {
-        width: 64; max-width: 100%; height: auto; padding: 1 2;
-        border: thick $error; background: $surface;
-    }
-    TypeWordScreen Input { margin-top: 1; }
-    """
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "cancel", "Cancel", id="confirm_no"),
-    ]
-
-    def __init__(self, question: str, placeholder: str) -> None:
-        super().__init__()
-        self.question, self.placeholder = question, placeholder
-
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Static(self.question)
-            yield Input(placeholder=self.placeholder, id="word")
-
-    @on(Input.Submitted, "#word")
-    def submitted(self, event: Input.Submitted) -> None:
-        self.dismiss(event.value)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
 
 
 # --- the screen -------------------------------------------------------------------------------
@@ -267,7 +231,7 @@ class MemoryScreen(Screen[None]):
             f"deleted; this cannot be undone.\n\nType {CLEAR_WORD} and press Enter (Escape "
             "cancels)."
         )
-        self._ask(TypeWordScreen(question, f"type {CLEAR_WORD}"), self._clear_answered)
+        self._ask(AskTextScreen(question, f"type {CLEAR_WORD}", danger=True), self._clear_answered)
 
     def _clear_answered(self, typed: str | None) -> None:
         if typed is None:

@@ -26,6 +26,7 @@ from textual.widgets import (
     Button,
     Collapsible,
     Footer,
+    Input,
     Label,
     Markdown,
     OptionList,
@@ -36,7 +37,7 @@ from textual.widgets import (
 from textual.widgets.option_list import Option
 
 from hub import contracts as c
-from tui.conversations import Conversation
+from tui.conversations import Conversation, matching
 
 COPY_BINDING = Binding("c", "copy", "Copy", id="copy_message")
 PREVIEW_CHARS = 300
@@ -315,35 +316,100 @@ class Prompt(TextArea, inherit_bindings=False):
         )
 
     def action_send(self) -> None:
+        # A priority binding runs as soon as the app reads the key, while the characters
+        # that came before it in the same burst (a paste, a voice-typing tool, tmux
+        # send-keys) still wait in this widget's queue: read the text after them.
+        self.call_later(self._send_typed)
+
+    def _send_typed(self) -> None:
         self.post_message(self.Submitted(self, self.text))
 
     def action_newline(self) -> None:
-        self.insert("\n")
+        self.call_later(self.insert, "\n")  # after the characters typed before it, as above
+
+
+class ConversationList(OptionList):
+    """The kept conversations: Enter continues one; r renames it, d deletes it (the chat
+    screen asks first), / goes to the search box."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "search", "Search", id="search_conversations"),
+        Binding("r", "rename", "Rename", id="rename_conversation"),
+        Binding("delete,d", "delete", "Delete", id="delete_conversation"),
+    ]
+
+    class Rename(Message):
+        def __init__(self, conversation_id: str) -> None:
+            super().__init__()
+            self.conversation_id = conversation_id
+
+    class Delete(Message):
+        def __init__(self, conversation_id: str) -> None:
+            super().__init__()
+            self.conversation_id = conversation_id
+
+    def highlighted_id(self) -> str | None:
+        if self.highlighted is None:
+            return None
+        return self.get_option_at_index(self.highlighted).id
+
+    def action_search(self) -> None:
+        self.screen.query_one("#conversation-search", Input).focus()
+
+    def action_rename(self) -> None:
+        chosen = self.highlighted_id()
+        if chosen is not None:
+            self.post_message(self.Rename(chosen))
+
+    def action_delete(self) -> None:
+        chosen = self.highlighted_id()
+        if chosen is not None:
+            self.post_message(self.Delete(chosen))
 
 
 class Sidebar(Vertical):
-    """Conversations kept on this machine (Enter continues one) and the local notes."""
+    """Conversations kept on this machine, searchable by title and text, and the local notes."""
 
     DEFAULT_CSS = """
     Sidebar { width: 28; dock: left; border-right: solid $panel; display: none; }
     Sidebar.-shown { display: block; }
     Sidebar Label { color: $text-muted; padding: 0 1; }
+    Sidebar Input { margin: 0 1; }
     Sidebar OptionList { height: 1fr; border: none; }
     Sidebar #notes { height: auto; max-height: 10; padding: 0 1; color: $text-muted; }
     """
 
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.conversations: list[Conversation] = []
+        self.current = ""
+
     def compose(self) -> ComposeResult:
         yield Label("Conversations")
-        yield OptionList(id="conversations")
+        yield Input(placeholder="search titles and text", id="conversation-search", compact=True)
+        yield ConversationList(id="conversations")
         yield Label("Notes (this device only)")
         yield Static("", id="notes", markup=False)
 
     def show_conversations(self, conversations: Sequence[Conversation], current: str) -> None:
+        self.conversations, self.current = list(conversations), current
+        self._list()
+
+    @on(Input.Changed, "#conversation-search")
+    def _list(self) -> None:
+        query = self.query_one("#conversation-search", Input).value
+        found = matching(self.conversations, query)
         options = self.query_one("#conversations", OptionList)
         options.set_options(
-            Option(("● " if conv.id == current else "") + conv.title, id=conv.id)
-            for conv in conversations
+            Option(("● " if conv.id == self.current else "") + conv.title, id=conv.id)
+            for conv in found
         )
+        if query and not found:
+            options.add_option(Option("nothing matches", disabled=True))
+
+    @on(Input.Submitted, "#conversation-search")
+    def _to_the_list(self) -> None:
+        self.query_one("#conversations", OptionList).focus()
 
     def show_notes(self, notes: Sequence[str]) -> None:
         text = "\n".join(f"• {shorten(n, 80)}" for n in notes) or "(none)"
@@ -421,6 +487,42 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
+
+
+class AskTextScreen(ModalScreen[str | None]):
+    """Ask for a line of text (a new title, a word to type to go on): what was typed and
+    Enter, or None for Escape."""
+
+    DEFAULT_CSS = """
+    AskTextScreen { align: center middle; }
+    AskTextScreen > Vertical {
+        width: 64; max-width: 100%; height: auto; padding: 1 2;
+        border: thick $warning; background: $surface;
+    }
+    AskTextScreen.danger > Vertical { border: thick $error; }
+    AskTextScreen Input { margin-top: 1; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="confirm_no"),
+    ]
+
+    def __init__(
+        self, question: str, placeholder: str, value: str = "", *, danger: bool = False
+    ) -> None:
+        super().__init__(classes="danger" if danger else None)
+        self.question, self.placeholder, self.value = question, placeholder, value
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(self.question, markup=False)
+            yield Input(self.value, placeholder=self.placeholder, id="word")
+
+    @on(Input.Submitted, "#word")
+    def submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
 
 
 # --- render_ui: props only, drawn with what a terminal has --------------------------------------
