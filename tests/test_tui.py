@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual._xterm_parser import XTermParser
 from textual.pilot import Pilot
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
-from tests.conftest import StartHub, owner_headers
+from hub.runtime import Hub
+from hub.server import start_server
+from tests.conftest import StartHub, owner_headers, settings_for
 from tests.fakes.ollama import FakeOllama, Reply
 from tests.waits import until
 from tui.app import TinyApp
@@ -188,3 +191,34 @@ async def test_a_broken_tui_toml_is_reported_and_the_defaults_used(
     async with app.run_test() as pilot:
         await pilot.press("f2")
         assert app.current_mode == "devices"
+
+
+async def test_a_hub_restarted_on_another_model_shows_in_the_header(
+    fake_ollama: FakeOllama,
+    closed_port: int,
+    home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(ChatScreen, "health_every_s", 0.2)
+    no_ollama = settings_for(home, ollama_host=f"http://127.0.0.1:{closed_port}")
+    first = await start_server(Hub.open(no_ollama), "127.0.0.1", 0)
+    token = owner_headers(first)["Authorization"].split()[1]
+    app = TinyApp(HubClient(first.url, token), TuiConfig(tmp_path))
+    async with app.run_test():
+        chat = chat_of(app)
+        status = chat.query_one(StatusLine)
+        await until(lambda: "embedded" in (chat.sub_title or ""))
+        assert "offline: embedded model, no tools" in status.plain
+        await first.stop()
+        first.hub.close()
+        await until(lambda: chat.sub_title == "hub unreachable")
+
+        settings = settings_for(home, ollama_host=fake_ollama.url)
+        second = await start_server(Hub.open(settings), "127.0.0.1", first.port)
+        try:
+            await until(lambda: chat.sub_title == "ollama qwen3:latest · tools on")
+            assert status.plain.startswith("ollama qwen3:latest · tools on")
+        finally:
+            await second.stop()
+            second.hub.close()
