@@ -44,11 +44,11 @@ from tui.export import conversation_markdown, export_name
 from tui.guidance import EmptyChat
 from tui.widgets import (
     AskTextScreen,
-    ChatFooter,
     ConfirmScreen,
     ConversationList,
     CopyRequested,
     FollowupChips,
+    KeysFooter,
     Notice,
     Prompt,
     ReasoningPane,
@@ -200,7 +200,7 @@ class ChatScreen(Screen[None]):
                 yield VerticalScroll(id="log")
                 yield Prompt(id="prompt")
         yield ChatStatusLine(id="status")
-        yield ChatFooter(compact=True, show_command_palette=False)
+        yield KeysFooter()
 
     async def on_mount(self) -> None:
         self.store = ConversationStore(self.config.conversations_dir)

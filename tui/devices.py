@@ -26,9 +26,10 @@ from textual.binding import Binding, BindingType
 from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from tui.client import Event, HubClient, HubError
+from tui.widgets import KeysFooter
 
 DEVICE_COLUMNS = ("name", "kind", "transport", "status", "capabilities", "detail")
 """Status before the long columns: at 80 columns it is what must show without scrolling."""
@@ -232,7 +233,7 @@ class DevicesScreen(Screen[None]):
         yield Static("", id="machine")
         yield Static("Event ring, newest first", classes="heading")
         yield DataTable(id="events", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one("#devices", DataTable).add_columns(

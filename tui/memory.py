@@ -19,10 +19,11 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import ModalScreen, Screen
-from textual.widgets import DataTable, Footer, Header, Input, Static
+from textual.widgets import DataTable, Header, Input, Static
 
 from tui.client import HubClient, HubError
-from tui.widgets import AskTextScreen, ConfirmScreen
+from tui.guidance import memory_guidance
+from tui.widgets import AskTextScreen, ConfirmScreen, KeysFooter
 
 Fact = dict[str, Any]
 T = TypeVar("T")
@@ -97,6 +98,7 @@ class MemoryScreen(Screen[None]):
         Binding("r", "refresh", "Refresh", id="refresh"),
     ]
 
+    AUTO_FOCUS = "#facts"  # so / goes to the search box instead of being typed into it
     search_delay_s: ClassVar[float] = 0.3
     """Search once typing pauses, not on every key (each search embeds the query)."""
 
@@ -104,6 +106,8 @@ class MemoryScreen(Screen[None]):
         super().__init__(name="memory")
         self.client = client
         self.facts: dict[str, Fact] = {}
+        self.model: dict[str, Any] = {}
+        """The model that answers, as /api/health said when the list was last empty."""
         self._skip_resume = False
 
     def compose(self) -> ComposeResult:
@@ -112,7 +116,7 @@ class MemoryScreen(Screen[None]):
         yield Static("", id="status")
         yield DataTable(id="facts", cursor_type="row", zebra_stripes=True)
         yield Static("", id="detail")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one("#facts", DataTable).add_columns(
@@ -156,9 +160,19 @@ class MemoryScreen(Screen[None]):
             self.say(str(exc) or "the hub did not answer in time", problem=True)
             return
         facts = [f for f in answer.get("learnings", []) if isinstance(f, dict)]
+        if not facts and not query:
+            self.model = await self.model_of_hub()
         self.show_facts(facts)
         count = f"{len(facts)} fact{'s' * (len(facts) != 1)}"
         self.say(f"{count}, best match for “{query}” first" if query else f"{count}, newest first")
+
+    async def model_of_hub(self) -> dict[str, Any]:
+        """/api/health's model (empty when the hub cannot say): the empty list's hint."""
+        try:
+            model = (await self.client.health()).get("model")
+        except (HubError, TimeoutError):
+            return {}
+        return model if isinstance(model, dict) else {}
 
     def show_facts(self, facts: Sequence[Fact]) -> None:
         """Redraw the list, keeping the cursor on the same fact when it is still there."""
@@ -179,7 +193,11 @@ class MemoryScreen(Screen[None]):
         if selected is not None:
             self.load_detail(selected)  # not left to RowHighlighted: the row may not move
         else:
-            empty = "Nothing matches." if self.query_text else "No facts yet."
+            empty = (
+                "Nothing matches."
+                if self.query_text
+                else f"No facts yet. {memory_guidance(self.model)}"
+            )
             self.query_one("#detail", Static).update(Text(empty, style="dim"))
 
     def selected_id(self) -> str | None:

@@ -44,7 +44,7 @@ from textual.widgets import (
 
 from hub import contracts as c
 from tui.client import HubClient, HubError
-from tui.widgets import ConfirmScreen
+from tui.widgets import ConfirmScreen, KeysFooter
 
 NOT_YET = "not available on this hub yet"
 CLOUD_OFF = "off (tiny-hub cloud join)"
@@ -680,12 +680,9 @@ class SettingsScreen(Screen[None]):
         Binding("n", "new_tiny", "New", id="settings_new_tiny"),
         Binding("e", "edit_tiny", "Edit", id="settings_edit_tiny"),
         Binding("m", "choose_model", "Model", id="settings_choose_model"),
-        # Hidden to keep the footer within 80 columns: the screen reloads whenever it is shown.
-        Binding("r", "reload", "Reload", id="settings_reload", show=False),
+        Binding("r", "reload", "Reload", id="settings_reload"),
         Binding("p", "pair", "Pair", id="settings_pair"),
         Binding("x", "unpair", "Unpair", id="settings_unpair"),
-        # Already here: hidden, so this screen's footer (and the app's) fits in 80 columns.
-        Binding("f4", "app.switch_mode('settings')", "Settings", id="show_settings", show=False),
     ]
 
     def __init__(self, client: HubClient) -> None:
@@ -713,7 +710,7 @@ class SettingsScreen(Screen[None]):
             yield Static("Paired phones", classes="heading")
             yield DataTable(id="phones", cursor_type="row", zebra_stripes=True)
             yield Static("loading…", id="phones-note", markup=False)
-        yield Footer(compact=True, show_command_palette=False)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one("#tinys", DataTable).add_columns(" ", "name", "visibility", "prompt")

@@ -416,22 +416,49 @@ class Sidebar(Vertical):
         self.query_one("#notes", Static).update(text)
 
 
-class ChatFooter(Footer):
-    """Every binding of the chat screen, on two lines so all of them fit in 80 columns."""
+class KeysFooter(Footer):
+    """Every binding the screen shows, on as many rows as the terminal's width needs (up to
+    ``MAX_ROWS``), so no key is cut off at 80 columns and none is hidden to make room.
+
+    Footer.compose makes one cell per action (two per group: its keys, its label); here they
+    go into a grid, and a grid wider than the footer gets one more row and is laid out
+    again. A new width or another set of bindings starts again from one row."""
 
     DEFAULT_CSS = """
-    ChatFooter {
-        layout: grid; grid-columns: auto; grid-rows: 1; grid-gutter: 0 1; height: 2;
+    KeysFooter {
+        layout: grid; grid-columns: auto; grid-rows: 1; grid-gutter: 0 1; height: 1;
         &.-compact FooterKey { margin: 0; }
         &.-compact KeyGroup { margin: 0; padding: 0; }
     }
     """
-    ROWS = 2
+    MAX_ROWS = 3
+
+    def __init__(self, *, compact: bool = True, show_command_palette: bool = False) -> None:
+        super().__init__(compact=compact, show_command_palette=show_command_palette)
+        self.rows = 1
+        self._laid_out_for: tuple[int, int] = (0, 0)
+        self._regrowing = False
 
     def compose(self) -> ComposeResult:
+        items = self._items()
+        if self._laid_out_for != (items, self.size.width):
+            self.rows = 1  # another set of keys or another width: fit them afresh
         yield from super().compose()
-        # Footer.compose makes one grid column per item; lay the same items out in two rows.
-        self.styles.grid_size_columns = max(1, -(-self._items() // self.ROWS))
+        self._regrowing = False
+        self._laid_out_for = (items, self.size.width)
+        self.styles.grid_size_columns = max(1, -(-items // self.rows))
+        self.styles.height = self.rows
+
+    def on_resize(self) -> None:
+        if self._laid_out_for[1] != self.size.width:
+            self.call_later(self.recompose)
+
+    def watch_virtual_size(self) -> None:
+        """The keys were laid out: one more row when they are wider than the footer."""
+        too_wide = self.virtual_size.width > self.size.width > 0
+        if too_wide and self.rows < self.MAX_ROWS and not self._regrowing:
+            self.rows, self._regrowing = self.rows + 1, True
+            self.call_later(self.recompose)
 
     def _items(self) -> int:
         """How many cells Footer.compose makes: one per action, two per group (keys, label)."""
