@@ -22,7 +22,7 @@ from tests.waits import until
 from tui.app import TinyApp
 from tui.client import HubClient
 from tui.config import TuiConfig
-from tui.devices import DevicesScreen, ago, summarize
+from tui.devices import DevicesScreen, RowDetail, ago, summarize
 
 
 @pytest.fixture(autouse=True)
@@ -94,6 +94,27 @@ async def test_a_dial_in_device_goes_online_on_a_heartbeat_and_offline_when_quie
         assert "camera: unavailable: turned off" in str(
             screen.query_one("#machine", Static).content
         )
+
+
+async def test_enter_on_a_row_shows_the_whole_record_cut_from_the_table(
+    start_hub: StartHub, http: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    server = await start_hub()
+    laptop = await enroll(http, server, "laptop")
+    key = f"device:{laptop['device_id']}"
+    app = app_for(server.url, token_of(server), tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("f2")
+        screen = devices_of(app)
+        await until(lambda: bool(row(screen, key)))
+        screen.query_one("#devices", DataTable).focus()
+        await pilot.press("enter")
+        await until(lambda: isinstance(app.screen, RowDetail))
+        shown = str(app.screen.query_one("#row-detail", Static).content)
+        assert f"id: {laptop['device_id']}" in shown
+        assert "name: laptop" in shown and '"shell"' in shown
+        await pilot.press("escape")
+        await until(lambda: app.screen is screen)
 
 
 async def test_events_appear_in_the_ring_newest_first_with_the_device_name(

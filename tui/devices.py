@@ -20,12 +20,13 @@ from functools import partial
 from typing import Any, ClassVar
 
 from rich.text import Text
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
 from textual.css.query import NoMatches
 from textual.reactive import reactive
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Header, Static
 
 from tui.client import Event, HubClient, HubError
@@ -171,6 +172,43 @@ def event_cells(event: Event, names: Mapping[str, str], now: float) -> Cells:
     )
 
 
+def record_text(record: Mapping[str, Any]) -> str:
+    """Everything the hub said about one device or driver record, a field a line, uncut: what
+    Enter on a row shows when the table has no room for it."""
+    lines = []
+    for key, value in record.items():
+        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        lines.append(f"{key}: {shown}")
+    return "\n".join(lines) or "(the hub sent nothing about it)"
+
+
+class RowDetail(ModalScreen[None]):
+    """One row in full, in a box that scrolls: Escape or Enter closes it."""
+
+    DEFAULT_CSS = """
+    RowDetail { align: center middle; }
+    RowDetail > VerticalScroll {
+        width: 76; max-width: 100%; height: auto; max-height: 100%; padding: 0 1;
+        border: round $primary; background: $surface;
+    }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,enter", "close", "Close", id="devices_close_detail"),
+    ]
+
+    def __init__(self, title: str, text: str) -> None:
+        super().__init__()
+        self.title_text, self.text = title, text
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll() as box:
+            box.border_title = self.title_text
+            yield Static(self.text, id="row-detail", markup=False)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
 def sync_table(table: DataTable[Any], rows: Mapping[str, Cells]) -> None:
     """Make the table show exactly ``rows``, changing only what changed, so a live update
     does not move the cursor or the scroll."""
@@ -222,6 +260,8 @@ class DevicesScreen(Screen[None]):
         self.ring: deque[Event] = deque(maxlen=self.ring_rows)
         self.last_event_id = 0
         self.names: dict[str, str] = {}
+        self.records: dict[str, Mapping[str, Any]] = {}
+        """Row key → what the hub said about that device or driver record."""
         self._wake = asyncio.Event()
         self._attempt = 0
         self._events_dirty = False
@@ -245,6 +285,14 @@ class DevicesScreen(Screen[None]):
 
     def action_refresh(self) -> None:
         self._wake.set()
+
+    @on(DataTable.RowSelected, "#devices")
+    def _row_chosen(self, event: DataTable.RowSelected) -> None:
+        record = self.records.get(str(event.row_key.value))
+        if record is None:
+            return
+        name = str(record.get("name") or record.get("device_id") or record.get("id") or "?")
+        self.app.push_screen(RowDetail(name, record_text(record)))
 
     # --- devices and drivers: fetched on a beat, on events, and on request -------------------
 
@@ -290,6 +338,8 @@ class DevicesScreen(Screen[None]):
         machine: Mapping[str, Any],
     ) -> None:
         now = time.time()
+        self.records = {f"device:{d.get('id')}": d for d in devices}
+        self.records.update({f"driver:{r.get('device_id')}": r for r in records})
         sync_table(self.query_one("#devices", DataTable), table_rows(devices, records, now))
         self.query_one("#machine", Static).update(machine_text(machine))
         names = {str(d.get("id")): str(d.get("name")) for d in devices}

@@ -44,6 +44,7 @@ from textual.widgets import (
 
 from hub import contracts as c
 from tui.client import HubClient, HubError
+from tui.guidance import FULL_AGENT_COMMAND, model_guidance
 from tui.widgets import ConfirmScreen, KeysFooter
 
 NOT_YET = "not available on this hub yet"
@@ -155,9 +156,12 @@ def ollama_unlisted(listed: Answer | HubError | None) -> str:
         return str(listed)
     ollama = listed.get("ollama") or {}
     if not ollama.get("answering"):
-        return f"Ollama: not answering at {ollama.get('host', '?')} ({ollama.get('error', '?')})"
+        return (
+            f"Ollama: not answering at {ollama.get('host', '?')} ({ollama.get('error', '?')}); "
+            f"install it and run: {FULL_AGENT_COMMAND}"
+        )
     if not ollama.get("models"):
-        return f"Ollama at {ollama.get('host', '?')} has no models (try: ollama pull qwen3)"
+        return f"Ollama at {ollama.get('host', '?')} has no models (try: {FULL_AGENT_COMMAND})"
     return ""
 
 
@@ -172,6 +176,8 @@ def models_lines(listed: Answer | HubError | None) -> list[str]:
     else:
         lines = [f"Ollama at {listed['ollama'].get('host', '?')} has:"]
         lines += [f"  {m.get('id')} · {tools_word(m.get('tools'))}" for m in ollama_models(listed)]
+        if not any(m.get("tools") for m in ollama_models(listed)):
+            lines.append(f"  none can call tools (try: {FULL_AGENT_COMMAND})")
     embedded = listed.get("embedded")
     if embedded:
         lines.append(f"embedded: {embedded.get('id')} · {tools_word(embedded.get('tools'))}")
@@ -501,7 +507,9 @@ class ModelForm(FormModal[ModelDraft]):
         if listed is None:
             pick.prompt = ASKING_OLLAMA
         else:
-            pick.prompt = "pick one of Ollama's models" if options else "none listed"
+            pick.prompt = (
+                "pick one of Ollama's models" if options else f"none ({FULL_AGENT_COMMAND})"
+            )
         with pick.prevent(Select.Changed):  # not a pick: it must not overwrite the id
             pick.set_options(options)
         pick.disabled = not options
@@ -522,9 +530,19 @@ class ModelForm(FormModal[ModelDraft]):
         self.query_one("#model-id", Input).placeholder = (
             "pick one above, or type an id" if ollama else ""
         )
+        provider = self.query_one("#provider", Select).value
         note = self.query_one("#model-note", Static)
-        note.display = ollama
-        note.update(self.ollama_note(model_id))
+        note.display = ollama or provider == c.PROVIDER_EMBEDDED
+        if ollama:
+            note.update(self.ollama_note(model_id))
+        else:
+            note.update(model_guidance({"provider": provider, "id": self.embedded_id()}))
+
+    def embedded_id(self) -> str:
+        """The embedded model's name, as GET /api/models listed it."""
+        if isinstance(self.listed, dict):
+            return str((self.listed.get("embedded") or {}).get("id") or "")
+        return ""
 
     def ollama_note(self, model_id: str) -> str:
         unlisted = ollama_unlisted(self.listed)
@@ -532,7 +550,10 @@ class ModelForm(FormModal[ModelDraft]):
         if known is not None and known.get("tools"):
             return f"{known['id']} can call tools."
         if known is not None:
-            return f"{known['id']} cannot call tools: the tiny will answer without them."
+            return (
+                f"{known['id']} cannot call tools: the tiny will answer without them "
+                f"(a model that can: {FULL_AGENT_COMMAND})."
+            )
         if unlisted:
             return unlisted
         if not model_id:
@@ -769,6 +790,9 @@ class SettingsScreen(Screen[None]):
             )
         if selected in self.tinys:
             table.move_cursor(row=table.get_row_index(selected))
+        # The table is as tall as its rows: a row more or less must move what is below it
+        # too, not only repaint the table (a terminal otherwise keeps the old lines there).
+        table.refresh(layout=True)
 
     def selected_name(self) -> str | None:
         return self.selected_key("#tinys")
