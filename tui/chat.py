@@ -161,7 +161,7 @@ class ChatScreen(Screen[None]):
         Binding("ctrl+o", "copy_reply", "Copy", id="copy_reply"),
         Binding("ctrl+b", "toggle_sidebar", "Chats", id="toggle_sidebar"),
         Binding("ctrl+n", "new_conversation", "New", id="new_conversation"),
-        Binding("ctrl+e", "export", "Export", id="export_conversation"),
+        Binding("ctrl+s", "export", "Export", id="export_conversation"),
     ]
 
     busy: reactive[bool] = reactive(False)

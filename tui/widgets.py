@@ -406,6 +406,8 @@ class Sidebar(Vertical):
         )
         if query and not found:
             options.add_option(Option("nothing matches", disabled=True))
+        elif found:
+            options.highlighted = 0  # r and d act on a row even before the cursor moves
 
     @on(Input.Submitted, "#conversation-search")
     def _to_the_list(self) -> None:
