@@ -222,3 +222,20 @@ async def test_a_hub_restarted_on_another_model_shows_in_the_header(
         finally:
             await second.stop()
             second.hub.close()
+
+
+async def test_the_app_shares_one_hub_session_and_closes_it(
+    start_hub: StartHub, tmp_path: Path
+) -> None:
+    server = await start_hub()
+    client = HubClient(server.url, owner_headers(server)["Authorization"].split()[1])
+    app = TinyApp(client, TuiConfig(tmp_path))
+    async with app.run_test() as pilot:
+        chat = chat_of(app)
+        await until(lambda: chat.status.health is not None)
+        session = client._session
+        assert session is not None and not session.closed
+        await pilot.press("f2")  # another screen's requests go through the same session
+        await until(lambda: "live" in str(app.screen.query_one("#status").render()))
+        assert client._session is session
+    assert session.closed and client._session is None

@@ -47,6 +47,7 @@ class TinyApp(App[None]):
         the hub does not store keys, and the TUI never writes one down)."""
 
     def on_mount(self) -> None:
+        self.client.open()  # one session, one connection pool, for every screen's requests
         self.add_mode("chat", lambda: ChatScreen(self.client))
         self.add_mode("devices", lambda: DevicesScreen(self.client))
         self.add_mode("memory", lambda: MemoryScreen(self.client))
@@ -59,3 +60,6 @@ class TinyApp(App[None]):
         self.switch_mode("chat")
         for problem in self.config.problems:
             self.notify(problem, severity="warning", timeout=10)
+
+    async def on_unmount(self) -> None:
+        await self.client.close()

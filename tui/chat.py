@@ -33,13 +33,12 @@ from tui.client_tools import (
     ClientTools,
     Outcome,
     client_request,
-    message_text,
     register_themes,
     restore_theme,
     suggestions_of,
 )
 from tui.config import TuiConfig
-from tui.conversations import Conversation, ConversationStore, Message
+from tui.conversations import Conversation, ConversationStore, Message, message_text
 from tui.export import conversation_markdown, export_name
 from tui.guidance import EmptyChat
 from tui.widgets import (

@@ -268,7 +268,10 @@ class ClientTools:
             self.app.register_theme(theme)
             name = theme.name
         self.app.theme = name
-        self.config.save_theme(name)
+        try:
+            self.config.save_theme(name)
+        except OSError as exc:
+            return Outcome(f"theme: {preset or name}, for this session only: {exc}", "warning")
         return Outcome(f"theme: {preset or name} (kept for next time)")
 
     async def _copy(self, request: dict[str, Any], messages: list[Message]) -> Outcome:
