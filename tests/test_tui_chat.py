@@ -621,7 +621,7 @@ async def test_the_embedded_model_is_shown_as_offline(
         status = chat.query_one(StatusLine)
         await until(lambda: status.health is not None)
         assert status.plain.startswith("⚠ offline: embedded model, no tools")
-        assert chat.sub_title.endswith("· offline: embedded model, no tools")
+        assert chat.sub_title == "embedded SmolLM2-135M-Instruct · offline, no tools"
         first_run = str(chat.query_one(EmptyChat).render())  # a new chat says what it lacks
         assert "cannot save memories" in first_run and "ollama pull qwen3" in first_run
 

@@ -67,7 +67,7 @@ STOPPED = "stopped (closing the stream stops the model too); what arrived is kep
 def model_summary(model: dict[str, Any]) -> str:
     """The header's words on the model /api/health (or a turn) reported."""
     if model.get("provider") == c.PROVIDER_EMBEDDED:
-        return f"embedded {model.get('id')} · offline: embedded model, no tools"
+        return f"embedded {model.get('id')} · offline, no tools"  # fits 80 columns
     tools = "tools on" if model.get("toolsCapable") else "tools off"
     return f"{model.get('provider')} {model.get('id')} · {tools}"
 
