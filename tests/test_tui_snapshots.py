@@ -54,7 +54,10 @@ VOLATILE = (  # what changes between runs, and what stands in for it
 
 
 def fixed(app: TinyApp) -> None:
-    """Put the stand-ins in every line that shows a port, an uptime or a clock time."""
+    """Put the stand-ins in every line that shows a port, an uptime or a clock time, and stop
+    the cursors blinking (a screenshot would catch one lit or dark by chance)."""
+    for text_input in app.screen.query("Input, TextArea"):
+        text_input.cursor_blink = False  # type: ignore[attr-defined]
     for static in app.screen.query(Static):
         text = original = str(static.render())
         for pattern, stand_in in VOLATILE:
