@@ -3,7 +3,8 @@ the hub is doing — all read and changed over the hub's HTTP API, like every ot
 
 What there is to choose from comes from ``GET /api/models``: the hub asks Ollama there and then,
 so that request runs in a worker and the screen says "asking Ollama…" until it answers. The
-chosen tiny lives on the App as ``tiny_name`` (the chat screen sends it as ``x-tiny-name``).
+chosen tiny goes up to the App (``TinyChosen``), which keeps it as ``tiny_name`` for the chat
+screen to send as ``x-tiny-name``; a session's model headers go up the same way.
 Phones are listed from ``GET /api/tokens``; ``DELETE /api/tokens?id=`` unpairs one, after a yes.
 """
 
@@ -18,6 +19,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import (
     DataTable,
@@ -72,6 +74,10 @@ class SettingsScreen(Screen[None]):
         self.listed: Answer | HubError | None = None
         """GET /api/models's last answer (or the hub's refusal); None until the first."""
         self.phones: dict[str, Answer] = {}
+        self.talking_to = ""
+        """The tiny picked here ("" until one is: the app's own then applies)."""
+        self.held_headers: dict[str, str] | None = None
+        """The session's model headers as last set here (None until then)."""
         """GET /api/tokens's paired phones by deviceId."""
 
     def compose(self) -> ComposeResult:
@@ -102,12 +108,29 @@ class SettingsScreen(Screen[None]):
         self.query_one("#tinys", DataTable).focus()
         self.action_reload()
 
+    class TinyChosen(Message):
+        """The person picked the tiny the chat talks to: the app keeps it."""
+
+        def __init__(self, tiny: str) -> None:
+            super().__init__()
+            self.tiny = tiny
+
+    class SessionHeaders(Message):
+        """The ``x-tiny-model-*`` headers the chat adds to each turn of this session (they
+        carry a cloud key, which the hub never stores): the app keeps them, in memory only."""
+
+        def __init__(self, headers: dict[str, str]) -> None:
+            super().__init__()
+            self.headers = headers
+
     @property
     def tiny_name(self) -> str:
-        return str(getattr(self.app, "tiny_name", c.DEFAULT_TINY))
+        return self.talking_to or str(getattr(self.app, "tiny_name", c.DEFAULT_TINY))
 
     @property
     def model_headers(self) -> dict[str, str]:
+        if self.held_headers is not None:
+            return dict(self.held_headers)
         return dict(getattr(self.app, "model_headers", {}) or {})
 
     def action_reload(self) -> None:
@@ -168,7 +191,8 @@ class SettingsScreen(Screen[None]):
         name = self.selected_name()
         if name is None:
             return
-        self.app.tiny_name = name  # type: ignore[attr-defined]  # the chat screen reads it
+        self.talking_to = name
+        self.post_message(self.TinyChosen(name))
         self.sub_title = f"talking to {name}"
         self.query_one("#tinys-note", Static).update(f"talking to {name}")
         self.fill_table()
@@ -250,12 +274,14 @@ class SettingsScreen(Screen[None]):
 
     async def save_model(self, draft: ModelDraft) -> Answer:
         answer = await self.client.call("PUT", "/api/model", body=draft.body())
-        self.app.model_headers = draft.session_headers()  # type: ignore[attr-defined]
+        self.held_headers = draft.session_headers()
+        self.post_message(self.SessionHeaders(self.held_headers))
         return answer
 
     async def unset_model(self) -> Answer:
         answer = await self.client.call("DELETE", "/api/model")
-        self.app.model_headers = {}  # type: ignore[attr-defined]
+        self.held_headers = {}
+        self.post_message(self.SessionHeaders({}))
         return answer
 
     def model_saved(self, answer: Answer | None) -> None:
