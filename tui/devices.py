@@ -19,6 +19,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any, ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -41,6 +42,7 @@ SUMMARY_KEYS = ("summary", "text", "label", "note", "message", "error", "title",
 CELL_CHARS = 60
 CAPABILITY_CHARS = 32
 SUMMARY_CHARS = 100
+SCROLLBAR = 2
 
 Cells = tuple[str | Text, ...]
 
@@ -209,16 +211,42 @@ class RowDetail(ModalScreen[None]):
         self.dismiss(None)
 
 
-def sync_table(table: DataTable[Any], rows: Mapping[str, Cells]) -> None:
-    """Make the table show exactly ``rows``, changing only what changed, so a live update
-    does not move the cursor or the scroll."""
+def cell_width(cell: str | Text) -> int:
+    return cell.cell_len if isinstance(cell, Text) else cell_len(cell)
+
+
+ALWAYS_SHOWN = (DEVICE_COLUMNS.index("name"), DEVICE_COLUMNS.index("status"))
+
+
+def columns_that_fit(rows: Mapping[str, Cells], width: int) -> tuple[int, ...]:
+    """Which columns (indexes into DEVICE_COLUMNS) fit in ``width`` cells without cutting
+    one off: name and status always, then the others in order while they fit. What is left
+    out is one Enter away (``record_text``)."""
+    widths = [
+        max([cell_len(name), *(cell_width(cells[i]) for cells in rows.values())]) + 2
+        for i, name in enumerate(DEVICE_COLUMNS)  # + the DataTable's cell padding
+    ]
+    chosen = set(ALWAYS_SHOWN)
+    used = sum(widths[i] for i in chosen)
+    for index, column_width in enumerate(widths):
+        if index not in chosen and used + column_width <= width:
+            chosen.add(index)
+            used += column_width
+    return tuple(sorted(chosen))
+
+
+def sync_table(
+    table: DataTable[Any], rows: Mapping[str, Cells], columns: Sequence[str] = DEVICE_COLUMNS
+) -> None:
+    """Make the table show exactly ``rows`` (cells for ``columns``), changing only what
+    changed, so a live update does not move the cursor or the scroll."""
     for gone in [key.value for key in table.rows if key.value not in rows]:
         table.remove_row(gone or "")
     for key, cells in rows.items():
         if key not in table.rows:
             table.add_row(*cells, key=key)
             continue
-        for column, value in zip(DEVICE_COLUMNS, cells, strict=True):
+        for column, value in zip(columns, cells, strict=True):
             if table.get_cell(key, column) != value:
                 table.update_cell(key, column, value, update_width=True)
 
@@ -261,6 +289,9 @@ class DevicesScreen(Screen[None]):
         self.last_event_id = 0
         self.names: dict[str, str] = {}
         self.records: dict[str, Mapping[str, Any]] = {}
+        self.device_rows: dict[str, Cells] = {}
+        """Row key → every column's cell; ``shown_columns`` says which of them fit."""
+        self.shown_columns: tuple[int, ...] = ()
         """Row key → what the hub said about that device or driver record."""
         self._wake = asyncio.Event()
         self._attempt = 0
@@ -276,15 +307,26 @@ class DevicesScreen(Screen[None]):
         yield KeysFooter()
 
     def on_mount(self) -> None:
-        self.query_one("#devices", DataTable).add_columns(
-            *((name, name) for name in DEVICE_COLUMNS)
-        )
         self.query_one("#events", DataTable).add_columns(*((name, name) for name in EVENT_COLUMNS))
         self.poll()
         self.follow()
 
     def action_refresh(self) -> None:
         self._wake.set()
+
+    def on_resize(self) -> None:
+        self.draw_devices()
+
+    def draw_devices(self) -> None:
+        """The devices table with the columns that fit the screen's width, uncut."""
+        table = self.query_one("#devices", DataTable)
+        fit = columns_that_fit(self.device_rows, self.size.width - SCROLLBAR)
+        if fit != self.shown_columns:
+            table.clear(columns=True)
+            table.add_columns(*((DEVICE_COLUMNS[i], DEVICE_COLUMNS[i]) for i in fit))
+            self.shown_columns = fit
+        shown = {key: tuple(cells[i] for i in fit) for key, cells in self.device_rows.items()}
+        sync_table(table, shown, [DEVICE_COLUMNS[i] for i in fit])
 
     @on(DataTable.RowSelected, "#devices")
     def _row_chosen(self, event: DataTable.RowSelected) -> None:
@@ -340,7 +382,8 @@ class DevicesScreen(Screen[None]):
         now = time.time()
         self.records = {f"device:{d.get('id')}": d for d in devices}
         self.records.update({f"driver:{r.get('device_id')}": r for r in records})
-        sync_table(self.query_one("#devices", DataTable), table_rows(devices, records, now))
+        self.device_rows = table_rows(devices, records, now)
+        self.draw_devices()
         self.query_one("#machine", Static).update(machine_text(machine))
         names = {str(d.get("id")): str(d.get("name")) for d in devices}
         names.update({str(r.get("device_id")): str(r.get("name")) for r in records})
