@@ -66,5 +66,8 @@ class EmptyChat(Static):
     def render(self) -> Text:
         said = model_guidance(self.model)
         if not said:
-            return Text("Asking the hub which model answers…")
+            return Text(
+                "Say something to start. What the model can do shows here once the hub "
+                "says which model answers."
+            )
         return Text(f"Say something to start.\n\n{said}")
