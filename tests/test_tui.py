@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+from textual._xterm_parser import XTermParser
 from textual.pilot import Pilot
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
-from tests.conftest import StartHub, owner_headers
+from hub.runtime import Hub
+from hub.server import start_server
+from tests.conftest import StartHub, owner_headers, settings_for
 from tests.fakes.ollama import FakeOllama, Reply
 from tests.waits import until
 from tui.app import TinyApp
@@ -72,6 +76,30 @@ async def test_the_newline_key_writes_a_second_line_and_enter_sends_both(
         await pilot.press("enter")
         await until(lambda: not chat.busy and len(chat.history) == 2)
     assert fake_ollama.requests[-1]["messages"][-1]["content"] == "a\nb"
+
+
+def type_burst(app: TinyApp, keystrokes: str) -> None:
+    """``keystrokes`` as one read from the terminal (a paste without bracketed paste, a
+    voice-typing tool, ``tmux send-keys 'text' Enter``): Textual's own parser turns the bytes
+    into events, and all of them are queued before the app handles the first."""
+    for event in XTermParser().feed(keystrokes):
+        app.post_message(event)
+
+
+async def test_text_and_enter_in_one_burst_are_sent_as_typed(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url)
+    fake_ollama.script(Reply(chunks=["Heard you."]))
+    app = TinyApp(HubClient(server.url, None), TuiConfig(tmp_path))
+    async with app.run_test():
+        chat = chat_of(app)
+        type_burst(app, "pasted line one\nline two\r")
+        await until(lambda: not chat.busy and len(chat.history) == 2)
+        assert chat.history[0] == {"role": "user", "content": "pasted line one\nline two"}
+        assert chat.query_one(ReplyMessage).source == "Heard you."
+        assert chat.query_one("#prompt", Prompt).text == ""
+    assert fake_ollama.requests[-1]["messages"][-1]["content"] == "pasted line one\nline two"
 
 
 async def test_send_and_newline_keys_rebind_from_tui_toml(closed_port: int, tmp_path: Path) -> None:
@@ -163,3 +191,51 @@ async def test_a_broken_tui_toml_is_reported_and_the_defaults_used(
     async with app.run_test() as pilot:
         await pilot.press("f2")
         assert app.current_mode == "devices"
+
+
+async def test_a_hub_restarted_on_another_model_shows_in_the_header(
+    fake_ollama: FakeOllama,
+    closed_port: int,
+    home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(ChatScreen, "health_every_s", 0.2)
+    no_ollama = settings_for(home, ollama_host=f"http://127.0.0.1:{closed_port}")
+    first = await start_server(Hub.open(no_ollama), "127.0.0.1", 0)
+    token = owner_headers(first)["Authorization"].split()[1]
+    app = TinyApp(HubClient(first.url, token), TuiConfig(tmp_path))
+    async with app.run_test():
+        chat = chat_of(app)
+        status = chat.query_one(StatusLine)
+        await until(lambda: "embedded" in (chat.sub_title or ""))
+        assert "offline: embedded model, no tools" in status.plain
+        await first.stop()
+        first.hub.close()
+        await until(lambda: chat.sub_title == "hub unreachable")
+
+        settings = settings_for(home, ollama_host=fake_ollama.url)
+        second = await start_server(Hub.open(settings), "127.0.0.1", first.port)
+        try:
+            await until(lambda: chat.sub_title == "ollama qwen3:latest · tools on")
+            assert status.plain.startswith("ollama qwen3:latest · tools on")
+        finally:
+            await second.stop()
+            second.hub.close()
+
+
+async def test_the_app_shares_one_hub_session_and_closes_it(
+    start_hub: StartHub, tmp_path: Path
+) -> None:
+    server = await start_hub()
+    client = HubClient(server.url, owner_headers(server)["Authorization"].split()[1])
+    app = TinyApp(client, TuiConfig(tmp_path))
+    async with app.run_test() as pilot:
+        chat = chat_of(app)
+        await until(lambda: chat.status.health is not None)
+        session = client._session
+        assert session is not None and not session.closed
+        await pilot.press("f2")  # another screen's requests go through the same session
+        await until(lambda: "live" in str(app.screen.query_one("#status").render()))
+        assert client._session is session
+    assert session.closed and client._session is None

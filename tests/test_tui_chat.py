@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 from aiohttp import web
 from textual.pilot import Pilot
-from textual.widgets import Sparkline
+from textual.widgets import Input, OptionList, Sparkline
 
 from tests.conftest import StartHub, owner_headers
 from tests.fakes.ollama import FakeOllama, Reply
@@ -28,7 +29,10 @@ from tui.chat import ChatScreen, cloud_warning
 from tui.client import HubClient
 from tui.config import TuiConfig
 from tui.conversations import Conversation, ConversationStore, Notes
+from tui.export import conversation_markdown
+from tui.guidance import EmptyChat, model_guidance
 from tui.widgets import (
+    AskTextScreen,
     ConfirmScreen,
     FollowupChips,
     Notice,
@@ -373,8 +377,8 @@ async def test_conversations_are_kept_listed_and_continued(
     again = TinyApp(HubClient(server.url, None), config)
     async with again.run_test() as pilot:
         chat = chat_of(again)
-        await pilot.press("ctrl+b")  # the sidebar, its list focused; newest first
-        await pilot.press("down", "down", "enter")
+        await pilot.press("ctrl+b")  # the sidebar, its list focused on the newest
+        await pilot.press("down", "enter")
         await until(lambda: chat.conversation.id == first)
         assert [m.text for m in chat.query(UserMessage)] == ["capital of France?"]
         await say(pilot, chat, "are you sure?")
@@ -403,6 +407,131 @@ async def test_a_corrupt_conversation_file_is_skipped_with_a_notice(
         assert [c.id for c in conversations] == [good.id]
         await chat.open_conversation(good.id)
         assert [m.text for m in chat.query(UserMessage)] == ["still here"]
+
+
+def kept(config: TuiConfig, *talks: tuple[str, str]) -> list[Conversation]:
+    """Conversations already on disk, one per (question, answer), the last one newest."""
+    store = ConversationStore(config.conversations_dir)
+    conversations = []
+    for question, answer in talks:
+        conversation = Conversation(
+            messages=[
+                {"role": "user", "content": question},
+                {"role": "assistant", "content": answer},
+            ]
+        )
+        store.save(conversation)
+        conversations.append(conversation)
+    return conversations
+
+
+def sidebar_titles(chat: ChatScreen) -> list[str]:
+    options = chat.query_one("#conversations", OptionList)
+    return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+
+
+async def test_the_sidebar_searches_renames_and_deletes_after_a_yes(
+    closed_port: int, tmp_path: Path
+) -> None:
+    config = TuiConfig(tmp_path)
+    trip, cat, _ = kept(
+        config,
+        ("plan my trip", "Lisbon in May: trams, tiles and custard tarts."),
+        ("my cat sneezes", "A vet visit is a good idea."),
+        ("a haiku please", "Old pond, frog jumps in."),
+    )
+    app = TinyApp(HubClient(f"http://127.0.0.1:{closed_port}", None), config)
+    async with app.run_test(size=(100, 30)) as pilot:
+        chat = chat_of(app)
+        await pilot.press("ctrl+b")
+        await until(lambda: len(sidebar_titles(chat)) == 3)
+        await pilot.press("slash")  # the search box, from the list
+        assert chat.query_one("#conversation-search").has_focus
+        for key in "TRAMS":  # a word of a reply, not of any title
+            await pilot.press(key)
+        await until(lambda: sidebar_titles(chat) == ["plan my trip"])
+        await pilot.press("enter")  # back to the (filtered) list
+        await pilot.press("r")
+        await until(lambda: isinstance(app.screen, AskTextScreen))
+        app.screen.query_one(Input).value = "  Lisbon   trip "
+        await pilot.press("enter")
+        await until(lambda: sidebar_titles(chat) == ["Lisbon trip"])
+        on_disk = json.loads((config.conversations_dir / f"{trip.id}.json").read_text())
+        assert on_disk["title"] == "Lisbon trip" and on_disk["named"] is True
+
+        chat.query_one("#conversation-search", Input).value = "sneezes"
+        await until(lambda: sidebar_titles(chat) == ["my cat sneezes"])
+        chat.query_one("#conversations", OptionList).focus()
+        for answer in ("n", "y"):
+            await pilot.press("d")
+            await until(lambda: isinstance(app.screen, ConfirmScreen))
+            await pilot.press(answer)
+            await until(lambda: app.screen is chat)
+        await until(lambda: sidebar_titles(chat) == ["nothing matches"])
+        assert not (config.conversations_dir / f"{cat.id}.json").exists()
+        assert (config.conversations_dir / f"{trip.id}.json").exists()
+    again, _ = ConversationStore(config.conversations_dir).listing()
+    assert sorted(c.title for c in again) == ["Lisbon trip", "a haiku please"]
+
+
+def test_a_renamed_title_survives_new_messages(tmp_path: Path) -> None:
+    store = ConversationStore(tmp_path)
+    conversation = Conversation(messages=[{"role": "user", "content": "first words"}])
+    store.rename(conversation, "Mine")
+    conversation.messages.append({"role": "assistant", "content": "reply"})
+    store.save(conversation)
+    assert store.load(conversation.id).title == "Mine"
+    with pytest.raises(ValueError, match="a title needs"):
+        store.rename(conversation, "   ")
+    assert store.load(conversation.id).title == "Mine"
+
+
+async def test_the_export_key_writes_the_conversation_as_markdown(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url)
+    fake_ollama.script(Reply(chunks=["**Lisbon**, by tram."]))
+    config = TuiConfig(tmp_path)
+    app = TinyApp(HubClient(server.url, None), config)
+    async with app.run_test() as pilot:
+        chat = chat_of(app)
+        await pilot.press("ctrl+s")  # nothing to export yet: said, nothing written
+        assert not (config.data_dir / "exports").exists()
+        await say(pilot, chat, "where to in May?")
+        await turn_done(chat, 2)
+        await pilot.press("ctrl+s")
+        exported = config.data_dir / "exports" / f"conversation-{chat.conversation.id}.md"
+        await until(exported.exists)
+        assert exported.read_text(encoding="utf-8") == conversation_markdown(chat.conversation)
+
+
+def test_conversation_markdown_puts_each_message_under_its_speaker() -> None:
+    conversation = Conversation(
+        id="abc123",
+        title="Trip",
+        created="2026-05-01T10:00:00+00:00",
+        updated="2026-05-01T10:05:00+00:00",
+        messages=[
+            {"role": "user", "content": "where to?"},
+            {"role": "assistant", "content": [{"text": "**Lisbon**"}, {"text": "by tram"}]},
+        ],
+    )
+    assert conversation_markdown(conversation) == (
+        "# Trip\n\n"
+        "_Started 2026-05-01T10:00:00+00:00, saved 2026-05-01T10:05:00+00:00._\n\n"
+        "## You\n\nwhere to?\n\n"
+        "## Companion\n\n**Lisbon** by tram\n"
+    )
+
+
+def test_the_guidance_names_the_fix_only_when_tools_are_missing() -> None:
+    embedded = model_guidance({"provider": "embedded", "id": "SmolLM2", "toolsCapable": False})
+    without = model_guidance({"provider": "ollama", "id": "gemma:2b", "toolsCapable": False})
+    full = model_guidance({"provider": "ollama", "id": "qwen3:latest", "toolsCapable": True})
+    assert "ollama pull qwen3" in embedded and "cannot save memories" in embedded
+    assert "ollama pull qwen3" in without and without.startswith("gemma:2b chats")
+    assert "ollama pull qwen3" not in full and full.startswith("qwen3:latest can call tools")
+    assert model_guidance({}) == ""
 
 
 def test_an_unreadable_notes_file_is_kept_aside_not_overwritten(tmp_path: Path) -> None:
@@ -492,6 +621,9 @@ async def test_the_embedded_model_is_shown_as_offline(
         status = chat.query_one(StatusLine)
         await until(lambda: status.health is not None)
         assert status.plain.startswith("⚠ offline: embedded model, no tools")
+        assert chat.sub_title == "embedded SmolLM2-135M-Instruct · offline, no tools"
+        first_run = str(chat.query_one(EmptyChat).render())  # a new chat says what it lacks
+        assert "cannot save memories" in first_run and "ollama pull qwen3" in first_run
 
 
 class OfflineCloud:

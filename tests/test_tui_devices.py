@@ -22,7 +22,7 @@ from tests.waits import until
 from tui.app import TinyApp
 from tui.client import HubClient
 from tui.config import TuiConfig
-from tui.devices import DevicesScreen, ago, summarize
+from tui.devices import DevicesScreen, RowDetail, ago, summarize
 
 
 @pytest.fixture(autouse=True)
@@ -46,10 +46,14 @@ def devices_of(app: TinyApp) -> DevicesScreen:
     return screen
 
 
-def row(screen: DevicesScreen, key: str) -> list[str]:
-    """The plain text of one row of the devices table, or [] when it is not there."""
+def row(screen: DevicesScreen, key: str) -> dict[str, str]:
+    """The plain text of one row of the devices table by column (the columns that fit the
+    screen), or {} when the row is not there."""
     table = screen.query_one("#devices", DataTable)
-    return [str(cell) for cell in table.get_row(key)] if key in table.rows else []
+    if key not in table.rows:
+        return {}
+    labels = [str(column.label) for column in table.ordered_columns]
+    return dict(zip(labels, (str(cell) for cell in table.get_row(key)), strict=True))
 
 
 def events_shown(screen: DevicesScreen) -> list[list[str]]:
@@ -78,22 +82,63 @@ async def test_a_dial_in_device_goes_online_on_a_heartbeat_and_offline_when_quie
         await pilot.press("f2")
         screen = devices_of(app)
         await until(lambda: bool(row(screen, key)))
-        name, kind, transport, status, capabilities, _detail = row(screen, key)
-        assert (name, kind, transport) == ("laptop", "daemon", "relay")
-        assert capabilities == "shell, screenshot"
-        assert status == "offline · never seen"
+        shown = row(screen, key)
+        assert (shown["name"], shown["kind"], shown["transport"]) == ("laptop", "daemon", "relay")
+        assert shown["capabilities"] == "shell, screenshot"
+        assert shown["status"] == "offline · never seen"
         await until(lambda: status_line(screen).startswith("live · 1 device, 0 driver records"))
         heartbeat = {"deviceId": laptop["device_id"], "token": laptop["device_token"]}
         answer = await send(http, "POST", f"{server.url}/api/devices/heartbeat", heartbeat)
         assert answer[0] == 200, answer
-        await until(lambda: row(screen, key)[3].startswith("online · seen "))
+        await until(lambda: row(screen, key).get("status", "").startswith("online · seen "))
         clock = server.hub.devices.clock
         assert isinstance(clock, AdjustableClock)
         clock.advance(61)  # a minute of silence, without waiting one
-        await until(lambda: row(screen, key)[3].startswith("offline · last seen "))
+        await until(lambda: row(screen, key).get("status", "").startswith("offline · last seen "))
         assert "camera: unavailable: turned off" in str(
             screen.query_one("#machine", Static).content
         )
+
+
+async def test_enter_on_a_row_shows_the_whole_record_cut_from_the_table(
+    start_hub: StartHub, http: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    server = await start_hub()
+    laptop = await enroll(http, server, "laptop")
+    key = f"device:{laptop['device_id']}"
+    app = app_for(server.url, token_of(server), tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("f2")
+        screen = devices_of(app)
+        await until(lambda: bool(row(screen, key)))
+        screen.query_one("#devices", DataTable).focus()
+        await pilot.press("enter")
+        await until(lambda: isinstance(app.screen, RowDetail))
+        shown = str(app.screen.query_one("#row-detail", Static).content)
+        assert f"id: {laptop['device_id']}" in shown
+        assert "name: laptop" in shown and '"shell"' in shown
+        await pilot.press("escape")
+        await until(lambda: app.screen is screen)
+
+
+async def test_at_80_columns_the_table_drops_columns_instead_of_cutting_them(
+    start_hub: StartHub, http: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    server = await start_hub()
+    device = await enroll(http, server, "a-device-with-a-rather-long-name-for-a-table")
+    key = f"device:{device['device_id']}"
+    app = app_for(server.url, token_of(server), tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("f2")
+        screen = devices_of(app)
+        table = screen.query_one("#devices", DataTable)
+        await until(lambda: bool(row(screen, key)))
+        await pilot.pause()
+        assert {"name", "status"} <= set(row(screen, key))
+        assert len(row(screen, key)) < 6  # something had to give
+        assert table.virtual_size.width <= table.size.width, (table.virtual_size, table.size)
+        await pilot.resize_terminal(200, 40)
+        await until(lambda: len(row(screen, key)) == 6)
 
 
 async def test_events_appear_in_the_ring_newest_first_with_the_device_name(
@@ -140,19 +185,20 @@ async def test_a_driver_record_is_listed_and_its_wakes_reach_the_ring(
         }
     )
     app = app_for(server.url, token_of(server), tmp_path)
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=(160, 40)) as pilot:  # wide enough for every column
         await pilot.press("f2")
         screen = devices_of(app)
         table = screen.query_one("#devices", DataTable)
 
-        def voice_row() -> list[str]:
+        def voice_row() -> dict[str, str]:
             keys = [k.value or "" for k in table.rows if (k.value or "").startswith("driver:")]
-            return row(screen, keys[0]) if keys else []
+            return row(screen, keys[0]) if keys else {}
 
-        await until(lambda: voice_row()[3:4] == ["online"])
-        name, kind, transport, _status, capabilities, _detail = voice_row()
-        assert (kind, transport) == ("nicla_voice", "BLE")
-        assert "wake" in capabilities or capabilities  # the driver's own list, whatever it is
+        await until(lambda: voice_row().get("status") == "online")
+        shown = voice_row()
+        name = shown["name"]
+        assert (shown["kind"], shown["transport"]) == ("nicla_voice", "BLE")
+        assert shown["capabilities"]  # the driver's own list, whatever it is
         assert board.wake("NN0:hey_arduino")
         await until(lambda: any(e[1] == "nicla_wake" for e in events_shown(screen)))
         wake = next(e for e in events_shown(screen) if e[1] == "nicla_wake")

@@ -14,8 +14,8 @@ from tests.waits import until
 from tui.app import TinyApp
 from tui.client import HubClient
 from tui.config import TuiConfig
-from tui.memory import MemoryScreen, TypeWordScreen, detail_text, stamp
-from tui.widgets import ConfirmScreen
+from tui.memory import MemoryScreen, detail_text, stamp
+from tui.widgets import AskTextScreen, ConfirmScreen
 
 
 def app_for(server: RunningServer, tmp_path: Path) -> TinyApp:
@@ -75,6 +75,9 @@ async def test_recent_facts_search_and_a_facts_supersedes_trail(
             "I drink coffee in the morning",
         ]
         assert status_line(screen) == "3 facts, newest first"
+        assert screen.query_one("#facts", DataTable).has_focus
+        await pilot.press("slash")  # to the search box, without typing the slash
+        assert screen.query_one("#search", Input).has_focus
         await type_text(pilot, "where does my sister live")  # "d" here types, it unlearns nothing
         assert screen.query_one("#search", Input).value == "where does my sister live"
         assert app.screen is screen
@@ -103,7 +106,7 @@ async def test_unlearn_asks_first_and_only_yes_closes_the_fact(
         screen = await memory_screen(app, pilot)
         await until(lambda: listed(screen) == ["I like jazz", "I live by the sea"])
         await until(lambda: detail(screen).startswith("I like jazz"))
-        await pilot.press("down")
+        assert screen.query_one("#facts", DataTable).has_focus  # the list has the keys
         for cancel in ("n", "escape", "enter"):  # Enter presses the focused Cancel button
             await pilot.press("d")
             await until(lambda: isinstance(app.screen, ConfirmScreen))
@@ -134,8 +137,10 @@ async def test_unlearn_can_be_rebound_in_tui_toml(start_hub: StartHub, tmp_path:
         await until(lambda: app.screen is screen)
 
 
-async def test_clear_all_needs_the_word_all_typed(start_hub: StartHub, tmp_path: Path) -> None:
-    server = await start_hub()
+async def test_clear_all_needs_the_word_all_typed(
+    start_hub: StartHub, tmp_path: Path, closed_port: int
+) -> None:
+    server = await start_hub(ollama_host=f"http://127.0.0.1:{closed_port}")  # embedded model
     learn(server, "I like jazz")
     learn(server, "I live by the sea")
     owner = server.hub.owner.id
@@ -146,24 +151,26 @@ async def test_clear_all_needs_the_word_all_typed(start_hub: StartHub, tmp_path:
         await pilot.press("down")
         for word in ("yes", "al", ""):
             await pilot.press("X")
-            await until(lambda: isinstance(app.screen, TypeWordScreen))
+            await until(lambda: isinstance(app.screen, AskTextScreen))
             await type_text(pilot, word)
             await pilot.press("enter")
             await until(lambda: app.screen is screen)
             assert server.hub.memory.count(owner) == 2
         await pilot.press("X")
-        await until(lambda: isinstance(app.screen, TypeWordScreen))
+        await until(lambda: isinstance(app.screen, AskTextScreen))
         await pilot.press("escape")
         await until(lambda: app.screen is screen)
         assert server.hub.memory.count(owner) == 2 and len(listed(screen)) == 2
         await pilot.press("X")
-        await until(lambda: isinstance(app.screen, TypeWordScreen))
+        await until(lambda: isinstance(app.screen, AskTextScreen))
         await type_text(pilot, "all")
         await pilot.press("enter")
         await until(lambda: listed(screen) == [])
         assert server.hub.memory.count(owner) == 0
         assert server.hub.memory.recent(owner) == []
         assert "No facts yet." in detail(screen)
+        await until(lambda: "cannot save memories" in detail(screen))  # the embedded model
+        assert "ollama pull qwen3" in detail(screen)
 
 
 async def test_a_refusal_is_shown_in_the_hubs_own_words(

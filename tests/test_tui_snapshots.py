@@ -16,7 +16,8 @@ import pytest
 from pytest_textual_snapshot import SVGImageExtension
 from syrupy.assertion import SnapshotAssertion
 from textual.pilot import Pilot
-from textual.widgets import Static
+from textual.widgets import Footer, Static
+from textual.widgets._footer import FooterKey
 
 from tests.conftest import StartHub, owner_headers
 from tests.waits import until
@@ -53,7 +54,10 @@ VOLATILE = (  # what changes between runs, and what stands in for it
 
 
 def fixed(app: TinyApp) -> None:
-    """Put the stand-ins in every line that shows a port, an uptime or a clock time."""
+    """Put the stand-ins in every line that shows a port, an uptime or a clock time, and stop
+    the cursors blinking (a screenshot would catch one lit or dark by chance)."""
+    for text_input in app.screen.query("Input, TextArea"):
+        text_input.cursor_blink = False  # type: ignore[attr-defined]
     for static in app.screen.query(Static):
         text = original = str(static.render())
         for pattern, stand_in in VOLATILE:
@@ -84,3 +88,38 @@ async def test_each_screen_looks_as_it_did(
         assert LOADED[screen] in visible_text(app)
         svg = app.export_screenshot(title=app.title)
     assert snapshot(extension_class=SVGImageExtension) == svg
+
+
+def footer_problems(app: TinyApp, width: int) -> list[str]:
+    """Every binding the screen shows that has no key in the footer, or whose key is cut
+    (not wholly inside the footer's width)."""
+    footer = app.screen.query_one(Footer)
+    keys = {key.action: key for key in footer.query(FooterKey)}
+    problems = []
+    for _, binding, _, _ in app.screen.active_bindings.values():
+        if not binding.show:
+            continue
+        key = keys.get(binding.action)
+        if key is None:
+            problems.append(f"{binding.action}: not in the footer")
+        elif key.region.right > width or key.region.width == 0:
+            problems.append(f"{binding.action}: cut at {key.region}")
+    if footer.virtual_size.width > footer.size.width:
+        problems.append(f"the footer is {footer.virtual_size.width} wide in {width}")
+    return problems
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("screen", SCREENS)
+async def test_every_footer_key_shows_whole(
+    closed_port: int, tmp_path: Path, screen: str, size: tuple[int, int]
+) -> None:
+    app = TinyApp(HubClient(f"http://127.0.0.1:{closed_port}", None), TuiConfig(tmp_path))
+    async with app.run_test(size=size) as pilot:
+        await app.switch_mode(screen)
+        await settle(pilot)
+        await until(
+            lambda: footer_problems(app, size[0]) == [], what=str(footer_problems(app, size[0]))
+        )
+        shown = {key.action for key in app.screen.query(FooterKey)}
+        assert {f"switch_mode('{name}')" for name in SCREENS} <= shown

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from textual import on
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.reactive import reactive
@@ -47,6 +48,7 @@ class TinyApp(App[None]):
         the hub does not store keys, and the TUI never writes one down)."""
 
     def on_mount(self) -> None:
+        self.client.open()  # one session, one connection pool, for every screen's requests
         self.add_mode("chat", lambda: ChatScreen(self.client))
         self.add_mode("devices", lambda: DevicesScreen(self.client))
         self.add_mode("memory", lambda: MemoryScreen(self.client))
@@ -59,3 +61,14 @@ class TinyApp(App[None]):
         self.switch_mode("chat")
         for problem in self.config.problems:
             self.notify(problem, severity="warning", timeout=10)
+
+    @on(SettingsScreen.TinyChosen)
+    def _tiny_chosen(self, message: SettingsScreen.TinyChosen) -> None:
+        self.tiny_name = message.tiny
+
+    @on(SettingsScreen.SessionHeaders)
+    def _session_headers(self, message: SettingsScreen.SessionHeaders) -> None:
+        self.model_headers = message.headers
+
+    async def on_unmount(self) -> None:
+        await self.client.close()

@@ -33,18 +33,21 @@ from tui.client_tools import (
     ClientTools,
     Outcome,
     client_request,
-    message_text,
     register_themes,
     restore_theme,
     suggestions_of,
 )
 from tui.config import TuiConfig
-from tui.conversations import Conversation, ConversationStore, Message
+from tui.conversations import Conversation, ConversationStore, Message, message_text
+from tui.export import conversation_markdown, export_name
+from tui.guidance import EmptyChat
 from tui.widgets import (
-    ChatFooter,
+    AskTextScreen,
     ConfirmScreen,
+    ConversationList,
     CopyRequested,
     FollowupChips,
+    KeysFooter,
     Notice,
     Prompt,
     ReasoningPane,
@@ -59,7 +62,28 @@ __all__ = ["ChatScreen", "Notice", "ReplyMessage", "UserMessage"]
 
 CHIPS = Binding.Group("Chip")
 STOPPED = "stopped (closing the stream stops the model too); what arrived is kept"
-HEALTH_EVERY_S = 30.0
+
+
+def model_summary(model: dict[str, Any]) -> str:
+    """The header's words on the model /api/health (or a turn) reported."""
+    if model.get("provider") == c.PROVIDER_EMBEDDED:
+        return f"embedded {model.get('id')} · offline, no tools"  # fits 80 columns
+    tools = "tools on" if model.get("toolsCapable") else "tools off"
+    return f"{model.get('provider')} {model.get('id')} · {tools}"
+
+
+def hub_changed(before: dict[str, Any] | None, now: dict[str, Any]) -> bool:
+    """Whether ``now`` is another hub than ``before``: none seen yet, a restart (its uptime
+    went back) or another default model. A turn's model then no longer says what answers."""
+    if before is None:
+        return True
+    uptime_before, uptime_now = before.get("uptime"), now.get("uptime")
+    restarted = (
+        isinstance(uptime_before, int | float)
+        and isinstance(uptime_now, int | float)
+        and uptime_now < uptime_before
+    )
+    return restarted or before.get("model") != now.get("model")
 
 
 def cloud_warning(cloud: object) -> str:
@@ -136,9 +160,13 @@ class ChatScreen(Screen[None]):
         Binding("ctrl+o", "copy_reply", "Copy", id="copy_reply"),
         Binding("ctrl+b", "toggle_sidebar", "Chats", id="toggle_sidebar"),
         Binding("ctrl+n", "new_conversation", "New", id="new_conversation"),
+        Binding("ctrl+s", "export", "Export", id="export_conversation"),
     ]
 
     busy: reactive[bool] = reactive(False)
+    health_every_s: ClassVar[float] = 10.0
+    """How often /api/health is asked: a hub that restarted (perhaps on another model) or
+    came back shows in the header within this long."""
 
     def __init__(self, client: HubClient, config: TuiConfig | None = None) -> None:
         super().__init__(name="chat")
@@ -146,6 +174,7 @@ class ChatScreen(Screen[None]):
         self._config = config
         self.conversation = Conversation()
         self.total_tokens = 0
+        self.last_health: dict[str, Any] | None = None
 
     # --- set-up -----------------------------------------------------------------------------
 
@@ -166,10 +195,11 @@ class ChatScreen(Screen[None]):
         with Horizontal(id="main"):
             yield Sidebar(id="sidebar")
             with Vertical():
+                yield EmptyChat(id="empty")
                 yield VerticalScroll(id="log")
                 yield Prompt(id="prompt")
         yield ChatStatusLine(id="status")
-        yield ChatFooter(compact=True, show_command_palette=False)
+        yield KeysFooter()
 
     async def on_mount(self) -> None:
         self.store = ConversationStore(self.config.conversations_dir)
@@ -181,7 +211,10 @@ class ChatScreen(Screen[None]):
         self.query_one("#prompt", Prompt).focus()
         await self.refresh_sidebar(announce_problems=True)
         self.load_health()
-        self.set_interval(HEALTH_EVERY_S, lambda: self.load_health(announce=False, periodic=True))
+        self.set_interval(self.health_every_s, self._check_health)
+
+    def _check_health(self) -> None:
+        self.load_health(announce=False, periodic=True)
 
     @property
     def status(self) -> ChatStatusLine:
@@ -189,28 +222,32 @@ class ChatScreen(Screen[None]):
 
     @work(exclusive=True, group="health", exit_on_error=False)
     async def load_health(self, announce: bool = True, periodic: bool = False) -> None:
-        """Which model answers, whether the hub is there at all, and the cloud link (the status
-        line). Also every HEALTH_EVERY_S seconds (``periodic``): that refresh keeps the model
-        the last turn reported and updates the rest."""
+        """Which model answers, whether the hub is there at all, and the cloud link (the
+        header and the status line). Also every ``health_every_s`` (``periodic``): that check
+        keeps the model the last turn reported, unless the hub came back or changed its model
+        since the check before, when all of it is taken afresh."""
         try:
             health = await self.client.health()
         except HubError as exc:
             self.status.problem = str(exc)
             refused = str(exc).startswith("the hub answered")
             self.sub_title = "hub error" if refused else "hub unreachable"
+            self.last_health = None
             if announce:
                 await self.say(str(exc))
             return
+        fresh = not periodic or self.status.problem != "" or hub_changed(self.last_health, health)
+        self.last_health = health
         self.status.problem = ""
         self.status.cloud = health.get("cloud")
-        if not periodic or self.status.health is None:
+        if fresh or self.status.health is None:
             self.status.health = health
-        model = (self.status.health or health).get("model") or {}
-        offline = model.get("provider") == c.PROVIDER_EMBEDDED
-        mode = "offline: embedded model, no tools" if offline else ""
-        self.sub_title = " · ".join(
-            p for p in (f"{model.get('provider')} {model.get('id')}", mode) if p
-        )
+        self.show_model((self.status.health or health).get("model") or {})
+
+    def show_model(self, model: dict[str, Any]) -> None:
+        """The header's line on the model, and the empty chat's word on what it can do."""
+        self.sub_title = model_summary(model)
+        self.query_one(EmptyChat).model = model
 
     # --- sending ----------------------------------------------------------------------------
 
@@ -241,6 +278,7 @@ class ChatScreen(Screen[None]):
             return False
         await self.query(FollowupChips).remove()
         self.history.append({"role": "user", "content": text})
+        self.query_one(EmptyChat).display = False
         self.save_conversation()
         await self.show(UserMessage(text))
         self.busy = True
@@ -477,6 +515,7 @@ class ChatScreen(Screen[None]):
                 widgets.append(ReplyMessage(text))
         await log.mount_all(widgets)
         log.scroll_end(animate=False)
+        self.query_one(EmptyChat).display = not self.history
 
     async def refresh_sidebar(self, announce_problems: bool = False) -> None:
         conversations, problems = self.store.listing()
@@ -485,6 +524,77 @@ class ChatScreen(Screen[None]):
         if announce_problems:
             for problem in problems:
                 await self.say(f"{problem} (left as it is)", "warning")
+
+    @on(ConversationList.Rename)
+    def _rename_asked(self, event: ConversationList.Rename) -> None:
+        conversation = self._kept(event.conversation_id)
+        if conversation is None:
+            return
+
+        def answered(title: str | None) -> None:
+            if title is None:
+                return
+            try:
+                self.store.rename(conversation, title)
+            except (ValueError, OSError) as exc:
+                self.notify(f"not renamed: {exc}", severity="warning")
+                return
+            self.call_later(self.refresh_sidebar)
+
+        question = "A new title for this conversation (Enter keeps it, Escape cancels):"
+        self.app.push_screen(AskTextScreen(question, "title", conversation.title), answered)
+
+    @on(ConversationList.Delete)
+    def _delete_asked(self, event: ConversationList.Delete) -> None:
+        conversation = self._kept(event.conversation_id)
+        if conversation is None:
+            return
+        if self.busy and conversation.id == self.conversation.id:
+            self.notify("stop the reply first (Esc)", timeout=3)
+            return
+
+        async def answered(yes: bool | None) -> None:
+            if not yes:
+                return
+            try:
+                self.store.delete(conversation.id)
+            except OSError as exc:
+                self.notify(f"not deleted: {exc}", severity="error")
+                return
+            if conversation.id == self.conversation.id:
+                await self.action_new_conversation()
+            await self.refresh_sidebar()
+            self.notify(f"deleted “{conversation.title}”")
+
+        question = (
+            f"Delete “{conversation.title}” ({len(conversation.messages)} messages) from this "
+            "machine? This cannot be undone; the hub keeps no copy."
+        )
+        self.app.push_screen(ConfirmScreen(question, "Delete", danger=True), answered)
+
+    def _kept(self, conversation_id: str) -> Conversation | None:
+        """The current conversation, or a stored one; None (said) when it cannot be read."""
+        if conversation_id == self.conversation.id:
+            return self.conversation
+        try:
+            return self.store.load(conversation_id)
+        except ValueError as exc:
+            self.notify(str(exc), severity="warning")
+            return None
+
+    def action_export(self) -> None:
+        """Write the current conversation as Markdown into the data dir's exports folder."""
+        if not self.history:
+            self.notify("nothing to export yet: this conversation is empty", timeout=4)
+            return
+        path = self.config.data_dir / "exports" / export_name(self.conversation)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(conversation_markdown(self.conversation), encoding="utf-8")
+        except OSError as exc:
+            self.notify(f"could not export: {exc}", severity="error")
+            return
+        self.notify(f"exported to {path}", timeout=8)
 
     def show_notes(self) -> None:
         notes = self.client_tools.notes

@@ -33,6 +33,26 @@ class HubClient:
     pin: str | None = None
     """The SHA-256 fingerprint (hex) of a hub's self-signed certificate: an https hub is then
     trusted by that fingerprint alone (``lan.tls``); without it, the usual CA checks apply."""
+    _session: aiohttp.ClientSession | None = field(default=None, init=False, repr=False)
+
+    def open(self) -> None:
+        """Keep one session, and so one pool of connections to the hub, for every request
+        until ``close``: what a long-lived client (the TUI) does. Unopened, each request has
+        a session of its own, so a one-shot caller has nothing to close."""
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession()
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def __aenter__(self) -> HubClient:
+        self.open()
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.close()
 
     def _ssl(self) -> aiohttp.Fingerprint | bool:
         return aiohttp.Fingerprint(bytes.fromhex(self.pin)) if self.pin else True
@@ -74,17 +94,21 @@ class HubClient:
         headers: Mapping[str, str] | None,
         limits: aiohttp.ClientTimeout,
     ) -> AsyncIterator[aiohttp.ClientResponse]:
-        async with (
-            aiohttp.ClientSession(timeout=limits) as http,
-            http.request(
-                method,
-                f"{self.url}{path}",
-                params={k: str(v) for k, v in (params or {}).items()},
-                json=body,
-                headers=self._headers(headers),
-                ssl=self._ssl(),
-            ) as response,
-        ):
+        async with contextlib.AsyncExitStack() as stack:
+            http = self._session
+            if http is None or http.closed:
+                http = await stack.enter_async_context(aiohttp.ClientSession())
+            response = await stack.enter_async_context(
+                http.request(
+                    method,
+                    f"{self.url}{path}",
+                    params={k: str(v) for k, v in (params or {}).items()},
+                    json=body,
+                    headers=self._headers(headers),
+                    ssl=self._ssl(),
+                    timeout=limits,
+                )
+            )
             yield response
 
     async def follow_events(self, after: int = 0) -> AsyncIterator[Event]:

@@ -25,7 +25,7 @@ from textual.theme import Theme
 from textual.widget import Widget
 
 from tui.config import TuiConfig
-from tui.conversations import Message, Notes
+from tui.conversations import Message, Notes, message_text
 from tui.widgets import build_component
 
 SPEECH_PROGRAMS = ("espeak-ng", "espeak", "say", "spd-say")
@@ -268,7 +268,10 @@ class ClientTools:
             self.app.register_theme(theme)
             name = theme.name
         self.app.theme = name
-        self.config.save_theme(name)
+        try:
+            self.config.save_theme(name)
+        except OSError as exc:
+            return Outcome(f"theme: {preset or name}, for this session only: {exc}", "warning")
         return Outcome(f"theme: {preset or name} (kept for next time)")
 
     async def _copy(self, request: dict[str, Any], messages: list[Message]) -> Outcome:
@@ -324,15 +327,6 @@ class ClientTools:
 def shorten_words(text: str, words: int) -> str:
     split = text.split()
     return " ".join(split[:words]) + (" …" if len(split) > words else "")
-
-
-def message_text(message: Message) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
-    return ""
 
 
 def message_stats(messages: Sequence[Message]) -> str:

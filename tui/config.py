@@ -13,6 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import tomlkit
+from tomlkit.exceptions import TOMLKitError
+from tomlkit.items import Table
+from tomlkit.toml_document import TOMLDocument
+
 log = logging.getLogger(__name__)
 
 SETTINGS_FILE = "tui.toml"
@@ -63,16 +68,35 @@ class TuiConfig:
         return config
 
     def save_theme(self, theme: str) -> None:
-        """Keep the theme for next time, leaving the rest of tui.toml as the person wrote it."""
+        """Keep the theme for next time, leaving the rest of tui.toml as the person wrote it
+        (comments, order, other tables): tomlkit edits the one value in place. A file that
+        does not parse is left alone, and the theme then lasts this session only."""
         self.theme = theme
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        lines = []
-        if self.settings_path.exists():
-            lines = [
-                line
-                for line in self.settings_path.read_text(encoding="utf-8").splitlines()
-                if not line.strip().startswith("theme")
-            ]
-        self.settings_path.write_text(
-            "\n".join([f'theme = "{theme}"', *lines]) + "\n", encoding="utf-8"
-        )
+        path = self.settings_path
+        try:
+            document = tomlkit.parse(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            document = tomlkit.document()
+        except (OSError, UnicodeDecodeError, TOMLKitError) as exc:
+            raise OSError(f"{path} is not valid TOML ({exc}); the theme is not saved") from None
+        _set_top_level(document, "theme", theme)
+        path.write_text(tomlkit.dumps(document), encoding="utf-8")
+
+
+def _set_top_level(document: TOMLDocument, key: str, value: str) -> None:
+    """Set a top-level key: in place when it is there, else before the first table (a key
+    written after ``[keys]`` would belong to that table)."""
+    if key in document:
+        document[key] = value
+        return
+    tables = [name for name, item in document.items() if isinstance(item, Table)]
+    if not tables:
+        document[key] = value
+        return
+    rest = {name: document[name] for name in tables}
+    for name in tables:
+        document.remove(name)
+    document[key] = value
+    for name, table in rest.items():
+        document[name] = table

@@ -14,6 +14,7 @@ import json
 import os
 import tempfile
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,6 +43,16 @@ def write_json_atomically(path: Path, data: Any) -> None:
         raise
 
 
+def message_text(message: Message) -> str:
+    """A message's words: its content, or the text parts of a multi-part content."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
+    return ""
+
+
 def title_for(messages: list[Message]) -> str:
     """The first user message, on one line and short: what a person recognises in a list."""
     for message in messages:
@@ -59,15 +70,26 @@ class Conversation:
     created: str = field(default_factory=now_iso)
     updated: str = field(default_factory=now_iso)
     messages: list[Message] = field(default_factory=list)
+    named: bool = False
+    """The person gave it its title (rename): saving keeps it instead of the first message."""
 
     def as_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "title": self.title,
+            "named": self.named,
             "created": self.created,
             "updated": self.updated,
             "messages": self.messages,
         }
+
+    def mentions(self, query: str) -> bool:
+        """Whether the title or any message contains ``query`` (case and spacing ignored)."""
+        needle = " ".join(query.casefold().split())
+        if not needle:
+            return True
+        texts = [self.title, *(message_text(m) for m in self.messages)]
+        return any(needle in " ".join(text.casefold().split()) for text in texts)
 
     @classmethod
     def from_json(cls, raw: Any) -> Conversation:
@@ -80,7 +102,8 @@ class Conversation:
         texts = [raw.get(k) for k in ("id", "title", "created", "updated")]
         if not all(isinstance(t, str) for t in texts) or not raw["id"]:
             raise ValueError("id, title, created and updated must be strings")
-        return cls(raw["id"], raw["title"], raw["created"], raw["updated"], messages)
+        named = raw.get("named") is True
+        return cls(raw["id"], raw["title"], raw["created"], raw["updated"], messages, named)
 
 
 def _is_message(value: Any) -> bool:
@@ -103,9 +126,24 @@ class ConversationStore:
         return self.directory / f"{conversation_id}.json"
 
     def save(self, conversation: Conversation) -> None:
-        conversation.title = title_for(conversation.messages)
+        if not conversation.named:
+            conversation.title = title_for(conversation.messages)
         conversation.updated = now_iso()
         write_json_atomically(self.path_of(conversation.id), conversation.as_json())
+
+    def rename(self, conversation: Conversation, title: str) -> None:
+        """Give ``conversation`` the person's own title (ValueError when it is blank); an
+        empty conversation is not written, as before."""
+        line = " ".join(title.split())
+        if not line:
+            raise ValueError("a title needs at least one character that is not a space")
+        conversation.title, conversation.named = line, True
+        if conversation.messages:
+            self.save(conversation)
+
+    def delete(self, conversation_id: str) -> None:
+        """Remove the conversation's file (already gone is fine)."""
+        self.path_of(conversation_id).unlink(missing_ok=True)
 
     def load(self, conversation_id: str) -> Conversation:
         """ValueError (with the file and the reason) when the file cannot be used."""
@@ -128,6 +166,11 @@ class ConversationStore:
                 problems.append(str(exc))
         found.sort(key=lambda conv: conv.updated, reverse=True)
         return found, problems
+
+
+def matching(conversations: Sequence[Conversation], query: str) -> list[Conversation]:
+    """The conversations whose title or text contains ``query``, in the order given."""
+    return [conv for conv in conversations if conv.mentions(query)]
 
 
 class Notes:

@@ -19,16 +19,19 @@ from datetime import datetime
 from functools import partial
 from typing import Any, ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
 from textual.css.query import NoMatches
 from textual.reactive import reactive
-from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.screen import ModalScreen, Screen
+from textual.widgets import DataTable, Header, Static
 
 from tui.client import Event, HubClient, HubError
+from tui.widgets import KeysFooter
 
 DEVICE_COLUMNS = ("name", "kind", "transport", "status", "capabilities", "detail")
 """Status before the long columns: at 80 columns it is what must show without scrolling."""
@@ -39,6 +42,7 @@ SUMMARY_KEYS = ("summary", "text", "label", "note", "message", "error", "title",
 CELL_CHARS = 60
 CAPABILITY_CHARS = 32
 SUMMARY_CHARS = 100
+SCROLLBAR = 2
 
 Cells = tuple[str | Text, ...]
 
@@ -170,16 +174,79 @@ def event_cells(event: Event, names: Mapping[str, str], now: float) -> Cells:
     )
 
 
-def sync_table(table: DataTable[Any], rows: Mapping[str, Cells]) -> None:
-    """Make the table show exactly ``rows``, changing only what changed, so a live update
-    does not move the cursor or the scroll."""
+def record_text(record: Mapping[str, Any]) -> str:
+    """Everything the hub said about one device or driver record, a field a line, uncut: what
+    Enter on a row shows when the table has no room for it."""
+    lines = []
+    for key, value in record.items():
+        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        lines.append(f"{key}: {shown}")
+    return "\n".join(lines) or "(the hub sent nothing about it)"
+
+
+class RowDetail(ModalScreen[None]):
+    """One row in full, in a box that scrolls: Escape or Enter closes it."""
+
+    DEFAULT_CSS = """
+    RowDetail { align: center middle; }
+    RowDetail > VerticalScroll {
+        width: 76; max-width: 100%; height: auto; max-height: 100%; padding: 0 1;
+        border: round $primary; background: $surface;
+    }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,enter", "close", "Close", id="devices_close_detail"),
+    ]
+
+    def __init__(self, title: str, text: str) -> None:
+        super().__init__()
+        self.title_text, self.text = title, text
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll() as box:
+            box.border_title = self.title_text
+            yield Static(self.text, id="row-detail", markup=False)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+def cell_width(cell: str | Text) -> int:
+    return cell.cell_len if isinstance(cell, Text) else cell_len(cell)
+
+
+ALWAYS_SHOWN = (DEVICE_COLUMNS.index("name"), DEVICE_COLUMNS.index("status"))
+
+
+def columns_that_fit(rows: Mapping[str, Cells], width: int) -> tuple[int, ...]:
+    """Which columns (indexes into DEVICE_COLUMNS) fit in ``width`` cells without cutting
+    one off: name and status always, then the others in order while they fit. What is left
+    out is one Enter away (``record_text``)."""
+    widths = [
+        max([cell_len(name), *(cell_width(cells[i]) for cells in rows.values())]) + 2
+        for i, name in enumerate(DEVICE_COLUMNS)  # + the DataTable's cell padding
+    ]
+    chosen = set(ALWAYS_SHOWN)
+    used = sum(widths[i] for i in chosen)
+    for index, column_width in enumerate(widths):
+        if index not in chosen and used + column_width <= width:
+            chosen.add(index)
+            used += column_width
+    return tuple(sorted(chosen))
+
+
+def sync_table(
+    table: DataTable[Any], rows: Mapping[str, Cells], columns: Sequence[str] = DEVICE_COLUMNS
+) -> None:
+    """Make the table show exactly ``rows`` (cells for ``columns``), changing only what
+    changed, so a live update does not move the cursor or the scroll."""
     for gone in [key.value for key in table.rows if key.value not in rows]:
         table.remove_row(gone or "")
     for key, cells in rows.items():
         if key not in table.rows:
             table.add_row(*cells, key=key)
             continue
-        for column, value in zip(DEVICE_COLUMNS, cells, strict=True):
+        for column, value in zip(columns, cells, strict=True):
             if table.get_cell(key, column) != value:
                 table.update_cell(key, column, value, update_width=True)
 
@@ -221,6 +288,11 @@ class DevicesScreen(Screen[None]):
         self.ring: deque[Event] = deque(maxlen=self.ring_rows)
         self.last_event_id = 0
         self.names: dict[str, str] = {}
+        self.records: dict[str, Mapping[str, Any]] = {}
+        self.device_rows: dict[str, Cells] = {}
+        """Row key → every column's cell; ``shown_columns`` says which of them fit."""
+        self.shown_columns: tuple[int, ...] = ()
+        """Row key → what the hub said about that device or driver record."""
         self._wake = asyncio.Event()
         self._attempt = 0
         self._events_dirty = False
@@ -232,18 +304,37 @@ class DevicesScreen(Screen[None]):
         yield Static("", id="machine")
         yield Static("Event ring, newest first", classes="heading")
         yield DataTable(id="events", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
-        self.query_one("#devices", DataTable).add_columns(
-            *((name, name) for name in DEVICE_COLUMNS)
-        )
         self.query_one("#events", DataTable).add_columns(*((name, name) for name in EVENT_COLUMNS))
         self.poll()
         self.follow()
 
     def action_refresh(self) -> None:
         self._wake.set()
+
+    def on_resize(self) -> None:
+        self.draw_devices()
+
+    def draw_devices(self) -> None:
+        """The devices table with the columns that fit the screen's width, uncut."""
+        table = self.query_one("#devices", DataTable)
+        fit = columns_that_fit(self.device_rows, self.size.width - SCROLLBAR)
+        if fit != self.shown_columns:
+            table.clear(columns=True)
+            table.add_columns(*((DEVICE_COLUMNS[i], DEVICE_COLUMNS[i]) for i in fit))
+            self.shown_columns = fit
+        shown = {key: tuple(cells[i] for i in fit) for key, cells in self.device_rows.items()}
+        sync_table(table, shown, [DEVICE_COLUMNS[i] for i in fit])
+
+    @on(DataTable.RowSelected, "#devices")
+    def _row_chosen(self, event: DataTable.RowSelected) -> None:
+        record = self.records.get(str(event.row_key.value))
+        if record is None:
+            return
+        name = str(record.get("name") or record.get("device_id") or record.get("id") or "?")
+        self.app.push_screen(RowDetail(name, record_text(record)))
 
     # --- devices and drivers: fetched on a beat, on events, and on request -------------------
 
@@ -289,7 +380,10 @@ class DevicesScreen(Screen[None]):
         machine: Mapping[str, Any],
     ) -> None:
         now = time.time()
-        sync_table(self.query_one("#devices", DataTable), table_rows(devices, records, now))
+        self.records = {f"device:{d.get('id')}": d for d in devices}
+        self.records.update({f"driver:{r.get('device_id')}": r for r in records})
+        self.device_rows = table_rows(devices, records, now)
+        self.draw_devices()
         self.query_one("#machine", Static).update(machine_text(machine))
         names = {str(d.get("id")): str(d.get("name")) for d in devices}
         names.update({str(r.get("device_id")): str(r.get("name")) for r in records})

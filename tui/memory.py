@@ -18,12 +18,12 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
 from textual.screen import ModalScreen, Screen
-from textual.widgets import DataTable, Footer, Header, Input, Static
+from textual.widgets import DataTable, Header, Input, Static
 
 from tui.client import HubClient, HubError
-from tui.widgets import ConfirmScreen
+from tui.guidance import memory_guidance
+from tui.widgets import AskTextScreen, ConfirmScreen, KeysFooter
 
 Fact = dict[str, Any]
 T = TypeVar("T")
@@ -76,41 +76,6 @@ def detail_text(fact_id: str, trail: Sequence[Mapping[str, Any]]) -> Text:
     return text
 
 
-# --- the word to type (the yes/no question is tui.widgets.ConfirmScreen) ---------------------
-
-
-class TypeWordScreen(ModalScreen[str | None]):
-    """Type a word to go on: what was typed, or None for Escape."""
-
-    DEFAULT_CSS = """
-    TypeWordScreen { align: center middle; }
-    TypeWordScreen > Vertical {
-        width: 64; max-width: 100%; height: auto; padding: 1 2;
-        border: thick $error; background: $surface;
-    }
-    TypeWordScreen Input { margin-top: 1; }
-    """
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "cancel", "Cancel", id="confirm_no"),
-    ]
-
-    def __init__(self, question: str, placeholder: str) -> None:
-        super().__init__()
-        self.question, self.placeholder = question, placeholder
-
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Static(self.question)
-            yield Input(placeholder=self.placeholder, id="word")
-
-    @on(Input.Submitted, "#word")
-    def submitted(self, event: Input.Submitted) -> None:
-        self.dismiss(event.value)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
-
-
 # --- the screen -------------------------------------------------------------------------------
 
 
@@ -133,6 +98,7 @@ class MemoryScreen(Screen[None]):
         Binding("r", "refresh", "Refresh", id="refresh"),
     ]
 
+    AUTO_FOCUS = "#facts"  # so / goes to the search box instead of being typed into it
     search_delay_s: ClassVar[float] = 0.3
     """Search once typing pauses, not on every key (each search embeds the query)."""
 
@@ -140,6 +106,8 @@ class MemoryScreen(Screen[None]):
         super().__init__(name="memory")
         self.client = client
         self.facts: dict[str, Fact] = {}
+        self.model: dict[str, Any] = {}
+        """The model that answers, as /api/health said when the list was last empty."""
         self._skip_resume = False
 
     def compose(self) -> ComposeResult:
@@ -148,7 +116,7 @@ class MemoryScreen(Screen[None]):
         yield Static("", id="status")
         yield DataTable(id="facts", cursor_type="row", zebra_stripes=True)
         yield Static("", id="detail")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one("#facts", DataTable).add_columns(
@@ -192,9 +160,19 @@ class MemoryScreen(Screen[None]):
             self.say(str(exc) or "the hub did not answer in time", problem=True)
             return
         facts = [f for f in answer.get("learnings", []) if isinstance(f, dict)]
+        if not facts and not query:
+            self.model = await self.model_of_hub()
         self.show_facts(facts)
         count = f"{len(facts)} fact{'s' * (len(facts) != 1)}"
         self.say(f"{count}, best match for “{query}” first" if query else f"{count}, newest first")
+
+    async def model_of_hub(self) -> dict[str, Any]:
+        """/api/health's model (empty when the hub cannot say): the empty list's hint."""
+        try:
+            model = (await self.client.health()).get("model")
+        except (HubError, TimeoutError):
+            return {}
+        return model if isinstance(model, dict) else {}
 
     def show_facts(self, facts: Sequence[Fact]) -> None:
         """Redraw the list, keeping the cursor on the same fact when it is still there."""
@@ -215,7 +193,11 @@ class MemoryScreen(Screen[None]):
         if selected is not None:
             self.load_detail(selected)  # not left to RowHighlighted: the row may not move
         else:
-            empty = "Nothing matches." if self.query_text else "No facts yet."
+            empty = (
+                "Nothing matches."
+                if self.query_text
+                else f"No facts yet. {memory_guidance(self.model)}"
+            )
             self.query_one("#detail", Static).update(Text(empty, style="dim"))
 
     def selected_id(self) -> str | None:
@@ -267,7 +249,7 @@ class MemoryScreen(Screen[None]):
             f"deleted; this cannot be undone.\n\nType {CLEAR_WORD} and press Enter (Escape "
             "cancels)."
         )
-        self._ask(TypeWordScreen(question, f"type {CLEAR_WORD}"), self._clear_answered)
+        self._ask(AskTextScreen(question, f"type {CLEAR_WORD}", danger=True), self._clear_answered)
 
     def _clear_answered(self, typed: str | None) -> None:
         if typed is None:

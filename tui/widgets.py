@@ -26,6 +26,7 @@ from textual.widgets import (
     Button,
     Collapsible,
     Footer,
+    Input,
     Label,
     Markdown,
     OptionList,
@@ -36,7 +37,7 @@ from textual.widgets import (
 from textual.widgets.option_list import Option
 
 from hub import contracts as c
-from tui.conversations import Conversation
+from tui.conversations import Conversation, matching
 
 COPY_BINDING = Binding("c", "copy", "Copy", id="copy_message")
 PREVIEW_CHARS = 300
@@ -315,57 +316,151 @@ class Prompt(TextArea, inherit_bindings=False):
         )
 
     def action_send(self) -> None:
+        # A priority binding runs as soon as the app reads the key, while the characters
+        # that came before it in the same burst (a paste, a voice-typing tool, tmux
+        # send-keys) still wait in this widget's queue: read the text after them.
+        self.call_later(self._send_typed)
+
+    def _send_typed(self) -> None:
         self.post_message(self.Submitted(self, self.text))
 
     def action_newline(self) -> None:
-        self.insert("\n")
+        self.call_later(self.insert, "\n")  # after the characters typed before it, as above
+
+
+class ConversationList(OptionList):
+    """The kept conversations: Enter continues one; r renames it, d deletes it (the chat
+    screen asks first), / goes to the search box."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "search", "Search", id="search_conversations"),
+        Binding("r", "rename", "Rename", id="rename_conversation"),
+        Binding("delete,d", "delete", "Delete", id="delete_conversation"),
+    ]
+
+    class Rename(Message):
+        def __init__(self, conversation_id: str) -> None:
+            super().__init__()
+            self.conversation_id = conversation_id
+
+    class Delete(Message):
+        def __init__(self, conversation_id: str) -> None:
+            super().__init__()
+            self.conversation_id = conversation_id
+
+    def highlighted_id(self) -> str | None:
+        if self.highlighted is None:
+            return None
+        return self.get_option_at_index(self.highlighted).id
+
+    def action_search(self) -> None:
+        self.screen.query_one("#conversation-search", Input).focus()
+
+    def action_rename(self) -> None:
+        chosen = self.highlighted_id()
+        if chosen is not None:
+            self.post_message(self.Rename(chosen))
+
+    def action_delete(self) -> None:
+        chosen = self.highlighted_id()
+        if chosen is not None:
+            self.post_message(self.Delete(chosen))
 
 
 class Sidebar(Vertical):
-    """Conversations kept on this machine (Enter continues one) and the local notes."""
+    """Conversations kept on this machine, searchable by title and text, and the local notes."""
 
     DEFAULT_CSS = """
     Sidebar { width: 28; dock: left; border-right: solid $panel; display: none; }
     Sidebar.-shown { display: block; }
     Sidebar Label { color: $text-muted; padding: 0 1; }
+    Sidebar Input { margin: 0 1; }
     Sidebar OptionList { height: 1fr; border: none; }
     Sidebar #notes { height: auto; max-height: 10; padding: 0 1; color: $text-muted; }
     """
 
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.conversations: list[Conversation] = []
+        self.current = ""
+
     def compose(self) -> ComposeResult:
         yield Label("Conversations")
-        yield OptionList(id="conversations")
+        yield Input(placeholder="search titles and text", id="conversation-search", compact=True)
+        yield ConversationList(id="conversations")
         yield Label("Notes (this device only)")
         yield Static("", id="notes", markup=False)
 
     def show_conversations(self, conversations: Sequence[Conversation], current: str) -> None:
+        self.conversations, self.current = list(conversations), current
+        self._list()
+
+    @on(Input.Changed, "#conversation-search")
+    def _list(self) -> None:
+        query = self.query_one("#conversation-search", Input).value
+        found = matching(self.conversations, query)
         options = self.query_one("#conversations", OptionList)
         options.set_options(
-            Option(("● " if conv.id == current else "") + conv.title, id=conv.id)
-            for conv in conversations
+            Option(("● " if conv.id == self.current else "") + conv.title, id=conv.id)
+            for conv in found
         )
+        if query and not found:
+            options.add_option(Option("nothing matches", disabled=True))
+        elif found:
+            options.highlighted = 0  # r and d act on a row even before the cursor moves
+
+    @on(Input.Submitted, "#conversation-search")
+    def _to_the_list(self) -> None:
+        self.query_one("#conversations", OptionList).focus()
 
     def show_notes(self, notes: Sequence[str]) -> None:
         text = "\n".join(f"• {shorten(n, 80)}" for n in notes) or "(none)"
         self.query_one("#notes", Static).update(text)
 
 
-class ChatFooter(Footer):
-    """Every binding of the chat screen, on two lines so all of them fit in 80 columns."""
+class KeysFooter(Footer):
+    """Every binding the screen shows, on as many rows as the terminal's width needs (up to
+    ``MAX_ROWS``), so no key is cut off at 80 columns and none is hidden to make room.
+
+    Footer.compose makes one cell per action (two per group: its keys, its label); here they
+    go into a grid, and a grid wider than the footer gets one more row and is laid out
+    again. A new width or another set of bindings starts again from one row."""
 
     DEFAULT_CSS = """
-    ChatFooter {
-        layout: grid; grid-columns: auto; grid-rows: 1; grid-gutter: 0 1; height: 2;
+    KeysFooter {
+        layout: grid; grid-columns: auto; grid-rows: 1; grid-gutter: 0 1; height: 1;
         &.-compact FooterKey { margin: 0; }
         &.-compact KeyGroup { margin: 0; padding: 0; }
     }
     """
-    ROWS = 2
+    MAX_ROWS = 3
+
+    def __init__(self, *, compact: bool = True, show_command_palette: bool = False) -> None:
+        super().__init__(compact=compact, show_command_palette=show_command_palette)
+        self.rows = 1
+        self._laid_out_for: tuple[int, int] = (0, 0)
+        self._regrowing = False
 
     def compose(self) -> ComposeResult:
+        items = self._items()
+        if self._laid_out_for != (items, self.size.width):
+            self.rows = 1  # another set of keys or another width: fit them afresh
         yield from super().compose()
-        # Footer.compose makes one grid column per item; lay the same items out in two rows.
-        self.styles.grid_size_columns = max(1, -(-self._items() // self.ROWS))
+        self._regrowing = False
+        self._laid_out_for = (items, self.size.width)
+        self.styles.grid_size_columns = max(1, -(-items // self.rows))
+        self.styles.height = self.rows
+
+    def on_resize(self) -> None:
+        if self._laid_out_for[1] != self.size.width:
+            self.call_later(self.recompose)
+
+    def watch_virtual_size(self) -> None:
+        """The keys were laid out: one more row when they are wider than the footer."""
+        too_wide = self.virtual_size.width > self.size.width > 0
+        if too_wide and self.rows < self.MAX_ROWS and not self._regrowing:
+            self.rows, self._regrowing = self.rows + 1, True
+            self.call_later(self.recompose)
 
     def _items(self) -> int:
         """How many cells Footer.compose makes: one per action, two per group (keys, label)."""
@@ -421,6 +516,42 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
+
+
+class AskTextScreen(ModalScreen[str | None]):
+    """Ask for a line of text (a new title, a word to type to go on): what was typed and
+    Enter, or None for Escape."""
+
+    DEFAULT_CSS = """
+    AskTextScreen { align: center middle; }
+    AskTextScreen > Vertical {
+        width: 64; max-width: 100%; height: auto; padding: 1 2;
+        border: thick $warning; background: $surface;
+    }
+    AskTextScreen.danger > Vertical { border: thick $error; }
+    AskTextScreen Input { margin-top: 1; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="confirm_no"),
+    ]
+
+    def __init__(
+        self, question: str, placeholder: str, value: str = "", *, danger: bool = False
+    ) -> None:
+        super().__init__(classes="danger" if danger else None)
+        self.question, self.placeholder, self.value = question, placeholder, value
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(self.question, markup=False)
+            yield Input(self.value, placeholder=self.placeholder, id="word")
+
+    @on(Input.Submitted, "#word")
+    def submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
 
 
 # --- render_ui: props only, drawn with what a terminal has --------------------------------------
