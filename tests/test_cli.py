@@ -31,6 +31,8 @@ COMMANDS = (
     "emulate",
     "discover",
     "pair",
+    "export",
+    "capture",
     "version",
 )
 

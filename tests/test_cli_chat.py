@@ -179,3 +179,29 @@ def test_memory_reindex_shows_its_progress(home: Path, closed_port: int) -> None
     assert "indexed 12 current fact(s)" in result.stdout
     stats = run(["memory", "stats"], cli_env(home, closed_port))
     assert "current facts: 12; without a vector: 0; vectors: 12" in stats.stdout
+
+
+def test_export_writes_a_conversation_the_tui_kept(home: Path, closed_port: int) -> None:
+    from tui.config import TuiConfig
+    from tui.conversations import Conversation, ConversationStore
+
+    store = ConversationStore(TuiConfig.load(home / "tui").conversations_dir)
+    store.directory.mkdir(parents=True, exist_ok=True)
+    kept = Conversation(
+        messages=[
+            {"role": "user", "content": "what do tomatoes need?"},
+            {"role": "assistant", "content": "Sun, **water** every second evening."},
+        ]
+    )
+    store.save(kept)
+    listed = run(["export"], cli_env(home, closed_port))
+    assert kept.id in listed.stdout and "what do tomatoes need?" in listed.stdout
+    by_words = run(["export", "tomatoes"], cli_env(home, closed_port))
+    assert by_words.returncode == 0, by_words.stderr
+    assert "## You\n\nwhat do tomatoes need?" in by_words.stdout
+    assert "## Companion\n\nSun, **water** every second evening." in by_words.stdout
+    out = home / "export.md"
+    run(["export", kept.id, "--out", str(out)], cli_env(home, closed_port))
+    assert out.read_text() == by_words.stdout
+    missing = run(["export", "cucumbers"], cli_env(home, closed_port))
+    assert missing.returncode == 2 and "no conversation" in missing.stderr

@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "capture": "hub.cli.emulate:capture_command",
     "discover": "hub.cli.maintenance:discover_command",
     "cloud": "hub.cloud.cli:cloud_command",
+    "export": "hub.cli.export:export_command",
 }
 
 

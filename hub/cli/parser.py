@@ -147,6 +147,16 @@ def build_parser() -> argparse.ArgumentParser:
         "it with a QR code carrying the hub's lanUrl, the code and the TLS fingerprint; the "
         "phone sends the code to POST /api/pair.",
     )
+    export = sub.add_parser(
+        "export",
+        parents=[common],
+        help="a conversation of the terminal UI as Markdown",
+        description="Write a conversation the terminal UI kept as Markdown (to stdout, or "
+        "--out FILE). Name it by its id or by words of its title or text; with no name, list "
+        "the conversations there are.",
+    )
+    export.add_argument("conversation", nargs="?", help="its id, or words it contains")
+    export.add_argument("--out", type=Path, help="write here instead of to stdout")
     _add_cloud_parser(sub, common)
     sub.add_parser("version", help="print the version", description="Print the version.")
     return parser
