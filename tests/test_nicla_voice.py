@@ -20,12 +20,12 @@ from hypothesis import strategies as st
 from drivers.audio import read_wav
 from drivers.ble_presence import BleAdvertisements, held
 from drivers.flipper_ble import BleAdvertisements as FlipperBleAdvertisements
-from drivers.nicla_voice import (
+from drivers.nicla_voice import NiclaVoiceDriver
+from drivers.nicla_voice_wire import (
     MULAW_MAX,
     AudioEnd,
     AudioHeader,
     BoardStatus,
-    NiclaVoiceDriver,
     NiclaVoiceError,
     Reassembly,
     RecordRequest,

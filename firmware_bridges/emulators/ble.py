@@ -83,15 +83,17 @@ from bleak.exc import (
 from bleak.uuids import normalize_uuid_16
 
 from drivers.base import normalize_uuid
-from drivers.transports.ble import (
-    FLIPPER_ADVERTISED_UUID,
-    FLIPPER_CHAR_MAX,
-    FLIPPER_FLOW,
-    FLIPPER_RPC_STATUS,
-    FLIPPER_RX,
-    FLIPPER_SERIAL_SERVICE,
-    FLIPPER_TX,
-)
+
+# The Flipper's serial service as its firmware declares it (serial_service.h and the UUIDs
+# beside it). Written here again rather than imported from the
+# driver, so a wrong UUID in the driver fails against the emulator instead of agreeing with it.
+FLIPPER_SERIAL_SERVICE = "8fe5b3d5-2e7f-4a98-2a48-7acc60fe0000"
+FLIPPER_TX = "19ed82ae-ed21-4c9d-4145-228e61fe0000"  # Flipper -> host: READ + INDICATE
+FLIPPER_RX = "19ed82ae-ed21-4c9d-4145-228e62fe0000"  # host -> Flipper: WRITE (+ w/o response)
+FLIPPER_FLOW = "19ed82ae-ed21-4c9d-4145-228e63fe0000"  # READ + NOTIFY, u32 big-endian free bytes
+FLIPPER_RPC_STATUS = "19ed82ae-ed21-4c9d-4145-228e64fe0000"  # READ/WRITE/NOTIFY, 0/1
+FLIPPER_ADVERTISED_UUID = 0x3080  # 16-bit service UUID, OR'ed with the body colour (0..3)
+FLIPPER_CHAR_MAX = 243  # serial_service.h CHAR_VALUE_LEN_MAX
 
 CCCD_UUID = normalize_uuid_16(0x2902)
 RPC_BUFFER_SIZE = 1024  # applications/services/rpc/rpc.h

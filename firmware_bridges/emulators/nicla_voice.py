@@ -51,7 +51,6 @@ import numpy as np
 
 from drivers.audio import AudioError, read_wav, resample, to_float_mono
 from drivers.base import normalize_uuid
-from drivers.nicla_voice import SERVICE_UUID, characteristic_uuid
 from firmware_bridges.emulators.ble import (
     DEFAULT_MTU,
     EmulatedBleakClient,
@@ -60,6 +59,19 @@ from firmware_bridges.emulators.ble import (
     GattPeripheral,
     GattService,
 )
+
+# The project sketch's service (firmware_bridges/nicla_voice/nicla_voice.ino), written here
+# again rather than imported from the driver, so a wrong UUID in the driver fails against the
+# board instead of agreeing with it.
+SERVICE_UUID = "e0c80000-7a4b-4f4e-9a2f-6e6963766f69"
+
+
+def characteristic_uuid(service: str, number: int) -> str:
+    """Characteristic ``number`` (1..4): the service UUID with the last four hex digits of its
+    first group replaced by the number, as the sketch derives them."""
+    text = normalize_uuid(service)
+    return f"{text[:4]}{number:04x}{text[8:]}"
+
 
 DEFAULT_SOURCE = Path(__file__).resolve().parents[2] / "tests/fixtures/speech/kitchen.wav"
 BOARD_RATE = 16_000  # the NDP120's audio rate

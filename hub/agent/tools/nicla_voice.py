@@ -16,7 +16,8 @@ from strands import tool
 from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
-from drivers.nicla_voice import NiclaVoiceDriver, NiclaVoiceError
+from drivers.nicla_voice import NiclaVoiceDriver
+from drivers.nicla_voice_wire import NiclaVoiceError
 from hub.agent.tools.context import ToolContext, failed, ok, owner_turn
 from hub.agent.tools.devices import answer_result
 from hub.agent.tools.senses import heard
