@@ -1,5 +1,8 @@
 """The Flipper Zero's protobuf RPC over its USB serial port: a wire codec and a session.
 
+It is one module on purpose: the codec holds exactly the messages the session sends and reads,
+each beside the session code that uses it.
+
 Written for exactly the PB.Main messages the hub uses (no protobuf package): the field numbers
 are flipperdevices/flipperzero-protobuf's ``flipper.proto``, ``system.proto`` and
 ``storage.proto`` (summarised in ``docs/hardware.md``). After

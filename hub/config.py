@@ -1,8 +1,11 @@
 """One Settings object, read from ``config.toml`` in the data dir and ``TINY_HUB_*`` variables.
 
+It is one module on purpose: each setting is declared once, here, and the loader, the validator
+and the describer all read that declaration.
+
 Each setting is declared once, as a dataclass field whose metadata names its TOML section and key,
 its environment variable and a line of help; loading, validation, ``tiny-hub config`` and the
-README's table all read that one declaration. A bad file stops the hub with a message naming the
+the reference table in docs/configuration.md all follow that one declaration. A bad file stops the hub with a message naming the
 file, the line and the key, because a traceback tells a person nothing about what to fix.
 
 Precedence, highest first: command-line flags, environment variables, config.toml, defaults.

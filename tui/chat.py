@@ -1,5 +1,8 @@
 """The chat screen: type, watch the reply stream in, stop it, keep the conversation.
 
+It is one module on purpose: the screen and its turn worker share the conversation being
+written; the widgets are in ``tui/widgets.py``.
+
 Streamed over the hub's HTTP API exactly as a phone would (``HubClient.stream_chat``). One turn
 is one worker: its events become widgets in the log (Markdown text written through
 ``Markdown.get_stream`` so a long reply stays fast, a folded reasoning pane, a card per tool

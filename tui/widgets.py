@@ -1,6 +1,9 @@
 """The chat screen's widgets: messages, the reasoning pane, tool cards, follow-up chips, the
 status line, the prompt, the sidebar, the yes/no question and the ``render_ui`` components.
 
+It is one module of small widgets (none much over 80 lines) that share the chat screen's
+messages and styles.
+
 Widgets only show what they are given and post a message when the person does something
 (copy, send, pick a chip); the chat screen decides what that means.
 """

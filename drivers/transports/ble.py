@@ -1,5 +1,8 @@
 """Bluetooth LE through bleak: the only module that scans, connects or speaks to a radio.
 
+It is one module on purpose: it is the only code that touches the radio, so every bleak call and
+every error bleak raises is translated here.
+
 ``scan`` lists what advertises nearby as :class:`drivers.base.Advertisement`;
 ``bluetooth_state`` is the one-line answer for ``tiny-hub doctor`` and the TUI; ``BleSerial`` is
 one GATT "serial" link (a write characteristic in, an indicate/notify characteristic out, and

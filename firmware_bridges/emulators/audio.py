@@ -1,5 +1,8 @@
 """A microphone shaped like the ``sounddevice`` module, for the microphone driver's seam.
 
+It is one module on purpose: it stands in for one module, ``sounddevice``, and its names are
+found where the driver looks for them.
+
 ``FakeSoundDevice`` is a module object (a ``types.ModuleType``) with the names of
 ``sounddevice`` 0.5 that recording uses, behaving as the real ones do on PortAudio:
 

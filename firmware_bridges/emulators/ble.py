@@ -1,5 +1,8 @@
 """A Flipper Zero's BLE serial service behind bleak's backend seam.
 
+It is one module on purpose: bleak's client and scanner backends must share one emulated radio
+(its peripherals, pairing and MTU), as the OS stack does.
+
 Why
 ---
 ``drivers/transports/ble.py`` must be tested with no radio. bleak lets a caller choose the

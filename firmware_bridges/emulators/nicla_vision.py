@@ -1,5 +1,8 @@
 """An Arduino Nicla Vision running ``firmware_bridges/nicla_vision/main.py``, on a pseudo-terminal.
 
+It is one module on purpose: the RPC slave, the camera, the microphone and the pty are one
+board, started and stopped as one.
+
 Why
 ---
 The hub reaches a Nicla Vision through OpenMV's RPC library over the board's USB virtual COM port.

@@ -1,5 +1,9 @@
 """MCP servers as tool clients of one turn (seed 000, step 5: "... then MCP clients").
 
+It is one module on purpose: where a server comes from decides how far it is trusted, and the
+parsing, the network guard and the session that enforce it stay together, so no path mounts a
+server unchecked.
+
 Where servers come from, and why they are treated differently:
 
 - The owner's config, ``mcp.servers``: stdio servers (``command``, ``args``, ``env``, ``cwd``) or

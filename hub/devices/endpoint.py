@@ -1,5 +1,9 @@
 """Dialling an endpoint device (seed 001, Path A): its HTTPS API, with the owner's secret.
 
+It is one module on purpose: every check (the URL, its addresses, redirects, TLS, sizes, content
+types) guards the same outbound call that carries the owner's secret, so no caller can import
+half of them.
+
 An endpoint device is a robot, printer or service with its own HTTPS API. The hub calls it on
 its owner's behalf with ``Authorization: Bearer <secret>``:
 
