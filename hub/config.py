@@ -5,8 +5,9 @@ and the describer all read that declaration.
 
 Each setting is declared once, as a dataclass field whose metadata names its TOML section and key,
 its environment variable and a line of help; loading, validation, ``tiny-hub config`` and the
-the reference table in docs/configuration.md all follow that one declaration. A bad file stops the hub with a message naming the
-file, the line and the key, because a traceback tells a person nothing about what to fix.
+table in docs/configuration.md all follow that one declaration. A bad file stops the hub with a
+message naming the file, the line and the key, because a traceback tells a person nothing about
+what to fix.
 
 Precedence, highest first: command-line flags, environment variables, config.toml, defaults.
 """

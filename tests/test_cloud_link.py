@@ -400,7 +400,7 @@ async def test_a_hub_that_has_joined_dials_in_when_it_starts(
         await server.stop()
         hub.close()
     link = server.parts.cloud
-    assert link is not None and not link.running
+    assert isinstance(link, CloudLink) and not link.running
 
 
 async def until_async(fetch: Any, done: Any) -> None:

@@ -467,7 +467,7 @@ async def test_the_desktop_notifications_setting_turns_them_off(rig: Rig, tmp_pa
         server = await start_server(hub, "127.0.0.1", 0)
         try:
             link = server.parts.cloud
-            assert link is not None
+            assert isinstance(link, CloudLink)
             assert isinstance(link.notifier, DesktopNotifier) is enabled
         finally:
             await server.stop()

@@ -640,7 +640,7 @@ async def test_an_offline_cloud_link_shows_in_the_status_line(
     start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
 ) -> None:
     server = await start_hub(ollama_host=fake_ollama.url)
-    server.hub.cloud = OfflineCloud()  # type: ignore[assignment]
+    server.parts.cloud = OfflineCloud()
     app = TinyApp(HubClient(server.url, None), TuiConfig(tmp_path))
     async with app.run_test(size=(120, 40)):
         status = chat_of(app).query_one(StatusLine)
@@ -792,3 +792,49 @@ def test_the_cloud_warning_only_for_offline_or_refused() -> None:
     assert cloud_warning({"state": "refused", "detail": "no"}) == "⚠ cloud refused the token"
     assert cloud_warning({"state": "offline", "since": None}) == "⚠ cloud offline"
     assert cloud_warning({"state": "offline", "since": 0.0}).startswith("⚠ cloud offline since ")
+
+
+async def test_a_failed_reply_is_kept_with_its_note(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    """Reopened later, a conversation whose reply failed still says why, after the question;
+    the note is the TUI's own and is never sent to the model."""
+    server = await start_hub(ollama_host=fake_ollama.url)
+    fake_ollama.script(Reply(chunks=["Hel", "lo"], error_after=1), Reply(chunks=["Fine now."]))
+    config = TuiConfig(tmp_path)
+    app = TinyApp(HubClient(server.url, None), config)
+    async with app.run_test() as pilot:
+        chat = chat_of(app)
+        await say(pilot, chat, "hello?")
+        await until(
+            lambda: not chat.busy and any("no reply" in n or "error" in n for n in notices(chat))
+        )
+        kept = chat.conversation.id
+    saved = json.loads((config.conversations_dir / f"{kept}.json").read_text())
+    assert saved["messages"] == [
+        {"role": "user", "content": "hello?"},
+        {"role": "assistant", "content": "Hel"},
+    ]
+    assert saved["notes"][0]["after"] == 1
+    assert "model runner has unexpectedly stopped" in saved["notes"][0]["text"]
+
+    again = TinyApp(HubClient(server.url, None), config)
+    async with again.run_test() as pilot:
+        chat = chat_of(again)
+        await pilot.press("ctrl+b")
+        await pilot.press("enter")
+        await until(lambda: chat.conversation.id == kept)
+        assert any(n.startswith("no reply: ") for n in notices(chat))
+        await say(pilot, chat, "try again")
+        await turn_done(chat, 4)
+    sent = [m for m in fake_ollama.requests[-1]["messages"] if m["role"] != "system"]
+    assert not any("no reply" in str(m.get("content")) for m in sent)
+
+
+def test_start_up_repairs_show_while_they_run() -> None:
+    from tui.chat import repairs_note
+
+    running = {"state": "running", "doing": "index facts missing from Chroma", "fixed": 0}
+    assert repairs_note(running) == "⟳ the hub is starting: index facts missing from Chroma"
+    assert repairs_note({"state": "done", "doing": "", "fixed": 3}) == ""
+    assert repairs_note(None) == ""

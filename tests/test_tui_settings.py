@@ -541,7 +541,7 @@ async def test_an_offline_cloud_link_is_said_with_its_reason_and_what_waits(
     start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
 ) -> None:
     server = await start_hub(ollama_host=fake_ollama.url)
-    server.hub.cloud = OfflineCloud()  # type: ignore[assignment]
+    server.parts.cloud = OfflineCloud()
     async with settings_of(server, tmp_path, size=(120, 40)) as (_app, _pilot, screen):
         status = text_of(screen, "#status")
         assert "cloud: offline since " in status

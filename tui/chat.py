@@ -110,13 +110,22 @@ class ChatStatusLine(StatusLine):
     periodic health check do not overwrite each other."""
 
     cloud: reactive[dict[str, Any] | None] = reactive(None)
+    repairs: reactive[dict[str, Any] | None] = reactive(None)
 
     def render(self) -> Text:
         line = super().render()
-        warning = "" if self.problem else cloud_warning(self.cloud)
-        if not warning:
-            return line
-        return Text(" · ").join([Text(warning, style="bold yellow"), line])
+        words = [] if self.problem else [cloud_warning(self.cloud), repairs_note(self.repairs)]
+        shown = [Text(w, style="bold yellow") for w in words if w]
+        return Text(" · ").join([*shown, line]) if shown else line
+
+
+def repairs_note(repairs: object) -> str:
+    """The status line's word on the hub's start-up repairs while they run (a hub that
+    crashed may be re-indexing facts, so the first minutes are slower)."""
+    if not isinstance(repairs, dict) or repairs.get("state") != "running":
+        return ""
+    doing = str(repairs.get("doing") or "repairing")
+    return f"⟳ the hub is starting: {doing}"
 
 
 @dataclass
@@ -133,6 +142,7 @@ class Turn:
     last: Widget | None = None
     usage: dict[str, int] = field(default_factory=dict)
     ended: bool = False
+    error: str = ""
     """An agentResultEvent or an error arrived: the hub finished the turn on purpose."""
     suggestions: list[str] = field(default_factory=list)
     messages_changed: bool = False
@@ -243,6 +253,7 @@ class ChatScreen(Screen[None]):
         self.last_health = health
         self.status.problem = ""
         self.status.cloud = health.get("cloud")
+        self.status.repairs = health.get("repairs")
         if fresh or self.status.health is None:
             self.status.health = health
         self.show_model((self.status.health or health).get("model") or {})
@@ -346,7 +357,8 @@ class ChatScreen(Screen[None]):
                 await self.say("the reply was cut: the model reached its token limit", "warning")
         elif kind == c.EV_ERROR:
             turn.ended = True
-            await self.say(f"error: {event.get('error')}")
+            turn.error = str(event.get("error"))
+            await self.say(f"error: {turn.error}")
         elif kind == c.EV_NOTICE:
             await self.say(str(event.get("message", "")), "info")
 
@@ -402,6 +414,11 @@ class ChatScreen(Screen[None]):
         """Keep what arrived (on disk first), then tell the person how the turn ended."""
         if turn.text:
             self.history.append({"role": "assistant", "content": turn.text})
+        failure = turn.error or problem
+        if failure and not stopped:  # reopened later, the conversation still says why
+            self.conversation.notes.append(
+                {"after": len(self.history) - 1, "text": f"no reply: {failure}"}
+            )
         self.save_conversation()
         self.busy = False
         if not self.is_attached:
@@ -510,12 +527,14 @@ class ChatScreen(Screen[None]):
         log = self.query_one("#log", VerticalScroll)
         await log.remove_children()
         widgets: list[Widget] = []
-        for message in self.history:
+        notes = self.conversation.notes
+        for index, message in enumerate(self.history):
             text = message_text(message)
             if message.get("role") == "user":
                 widgets.append(UserMessage(text))
             else:
                 widgets.append(ReplyMessage(text))
+            widgets += [Notice(n["text"]) for n in notes if n["after"] == index]
         await log.mount_all(widgets)
         log.scroll_end(animate=False)
         self.query_one(EmptyChat).display = not self.history

@@ -72,6 +72,9 @@ class Conversation:
     messages: list[Message] = field(default_factory=list)
     named: bool = False
     """The person gave it its title (rename): saving keeps it instead of the first message."""
+    notes: list[dict[str, Any]] = field(default_factory=list)
+    """``{"after": index, "text"}``: what the TUI said after message ``index`` (a reply that
+    failed, say), shown when the conversation is reopened and never sent to the hub."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -81,6 +84,7 @@ class Conversation:
             "created": self.created,
             "updated": self.updated,
             "messages": self.messages,
+            "notes": self.notes,
         }
 
     def mentions(self, query: str) -> bool:
@@ -103,7 +107,17 @@ class Conversation:
         if not all(isinstance(t, str) for t in texts) or not raw["id"]:
             raise ValueError("id, title, created and updated must be strings")
         named = raw.get("named") is True
-        return cls(raw["id"], raw["title"], raw["created"], raw["updated"], messages, named)
+        notes = [n for n in raw.get("notes") or [] if _is_note(n)]
+        return cls(raw["id"], raw["title"], raw["created"], raw["updated"], messages, named, notes)
+
+
+def _is_note(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("after"), int)
+        and not isinstance(value.get("after"), bool)
+        and isinstance(value.get("text"), str)
+    )
 
 
 def _is_message(value: Any) -> bool:

@@ -17,7 +17,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from aiohttp import web
 
@@ -54,10 +54,16 @@ class Repairs:
         return {"state": self.state, "doing": self.doing, "fixed": self.fixed}
 
 
+class Reporting(Protocol):
+    """What /api/health reads of a part: its state, as a JSON object."""
+
+    def status(self) -> dict[str, Any]: ...
+
+
 @dataclass
 class Parts:
-    cloud: CloudLink | None = None
-    memory_sync: MemorySync | None = None
+    cloud: Reporting | None = None
+    memory_sync: Reporting | None = None
     advertiser: Advertiser | None = None
     repairs: Repairs = field(default_factory=Repairs)
 
