@@ -4,7 +4,7 @@ and a short clip.
 A camera is opened per request and released at once, rather than held: the light next to the
 lens then means "the hub is looking now", and another program (a video call) can have it the
 rest of the time. OpenCV with no camera reports not-opened; some backends report opened and then
-fail every read, so a capture counts as working only when a frame was read (hardware.md §6).
+fail every read, so a capture counts as working only when a frame was read (docs/hardware.md).
 Every OpenCV call runs on one worker thread (they block), one capture at a time.
 
 ``capture`` is the seam: anything shaped like ``cv2.VideoCapture`` (``isOpened``, ``read``,

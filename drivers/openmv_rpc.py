@@ -1,7 +1,7 @@
 """OpenMV's RPC protocol (the ``rpc`` library's USB VCP flavour): a packet codec and a host.
 
 The protocol, as the real code does it (openmv/openmv ``scripts/libraries/rpc.py`` on the camera,
-``tools/rpc/rpc.py`` on a computer; summarised in ``shared/research/hardware.md`` §2.2):
+``tools/rpc/rpc.py`` on a computer; summarised in ``docs/hardware.md``):
 
 - A packet is ``<H magic`` + payload + ``<H CRC-16`` over magic and payload (CRC-16/CCITT-FALSE:
   polynomial 0x1021, initial value 0xFFFF, no reflection, no final XOR; the camera computes it with

@@ -1,4 +1,4 @@
-"""The wire contract of the seed documents, as constants: the one source of truth.
+"""The wire contract (docs/protocol.md), as constants: the one source of truth.
 
 The hub speaks the cloud deployment's contract byte for byte, so a client written for the cloud
 works against the hub unchanged. Every module (and the TUI) imports these names from here.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Final
 
-# --- POST /api/chat request headers (seed 000, "Request and headers") -------------------------
+# --- POST /api/chat request headers (docs/protocol.md, headers) -------------------------
 H_NAME: Final = "x-tiny-name"
 H_SESSION: Final = "x-tiny-session"
 H_SYSTEM_PROMPT: Final = "x-tiny-system-prompt"
@@ -47,7 +47,7 @@ CHAT_HEADERS: Final = (
 NATIVE_SESSIONS: Final = ("tiny-ios", "tiny-android")
 
 # --- Model providers ---------------------------------------------------------------------------
-# The seed's list, plus the hub's two on-device providers.
+# The contract's list, plus the hub's two on-device providers.
 CLOUD_PROVIDERS: Final = (
     "openai",
     "bedrock",
@@ -67,7 +67,7 @@ PROVIDER_OLLAMA: Final = "ollama"
 PROVIDER_EMBEDDED: Final = "embedded"
 LOCAL_PROVIDERS: Final = (PROVIDER_OLLAMA, PROVIDER_EMBEDDED)
 
-# --- SSE (seed 000, "The stream") --------------------------------------------------------------
+# --- SSE (docs/protocol.md, the stream) ---
 SSE_DONE: Final = "[DONE]"
 SSE_PING: Final = ": ping"
 SSE_PING_INTERVAL_S: Final = 15.0
@@ -133,7 +133,7 @@ TOKEN_BURST: Final = 200
 # --- Identity ----------------------------------------------------------------------------------
 SESSION_COOKIE: Final = "tiny_session"
 
-# --- Limits from the seeds ---------------------------------------------------------------------
+# --- Limits from the contract ---------------------------------------------------------------------
 PRESENCE_WINDOW_S: Final = 60
 MAX_ENTRIES: Final = 5000
 MAX_ENTRY_CHARS: Final = 2000
@@ -141,7 +141,7 @@ RELAY_MAX_DEFAULT: Final = 10
 RELAY_MAX_LIMIT: Final = 50
 RELAY_PAYLOAD_MAX_BYTES: Final = 8 * 1024
 
-# --- Tinys and tools (seed 000, "Tools") -------------------------------------------------------
+# --- Tinys and tools (docs/protocol.md, tools) ---
 DEFAULT_TINY: Final = "tiny"
 LOGIN_REQUIRED: Final = "Login required"
 # Never dropped by manage_tools: without them a user could not undo a mistake or keep memory.

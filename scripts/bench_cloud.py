@@ -1,4 +1,4 @@
-"""Cloud outbox figures against a second hub on loopback playing the cloud (issue 10 §3).
+"""Cloud outbox figures against a second hub on loopback playing the cloud (docs/cloud.md).
 
 ``bench(runs)`` returns ``(name, value, unit, how measured)`` rows:
 

@@ -1,4 +1,4 @@
-"""Universe figures with 10,000 public tinys in embedded Chroma (seed 003, issue 11).
+"""Universe figures with 10,000 public tinys in embedded Chroma (docs/memory.md).
 
 ``bench(runs)`` returns ``(name, value, unit, how measured)`` rows:
 

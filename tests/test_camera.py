@@ -63,7 +63,7 @@ async def test_no_camera_is_a_clear_error_and_is_remembered() -> None:
 
 
 async def test_a_camera_that_opens_but_never_gives_a_frame_counts_as_absent() -> None:
-    # Some backends report isOpened() True and then fail every read (hardware.md §6).
+    # Some backends report isOpened() True and then fail every read (docs/hardware.md).
     factory = EmulatedCamera(mode="dead")
     camera = Camera("0", capture=factory)
     with pytest.raises(CameraUnavailable, match="gave no picture"):

@@ -253,7 +253,7 @@ SMOKE_BODY = '{"messages":[{"role":"user","content":"Reply with exactly the word
 
 
 def check_smoke_stream(raw: str) -> None:
-    """What a client that follows only the seed relies on."""
+    """What a client that follows only the contract relies on."""
     frames = [f for f in raw.split("\n\n") if f and not f.startswith(":")]
     assert frames[-1] == "data: [DONE]"
     events = [json.loads(f.removeprefix("data: ")) for f in frames[:-1]]
@@ -265,7 +265,7 @@ def check_smoke_stream(raw: str) -> None:
 
 @pytest.mark.slow
 def test_seed_smoke_test_against_the_embedded_model(served: Served) -> None:
-    """The seed's smoke test, as curl sends it (-d means a form content type)."""
+    """The contract's smoke test, as curl sends it (-d means a form content type)."""
     request = urllib.request.Request(
         f"{served.url}/api/chat",
         data=SMOKE_BODY.encode(),

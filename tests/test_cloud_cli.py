@@ -1,8 +1,8 @@
 """``tiny-hub cloud join|status|adopt`` as a person runs them: a real process against a real hub.
 
-A hub started in this test process plays the cloud (it serves the dial-in protocol of seed 001);
-the CLI runs as a subprocess with its own data dir. The subprocess runs in a thread so the
-in-process cloud keeps answering while the test waits for it.
+A hub started in this test process plays the cloud (it serves the dial-in protocol of
+docs/protocol.md); the CLI runs as a subprocess with its own data dir. The subprocess runs in a
+thread so the in-process cloud keeps answering while the test waits for it.
 """
 
 from __future__ import annotations

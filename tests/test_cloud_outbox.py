@@ -1,4 +1,4 @@
-"""The durable cloud outbox (issue 10 §3) against a second hub on loopback playing the cloud:
+"""The durable cloud outbox (docs/cloud.md) against a second hub on loopback playing the cloud:
 order, exactly once (idempotency keys at the receiver), outages, a revoked token, a refused item,
 and a SIGKILL with a full outbox."""
 

@@ -1,6 +1,6 @@
-"""Bring your own device (seed 001): enrollment, presence, the relay, media, events, use_device,
-and the hub as an endpoint device — with a Python dial-in daemon and, when Node is here, the
-seed's own Node daemon."""
+"""Bring your own device (docs/protocol.md, devices): enrollment, presence, the relay, media,
+events, use_device, and the hub as an endpoint device — with a Python dial-in daemon and, when Node
+is here, the contract's own Node daemon."""
 
 from __future__ import annotations
 
@@ -456,7 +456,7 @@ async def test_a_device_asks_its_owners_tiny(
     assert status == 400
 
 
-# --- the hub as an endpoint device (the seed's curl lines) ---------------------------------
+# --- the hub as an endpoint device (the contract's curl lines) ---------------------------------
 
 
 async def test_the_hub_answers_the_seeds_endpoint_routes(
@@ -478,7 +478,7 @@ async def test_the_hub_answers_the_seeds_endpoint_routes(
     assert status == 503 and "no camera" in answer["error"]
 
 
-# --- the seed's Node daemon, unchanged ----------------------------------------------------
+# --- the contract's Node daemon, unchanged ----------------------------------------------------
 
 NODE_DAEMON = Path(__file__).parent / "fakes" / "seed_daemon.mjs"
 

@@ -1,4 +1,5 @@
-"""Dialling an endpoint device (seed 001, Path A) against real HTTPS servers on 127.0.0.1.
+"""Dialling an endpoint device (docs/protocol.md, endpoint devices) against real HTTPS servers on
+127.0.0.1.
 
 Every test runs under `no_network`: a connection or name lookup beyond loopback fails it. URLs
 that must be refused are first shown to be refused by `check_endpoint_url` (the structural
@@ -111,7 +112,7 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> Tls:
     return Tls(server=server, client=client)
 
 
-# -- the device: a real aiohttp HTTPS server with the seed's three routes -----------------------
+# -- the device: a real aiohttp HTTPS server with the contract's three routes ---
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Pairing a phone (issue 9 §3): the owner's offer and QR, the phone's code for a token, the
+"""Pairing a phone (docs/lan.md): the owner's offer and QR, the phone's code for a token, the
 throttle on guessing, and listing and revoking what was paired — against a real hub."""
 
 from __future__ import annotations

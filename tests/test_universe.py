@@ -1,5 +1,6 @@
-"""The universe (seed 003): public tinys in Chroma, its readers /list, /retrieve and the retrieve
-tool, ask_tiny's nested agent, the consulted edges it leaves, and every turn's related tinys.
+"""The universe (docs/protocol.md, universe): public tinys in Chroma, its readers /list, /retrieve
+and the retrieve tool, ask_tiny's nested agent, the consulted edges it leaves, and every turn's
+related tinys.
 
 Real hubs on 127.0.0.1 with real SQLite and embedded Chroma; the model is the scripted fake
 Ollama, so which tool the model calls is scripted and everything after that is the hub's own.

@@ -1,4 +1,4 @@
-"""A small client of the hub's HTTP API: health, and /api/chat read as the seed's SSE stream.
+"""A small client of the hub's HTTP API: health, and /api/chat read as the contract's SSE stream.
 
 The TUI and ``tiny-hub chat`` both use it, so the API has one reference client. It imports
 nothing from the hub but ``hub.contracts``.

@@ -7,7 +7,7 @@ every error bleak raises is translated here.
 ``bluetooth_state`` is the one-line answer for ``tiny-hub doctor`` and the TUI; ``BleSerial`` is
 one GATT "serial" link (a write characteristic in, an indicate/notify characteristic out, and
 optionally a flow-control characteristic) described by a :class:`GattSerialProfile` —
-``FLIPPER_PROFILE`` for the Flipper Zero's serial service (hardware.md §1.7), and the same class
+``FLIPPER_PROFILE`` for the Flipper Zero's serial service (docs/hardware.md), and the same class
 can carry the Nordic UART service later. ``BleLink`` is one GATT connection spoken to by
 characteristic UUID (subscribe, read, write) for devices whose protocol is several
 characteristics rather than a byte pipe (the Nicla Voice).
@@ -16,7 +16,7 @@ Every bleak call takes an optional ``backend=`` (a ``BaseBleakClient``/``BaseBle
 subclass, bleak's own seam): tests pass the emulated peripheral of
 ``firmware_bridges.emulators.ble`` and go through the real ``BleakClient``/``BleakScanner``.
 
-How bleak's failures become ours (bleak 3.1.0 on Linux/BlueZ; hardware.md §4):
+How bleak's failures become ours (bleak 3.1.0 on Linux/BlueZ; docs/hardware.md):
 
 - ``BleUnavailable``: there is no usable Bluetooth at all, always with the same sentence
   ("no Bluetooth adapter / BlueZ not running: <what was seen>; fix: ..."). Seen as a plain

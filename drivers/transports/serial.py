@@ -6,7 +6,7 @@ own so the event loop never blocks, short read timeouts so an unplug is noticed 
 command at a time.
 
 How pyserial's failures become ours (pyserial 3.5, POSIX; measured on ptys, see
-``shared/research/hardware.md`` §5):
+``docs/hardware.md``):
 
 - ``PortGone``: the port went away. Opening fails with ENOENT/ENODEV/ENXIO; a read raises
   ``SerialException("read failed: [Errno 5] ...")`` (the kernel's EIO for an unplugged CDC-ACM

@@ -12,7 +12,7 @@ module provides a ``BaseBleakClient`` and a ``BaseBleakScanner`` bound to an
 (their characteristic resolution, callback wrapping and argument handling) and only the OS layer
 below them is emulated.
 
-What is emulated (hardware.md §1.7, from the firmware's ``targets/f7/ble_glue/services/
+What is emulated (docs/hardware.md, from the firmware's ``targets/f7/ble_glue/services/
 serial_service.c``/``serial_service.h``, ``profiles/serial_profile.c`` and ``rpc.h``)
 ---------------------------------------------------------------------------------------
 * The serial service's GATT table with its real UUIDs and properties: TX (Flipper -> host)

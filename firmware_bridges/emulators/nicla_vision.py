@@ -13,7 +13,7 @@ What it speaks
 --------------
 The slave side of the RPC protocol, step for step as ``rpc_slave.loop`` in openmv/openmv
 ``scripts/libraries/rpc.py`` with ``rpc_usb_vcp_slave``'s byte transport (summary in
-``drivers/openmv_rpc.py`` and ``shared/research/hardware.md`` §2.2):
+``drivers/openmv_rpc.py`` and ``docs/hardware.md``):
 
 - wait for a 12-byte command header with a short per-byte timeout (2 ms, +1 ms per failed try,
   reset after a second without a command), emptying the input before every try;

@@ -1,7 +1,8 @@
 """Everything a turn needs, gathered once: the tiny, the model, the memory pre-load, the tools.
 
 The SSE route and the one-shot answers (a device's ``ask``, the hub's own endpoint ``/api/chat
-{prompt}``) compose their turns here, so all of them follow seed 000's steps the same way.
+{prompt}``) compose their turns here, so all of them follow the steps of docs/protocol.md the same
+way.
 """
 
 from __future__ import annotations
@@ -89,7 +90,8 @@ async def _operation_tools(hub: Hub, tiny: Tiny, *, wanted: bool) -> list[AgentT
 
 
 async def preload(hub: Hub, user: User | None, messages: Sequence[ChatMessage]) -> list[Fact]:
-    """The caller's newest facts and the best matches for what they just said (seed 000, 3)."""
+    """The caller's newest facts and the best matches for what they just said (docs/protocol.md,
+    turn step 3)."""
     if user is None:
         return []
     last = next(m for m in reversed(messages) if m.role == "user")

@@ -1,4 +1,4 @@
-"""MCP servers as tool clients of one turn (seed 000, step 5: "... then MCP clients").
+"""MCP servers as tool clients of one turn (docs/protocol.md, turn step 5: "... then MCP clients").
 
 It is one module on purpose: where a server comes from decides how far it is trusted, and the
 parsing, the network guard and the session that enforce it stay together, so no path mounts a

@@ -32,8 +32,8 @@ RELATED_HEADER = (
 
 
 def related_section(tinys: Sequence[Tiny], hub_url: str = "") -> str:
-    """Compact summaries (seed 000, step 3): name, URL, the first 300 characters of prompt and
-    of data, skill names. Their full skills are tools, not prompt text."""
+    """Compact summaries (docs/protocol.md, turn step 3): name, URL, the first 300 characters of
+    prompt and of data, skill names. Their full skills are tools, not prompt text."""
     lines = [RELATED_HEADER]
     for tiny in tinys:
         summary = tiny.summary()

@@ -1,4 +1,4 @@
-"""Strands events → the seed's SSE events (seed 000, "The stream").
+"""Strands events → the contract's SSE events (docs/protocol.md, the stream).
 
 Strands hands out dicts that also carry the agent, cycle ids and other objects that are not
 JSON; this normaliser reads only the keys the contract names, so nothing else leaks to a client.

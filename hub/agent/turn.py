@@ -1,6 +1,6 @@
 """One chat turn: a fresh strands Agent per request, its events normalised for the SSE writer.
 
-Nothing about the agent outlives the request (seed 000): the history arrives in the body.
+Nothing about the agent outlives the request (docs/protocol.md): the history arrives in the body.
 Tool-call hooks and the agent's stream are merged into one queue in the order they happen, so a
 tool card can show "running" while the tool runs. When the consumer stops reading (the client
 went away), the task that drives the agent is cancelled: the cancellation lands inside the

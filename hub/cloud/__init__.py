@@ -1,2 +1,3 @@
-"""The hub as a dial-in device of the cloud relay (seed 001, Path B, from the device's side):
-joining, the heartbeat and relay loop, a durable outbox for everything owed to the cloud."""
+"""The hub as a dial-in device of the cloud relay (docs/protocol.md, dial-in devices, from the
+device's side): joining, the heartbeat and relay loop, a durable outbox for everything owed to the
+cloud."""

@@ -192,7 +192,8 @@ async def verify(url: str, device_id: str, token: str) -> str:
     """One heartbeat with the given credentials; a sentence on success, CloudAccountError if not.
 
     The heartbeat carries no capabilities on purpose: one that omits them leaves the stored list
-    untouched (seed 001), and the running loop sends the full list every 20 s anyway.
+    untouched (docs/protocol.md, devices), and the running loop sends the full list every 20 s
+    anyway.
     """
     client = CloudClient(url, device_id, token, timeout_s=VERIFY_TIMEOUT_S)
     try:

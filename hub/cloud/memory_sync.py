@@ -1,4 +1,4 @@
-"""Memory sync: the owner's facts follow them between this hub and the cloud (issue 10, part 4).
+"""Memory sync: the owner's facts follow them between this hub and the cloud (docs/cloud.md).
 
 Memory is the person's, not the device's, so it is reached with a *user* token at the cloud
 (``cloud-user.token`` in the data dir, mode 0600, set by ``tiny-hub cloud memory``); the device

@@ -1,6 +1,6 @@
 """The durable outbox: every call the hub owes the cloud, kept in SQLite until the cloud took it.
 
-Replies, events, task results and media are ``put`` here first (issue 10 §3: an envelope is
+Replies, events, task results and media are ``put`` here first (docs/cloud.md: an envelope is
 acknowledged only after its reply is stored), then ``drain`` delivers them in order, one at a
 time, through ``CloudClient.call``. An item is marked delivered only after a 2xx, so a crash at
 any point leaves it pending and it is sent again after restart; the ``idempotencyKey`` it carries

@@ -1,4 +1,5 @@
-"""Dialling an endpoint device (seed 001, Path A): its HTTPS API, with the owner's secret.
+"""Dialling an endpoint device (docs/protocol.md, endpoint devices): its HTTPS API, with the
+owner's secret.
 
 It is one module on purpose: every check (the URL, its addresses, redirects, TLS, sizes, content
 types) guards the same outbound call that carries the owner's secret, so no caller can import

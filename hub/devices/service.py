@@ -99,7 +99,8 @@ class Devices:
         return self.read_reply(owner, "", reply)
 
     def read_reply(self, owner: str, device_name: str, reply: str) -> DeviceAnswer:
-        """``parsed.result ?? parsed`` (seed 001), plus the images on this hub's media store."""
+        """``parsed.result ?? parsed`` (docs/protocol.md, devices), plus the images on this hub's
+        media store."""
         parsed = json.loads(reply)
         answer = DeviceAnswer(device_name)
         result = parsed.get("result", parsed) if isinstance(parsed, dict) else parsed

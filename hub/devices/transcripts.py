@@ -1,7 +1,7 @@
 """Transcripts: what a microphone heard, kept as text with a link to the recording.
 
 Each is also announced on the owner's event ring as ``nicla_transcript`` (the one transcript
-kind the seed's ring allows), so the TUI and the phones see it arrive.
+kind the contract's ring allows), so the TUI and the phones see it arrive.
 """
 
 from __future__ import annotations

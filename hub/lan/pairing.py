@@ -1,4 +1,4 @@
-"""Pairing a phone (issue 9 §3): the owner shows a code and a QR, the phone trades it for a
+"""Pairing a phone (docs/lan.md): the owner shows a code and a QR, the phone trades it for a
 device token.
 
 An offer is a 6-digit code from ``secrets``, valid five minutes and good once. It lives in

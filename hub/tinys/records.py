@@ -137,7 +137,8 @@ class Tiny:
         }
 
     def summary(self) -> dict[str, Any]:
-        """Compact: what list_tiny and retrieved-tiny prompts carry (seed 000, step 3)."""
+        """Compact: what list_tiny and retrieved-tiny prompts carry (docs/protocol.md, turn step
+        3)."""
         return {
             "name": self.name,
             "tagline": self.tagline,

@@ -1,8 +1,8 @@
-"""The social graph (seed 003, "Community"): who consulted whom, between tiny:<name> nodes.
+"""The social graph (docs/protocol.md, universe): who consulted whom, between tiny:<name> nodes.
 
 It reuses the memory graph's ``edge`` table under the one ``platform`` owner (migration 0012),
 so it is kept apart from every person's facts. A repeated consult adds to the weight of the
-current edge rather than piling up rows: the trust ranking the seed computes over these edges
+current edge rather than piling up rows: the trust ranking the contract computes over these edges
 reads a weight, and a busy pair of tinys should not grow the table without bound.
 """
 

@@ -1,4 +1,5 @@
-"""The universe (seed 003): every public tiny embedded into Chroma, so tinys can find each other.
+"""The universe (docs/protocol.md, universe): every public tiny embedded into Chroma, so tinys can
+find each other.
 
 SQLite stays the source of truth and Chroma only nominates: every search re-checks in SQL that
 each hit is still public (and still exists), so a tiny made private a moment ago, or one whose

@@ -1,5 +1,5 @@
-"""Tools the client runs (seed 000): the hub mounts them and checks their input; the client —
-the TUI, a browser, a phone — acts on the tool call it sees in the stream.
+"""Tools the client runs (docs/protocol.md): the hub mounts them and checks their input; the client
+— the TUI, a browser, a phone — acts on the tool call it sees in the stream.
 
 ``remember``/``forget``/``manage_messages`` act on what the client keeps (its notes, its stored
 conversation), never on the hub's memory; the phone apps keep no such store, so they are not

@@ -1,4 +1,4 @@
-"""The tiny's own OpenAPI operations as tools (seed 000, step 5: the "dynamic" tier).
+"""The tiny's own OpenAPI operations as tools (docs/protocol.md, turn step 5: the "dynamic" tier).
 
 Fetching a schema is async and mount groups are not, so the turn fetches before it mounts
 (``tiny_operation_tools`` in ``agent/compose.py``) and this group hands over what it found.

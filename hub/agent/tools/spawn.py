@@ -1,4 +1,4 @@
-"""spawn_agents: independent tasks run by sub-agents in parallel (seed 000, "Tools").
+"""spawn_agents: independent tasks run by sub-agents in parallel (docs/protocol.md, tools).
 
 A task that needs several fetches ("compare these five pages") is slow as one agent's loop and
 fills that agent's context with raw pages. Sub-agents work on the tasks side by side and hand

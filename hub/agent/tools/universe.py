@@ -1,5 +1,5 @@
-"""retrieve and ask_tiny: the universe of public tinys, for the model (seed 000, "Tinys and the
-universe"); and what every turn takes from it (seed 000, steps 3 and 5).
+"""retrieve and ask_tiny: the universe of public tinys, for the model (docs/protocol.md, universe);
+and what every turn takes from it (docs/protocol.md, turn step 3 and 5).
 
 A retrieved tiny contributes its skills as tools for the rest of the turn: they are registered
 on the running strands agent, whose event loop reads its tool registry before every model call.

@@ -1,4 +1,5 @@
-"""A tiny's OpenAPI schema (its ``worker``) as tools: one tool per operation (seed 000, step 5).
+"""A tiny's OpenAPI schema (its ``worker``) as tools: one tool per operation (docs/protocol.md,
+turn step 5).
 
 The schema is a stranger's text and so is every tool call the model makes with it, so nothing
 here trusts either: the schema is fetched through the network guard with a size and time bound,
