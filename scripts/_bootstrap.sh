@@ -70,15 +70,29 @@ need_compiler() {
 }
 
 build_llama() {
-    echo "tiny-hub: compiling llama-cpp-python ${LLAMA_VERSION:-} for $(uname -m) (about 4 minutes on" \
-        "2 cores, longer on a busy machine) with: $LLAMA_ARGS"
-    need_compiler
-    # --no-cache-dir: pip's wheel cache is keyed by the source, not by CMAKE_ARGS, so a cached
-    # native build would come back.
-    CMAKE_ARGS="$LLAMA_ARGS" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc 2>/dev/null || echo 2)" \
-        pip_quietly install --no-cache-dir --force-reinstall --no-deps --progress-bar on \
-        "llama-cpp-python${LLAMA_VERSION:+==$LLAMA_VERSION}" || {
-        echo "tiny-hub: compiling llama-cpp-python failed (see above)" >&2
+    # A wheel built with these flags is kept under a name made of the version and the flags
+    # (pip's own wheel cache is keyed by the source alone and would bring back a build made
+    # with other flags), so a second checkout or a new venv on this machine skips the compile.
+    local key wheels
+    key="$(printf '%s %s' "$LLAMA_VERSION" "$LLAMA_ARGS" | sha256sum | cut -c1-16)"
+    wheels="${XDG_CACHE_HOME:-$HOME/.cache}/tiny-hub/llama-cpp-python-$key"
+    if ! ls "$wheels"/llama_cpp_python-*.whl >/dev/null 2>&1; then
+        echo "tiny-hub: compiling llama-cpp-python ${LLAMA_VERSION:-} for $(uname -m) (about 4" \
+            "minutes on 2 cores, longer on a busy machine) with: $LLAMA_ARGS"
+        need_compiler
+        mkdir -p "$wheels"
+        CMAKE_ARGS="$LLAMA_ARGS" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc 2>/dev/null || echo 2)" \
+            pip_quietly wheel --no-cache-dir --no-deps --progress-bar on -w "$wheels" \
+            "llama-cpp-python${LLAMA_VERSION:+==$LLAMA_VERSION}" || {
+            rm -rf "$wheels"
+            echo "tiny-hub: compiling llama-cpp-python failed (see above)" >&2
+            exit 1
+        }
+    else
+        echo "tiny-hub: llama-cpp-python built with these flags before: $wheels"
+    fi
+    pip_quietly install --force-reinstall --no-deps "$wheels"/llama_cpp_python-*.whl || {
+        echo "tiny-hub: installing llama-cpp-python failed (see above)" >&2
         exit 1
     }
 }

@@ -36,6 +36,7 @@ def run(project: Path, script: str, *args: str, **env: str) -> list[str]:
     log = project / ".venv" / "calls.log"
     log.unlink(missing_ok=True)
     clean = {k: v for k, v in os.environ.items() if not k.startswith("TINY_HUB_")}
+    clean["XDG_CACHE_HOME"] = str(project / "cache")
     subprocess.run(
         ["bash", str(project / "scripts" / script), *args],
         env={**clean, **env},
@@ -47,12 +48,16 @@ def run(project: Path, script: str, *args: str, **env: str) -> list[str]:
 
 
 def installs(calls: list[str]) -> list[str]:
-    return [c for c in calls if c.startswith("python -m pip install")]
+    return [c for c in calls if c.startswith(("python -m pip install", "python -m pip wheel"))]
+
+
+def compiles(calls: list[str]) -> list[str]:
+    return [c for c in calls if c.startswith("python -m pip wheel") and "llama-cpp-python" in c]
 
 
 def test_test_then_hub_installs_nothing_the_second_time(project: Path) -> None:
     first = installs(run(project, "test"))
-    assert any("llama-cpp-python" in c and "--no-cache-dir" in c for c in first)
+    assert len(compiles(first)) == 1 and "--no-cache-dir" in compiles(first)[0]
     assert any(c.endswith(f"-e {project}[dev]") for c in first)
     assert installs(run(project, "hub", "--help")) == [], "scripts/hub reinstalled"
     assert installs(run(project, "test")) == [], "scripts/test reinstalled"
@@ -66,15 +71,25 @@ def test_a_changed_dependency_reinstalls_with_every_extra_kept(project: Path) ->
         constraints.write("\n# changed\n")
     again = installs(run(project, "hub", "--help"))
     assert any(c.endswith(f"-e {project}[dev]") for c in again), again
-    assert not any("llama-cpp-python" in c for c in again), "llama.cpp's build did not change"
+    assert not any("llama" in c for c in again), "llama.cpp's build did not change"
 
 
 def test_other_llama_flags_rebuild_llama_once(project: Path) -> None:
     run(project, "hub", "--help")
     native = {"TINY_HUB_LLAMA_CMAKE_ARGS": "-DGGML_NATIVE=ON"}
     rebuilt = installs(run(project, "hub", "--help", **native))
-    assert sum("llama-cpp-python" in c for c in rebuilt) == 1
+    assert len(compiles(rebuilt)) == 1
     assert installs(run(project, "hub", "--help", **native)) == []
+
+
+def test_a_wheel_built_with_the_same_flags_is_installed_not_compiled(project: Path) -> None:
+    run(project, "hub", "--help")
+    kept = next((project / "cache" / "tiny-hub").glob("llama-cpp-python-*"))
+    (kept / "llama_cpp_python-0.3.36-cp311-cp311-linux_x86_64.whl").write_bytes(b"a wheel")
+    (project / ".venv" / ".tiny-hub-installed").unlink()  # a new venv on this machine
+    again = installs(run(project, "hub", "--help"))
+    assert compiles(again) == []
+    assert any(str(kept) in c and c.endswith(".whl") for c in again), again
 
 
 def test_an_extra_asked_for_is_added(project: Path) -> None:

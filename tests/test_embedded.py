@@ -128,14 +128,18 @@ async def test_closing_the_stream_stops_decoding_in_the_runner(runner: RunnerSup
         seen.append(piece)
         if len(seen) == 5:
             break
+    decoding = runner.pid
     await pieces.aclose()
-    assert len(seen) == 5
-    pid = runner.pid
-    assert pid is not None, "a cancelled generation leaves the runner warm, not killed"
-    assert runner.status()["state"] == "ready", "the runner is idle once the stream is closed"
-    before = cpu_ticks(pid)
+    assert len(seen) == 5 and decoding is not None
+    # Told to stop, the runner stops between two tokens and stays warm; one too slow to
+    # answer (a loaded machine) is killed instead. Either way nothing decodes any more.
+    assert runner.status()["state"] in ("ready", "stopped")
+    if runner.pid is None:
+        await until(lambda: not Path(f"/proc/{decoding}").exists(), what="the runner is gone")
+        return
+    before = cpu_ticks(decoding)
     await asyncio.sleep(0.5)
-    assert cpu_ticks(pid) - before <= 2, "the runner stopped decoding (it uses no CPU)"
+    assert cpu_ticks(decoding) - before <= 2, "the runner stopped decoding (it uses no CPU)"
 
 
 async def test_cancel_signal_stops_decoding(runner: RunnerSupervisor) -> None:
@@ -154,7 +158,9 @@ async def test_cancel_signal_stops_decoding(runner: RunnerSupervisor) -> None:
         if "messageStop" in event:
             assert event["messageStop"]["stopReason"] == "cancelled"
     assert deltas < 50
-    await until(lambda: runner.status()["state"] == "ready", what="the runner idle again")
+    await until(
+        lambda: runner.status()["state"] in ("ready", "stopped"), what="the runner idle again"
+    )
 
 
 async def test_overflow_is_a_context_window_error(gguf: Path) -> None:

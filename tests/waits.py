@@ -9,7 +9,7 @@ from collections.abc import Callable
 STEP_S = 0.05
 
 
-async def until(condition: Callable[[], bool], within_s: float = 10.0, what: str = "") -> None:
+async def until(condition: Callable[[], bool], within_s: float = 30.0, what: str = "") -> None:
     for _ in range(int(within_s / STEP_S)):
         if condition():
             return
@@ -17,7 +17,7 @@ async def until(condition: Callable[[], bool], within_s: float = 10.0, what: str
     raise _not_met(within_s, what)
 
 
-def until_sync(condition: Callable[[], bool], within_s: float = 10.0, what: str = "") -> None:
+def until_sync(condition: Callable[[], bool], within_s: float = 30.0, what: str = "") -> None:
     """``until`` for a test that is not async (a subprocess, a pty)."""
     for _ in range(int(within_s / STEP_S)):
         if condition():
