@@ -1,4 +1,4 @@
-"""flipper_status, flipper_listen, flipper_files, flipper_find (seed 000).
+"""flipper_status, flipper_listen, flipper_files, flipper_find.
 
 Mounted for everyone, whether or not a Flipper is attached: with none, they say so at once
 ("Flipper is not connected") rather than vanish from the model's view or hang. The Flipper on

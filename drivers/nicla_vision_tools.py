@@ -1,4 +1,4 @@
-"""nicla_take_photo, nicla_take_video, nicla_listen, nicla_status (seed 000).
+"""nicla_take_photo, nicla_take_video, nicla_listen, nicla_status.
 
 The protocol is ``drivers/nicla_vision.py``; this module finds the attached board, keeps what
 it captured in the media store and shapes the answers. With no board attached each tool says

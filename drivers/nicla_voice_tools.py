@@ -1,5 +1,5 @@
 """nicla_voice_status, nicla_voice_wakes, nicla_voice_record, nicla_voice_transcripts,
-nicla_voice_transcript (seed 000).
+nicla_voice_transcript.
 
 A Nicla Voice is paired either to this hub (``drivers/nicla_voice.py`` holds the BLE link) or to
 one of the owner's phones. Status and wakes read the driver, the device registry and the event
