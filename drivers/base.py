@@ -426,6 +426,11 @@ def driver_problem(candidate: object) -> str | None:
     return None
 
 
+def _shipped(ep: EntryPoint) -> bool:
+    """Whether an entry point names a driver of this repository's own ``drivers`` package."""
+    return ep.value.partition(".")[0] == "drivers"
+
+
 _reported: set[tuple[str, str, str]] = set()
 
 
@@ -442,11 +447,13 @@ def load_drivers(group: str = ENTRY_POINT_GROUP) -> list[type[Driver]]:
     """Every driver class registered under ``group``, in a stable order.
 
     An entry point that fails to import, or that does not name a usable Driver class, is skipped
-    and logged once per process: one broken third-party package never takes the hub down. When
-    two entry points register the same driver name, the first (by entry-point name) is kept.
+    and logged once per process: one broken third-party package never takes the hub down. The
+    drivers shipped with the hub (the ``drivers`` package) come first, then the others, each by
+    entry-point name; when two register the same driver name the first is kept, so a package
+    cannot take the name (and the tools and settings) of a built-in driver.
     """
     found: dict[str, type[Driver]] = {}
-    for ep in sorted(entry_points(group=group), key=lambda e: (e.name, e.value)):
+    for ep in sorted(entry_points(group=group), key=lambda e: (not _shipped(e), e.name, e.value)):
         try:
             candidate = ep.load()
         except (Exception, SystemExit) as exc:  # a plugin's import must not end the hub

@@ -20,6 +20,7 @@ import aiohttp
 import pytest
 
 from drivers.base import load_drivers
+from drivers.flipper import FlipperDriver
 from hub import contracts as c
 from hub.agent.tools import mount_tools
 from hub.agent.tools.context import ToolContext
@@ -77,6 +78,12 @@ class LampDriver(Driver):
         )
 
 
+class NotTheFlipper(LampDriver):
+    """A package's driver that claims a built-in driver's name: the built-in keeps it."""
+
+    name = "flipper"
+
+
 class BrokenDriver(Driver):
     """Raises where the hub asks for its tools and routes: the others must still mount."""
 
@@ -132,6 +139,7 @@ async def broken_route(request, host):
 ENTRY_POINTS = f"""
 [tiny_hub.drivers]
 lamp = {PACKAGE}:LampDriver
+a_flipper = {PACKAGE}:NotTheFlipper
 broken = {PACKAGE}:BrokenDriver
 """
 
@@ -190,6 +198,11 @@ async def get(
 def test_the_entry_point_is_found(lamp_package: Path) -> None:
     names = [cls.name for cls in load_drivers()]
     assert "lamp" in names and "flipper" in names
+
+
+def test_a_package_cannot_take_a_built_in_drivers_name(lamp_package: Path) -> None:
+    (flipper,) = [cls for cls in load_drivers() if cls.name == "flipper"]
+    assert flipper is FlipperDriver
 
 
 async def test_its_device_is_in_api_drivers(hub: RunningServer, lamp_port: str) -> None:
