@@ -28,6 +28,7 @@ from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.fakes.ollama import FakeOllama
 from tests.sse import tool_in_a_turn
+from tests.test_import_graph import imported, modules
 from tests.toolcall import result_text, use_tool
 from tests.waits import until
 
@@ -279,3 +280,15 @@ async def test_a_driver_whose_hooks_raise_leaves_the_others_mounted(hub: Running
     names = mount_tools(ToolContext(hub=hub.hub, caller=hub.hub.owner, tiny=tiny)).names
     assert "lamp_state" in names and "flipper_status" in names
     assert "broken" in [cls.name for cls in hub.hub.drivers.installed]
+
+
+def test_the_hub_imports_no_concrete_driver() -> None:
+    """hub/ reaches the drivers through drivers.base and the manager, never by name: no hub
+    module imports a module of a driver family (``drivers.flipper*``, ``drivers.nicla_voice*``)."""
+    families = tuple(f"drivers.{cls.name}" for cls in load_drivers())
+    assert "drivers.flipper" in families
+    named = {
+        name: sorted(t for t in imported(path, name) if t.startswith(families))
+        for name, path in modules("hub").items()
+    }
+    assert {name: found for name, found in named.items() if found} == {}
