@@ -1,23 +1,22 @@
-"""The hub as the drivers' tools see it (``drivers.base.DriverHost``), for one turn.
+"""The hub as the drivers' tools and routes see it (``drivers.base.DriverHost``).
 
-A driver package's tools ask the turn only what this offers: whether the caller is the owner,
-the online drivers of a family, the result shapes, the media store and transcription, the
-owner's dial-in devices, events and transcripts. The turn's ToolContext inherits it.
+A driver package asks the hub only what this offers: whether the caller is the owner, the
+online drivers of a family, the result shapes, the media store and transcription, the owner's
+dial-in devices, events and transcripts. The turn's ToolContext inherits it, and so does the
+per-request host of a driver's route (``hub/api/driver_routes.py``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from drivers.base import Driver, DriverHost, DriverHostError
+from drivers.base import Driver, DriverHost, DriverHostError, ToolResult
 from hub import contracts as c
 from hub.agent.tools.media import filmed, heard, seen
 from hub.agent.tools.results import answer_result, failed, ok
 from hub.devices.registry import DeviceError
 from hub.identity import User
 from hub.runtime import Hub
-
-ToolResult = dict[str, Any]
 
 
 class HubHost:
