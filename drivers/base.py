@@ -9,6 +9,13 @@ physical device and session, starts it, probes it, and stops it when the device 
 Drivers are found through the ``tiny_hub.drivers`` entry-point group, so a third-party package
 adds one by declaring ``[project.entry-points."tiny_hub.drivers"] name = "package.module:Class"``.
 Nothing here touches a port or a radio: that is ``drivers/transports/``.
+
+A driver class also brings what the hub offers for its family: agent tools (``agent_tools``,
+mounted in every turn whether or not such a device is attached) and HTTP routes
+(``http_routes``, each with its access level). They talk to the hub only through
+:class:`DriverHost`, the few things a tool or a route needs (is the caller the owner, the
+online drivers of a family, the audit sink, the result shapes), so ``drivers/`` never imports
+the hub and a third-party package gets the same footing as the built-in drivers.
 """
 
 from __future__ import annotations
@@ -19,14 +26,16 @@ import fnmatch
 import hashlib
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib.metadata import EntryPoint, entry_points
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
-if TYPE_CHECKING:  # annotations only: importing strands costs ~0.4 s
+if TYPE_CHECKING:  # annotations only: importing strands costs ~0.4 s, aiohttp ~0.1 s
+    from aiohttp import web
     from strands.types.tools import AgentTool
+    from strands.types.tools import ToolContext as StrandsToolContext
 
 log = logging.getLogger(__name__)
 
@@ -175,6 +184,128 @@ class BleMatcher:
         return self.manufacturer_id is None or self.manufacturer_id in adv.manufacturer_ids
 
 
+ToolResult = dict[str, Any]
+"""What a tool returns: ``{"status": "success" | "error", "content": [...]}`` (strands' shape)."""
+
+RouteAccess = Literal["anyone", "user", "owner"]
+"""Who may call a driver's route: no sign-in, any signed-in user, or only the hub's owner."""
+
+HOST_STATE_KEY = "tiny_hub"
+"""Where a turn's host sits in strands' invocation state (the hub puts it there)."""
+
+
+class DriverHostError(Exception):
+    """The hub refused what a driver's tool asked of it; the message says why."""
+
+
+class DriverHost(Protocol):
+    """What the hub lends a driver's tools and routes for one turn or one request.
+
+    The hub's tool context satisfies it in a turn, and a per-request object in a route; a
+    driver package depends on this and nothing of the hub's.
+    """
+
+    def owner_refusal(self, what: str) -> ToolResult | None:
+        """The refusal to return when the caller is not the hub's owner (``what`` names the
+        thing refused, "the Flipper attached to it"), or None when the caller is the owner."""
+        ...
+
+    def online(self, family: str) -> list[Driver]:
+        """The running driver instances named ``family`` (``Driver.name``)."""
+        ...
+
+    def driver_records(self) -> list[dict[str, Any]]:
+        """Every device the driver manager knows: ``driver``, ``status``, ``detail``, ..."""
+        ...
+
+    def devices_reporting(self, capability: str) -> list[str]:
+        """The names of the caller's enrolled devices (phones, other hubs) that report
+        ``capability`` and are not known to be offline; empty for an anonymous caller."""
+        ...
+
+    def audit(self, driver: str, device_id: str, command: str) -> None:
+        """Record a command sent to hardware in the hub's audit log."""
+        ...
+
+    def ok(self, text: str, **data: Any) -> ToolResult:
+        """A success: text for the model, and JSON for clients when there is some."""
+        ...
+
+    def failed(self, text: str) -> ToolResult:
+        """A failure the model reads and can tell the person."""
+        ...
+
+    def seen(self, camera: str, device_id: str | None, jpeg: bytes) -> ToolResult:
+        """A photo kept in the hub's media store and shown to the model."""
+        ...
+
+    def filmed(self, camera: str, device_id: str | None, mp4: bytes, seconds: float) -> ToolResult:
+        """A video clip kept in the hub's media store."""
+        ...
+
+    async def heard(self, source: str, device_id: str | None, wav: bytes) -> ToolResult:
+        """A recording kept, transcribed on the hub and announced."""
+        ...
+
+    def dial_in_devices(self, capability: str) -> list[dict[str, Any]]:
+        """The owner's dial-in devices (phones) that report ``capability``, online ones first,
+        as the device list shows them (``id``, ``name``, ``online``, ...)."""
+        ...
+
+    async def ask_device(self, device_id: str, envelope: dict[str, Any]) -> ToolResult:
+        """Send one of the owner's dial-in devices ``envelope`` and return its answer."""
+        ...
+
+    def recent_events(self, kind: str) -> list[dict[str, Any]]:
+        """The owner's recent events of ``kind``, oldest first (``detail``, ``deviceId``,
+        ``created_at``)."""
+        ...
+
+    def transcripts(self, limit: int) -> list[dict[str, Any]]:
+        """The owner's newest recordings' transcripts, newest first."""
+        ...
+
+    def transcript(self, transcript_id: str) -> dict[str, Any]:
+        """One transcript; raises :class:`DriverHostError` when the owner has none by that id."""
+        ...
+
+
+def turn_host(tool_context: StrandsToolContext) -> DriverHost:
+    """The host of the turn a driver's tool runs in. Tools are built once and find their turn
+    in strands' invocation state, which the hub fills for every turn."""
+    host: DriverHost = tool_context.invocation_state[HOST_STATE_KEY]
+    return host
+
+
+RouteHandler = Callable[["web.Request", DriverHost], Awaitable["web.StreamResponse"]]
+
+
+@dataclass(frozen=True)
+class DriverRoute:
+    """One HTTP route a driver adds to the hub's API.
+
+    The hub mounts it under its own middlewares (errors as JSON, rate limits, sign-in), checks
+    ``access`` before the handler runs, and hands the handler the request and the host. A
+    handler refuses bad input with an ``aiohttp.web.HTTPException`` (4xx/503 with a reason),
+    never by letting an exception escape. ``path`` must start with ``/api/drivers/<name>/``.
+    """
+
+    method: str
+    path: str
+    handler: RouteHandler
+    access: RouteAccess = "user"
+
+
+@runtime_checkable
+class StillCamera(Protocol):
+    """A driver whose device takes photos (capability ``"camera"``): the hub's own snapshot
+    route falls back to the first such device online when the machine has no camera."""
+
+    async def snapshot(self) -> bytes:
+        """One JPEG."""
+        ...
+
+
 @dataclass(frozen=True)
 class DriverStatus:
     state: DriverState
@@ -227,6 +358,17 @@ class Driver(abc.ABC):
     def tools(self) -> list[AgentTool]:
         """The agent tools this device contributes while online (may be empty)."""
         return []
+
+    @classmethod
+    def agent_tools(cls) -> Sequence[AgentTool]:
+        """The agent tools this driver family adds to every turn, attached or not: with no
+        device online they should say so at once. They find the hub with :func:`turn_host`."""
+        return ()
+
+    @classmethod
+    def http_routes(cls) -> Sequence[DriverRoute]:
+        """The HTTP routes this driver family adds to the hub's API, each with its access."""
+        return ()
 
     @classmethod
     def stable_id(cls, info: PortInfo | Advertisement) -> str | None:
@@ -284,6 +426,11 @@ def driver_problem(candidate: object) -> str | None:
     return None
 
 
+def _shipped(ep: EntryPoint) -> bool:
+    """Whether an entry point names a driver of this repository's own ``drivers`` package."""
+    return ep.value.partition(".")[0] == "drivers"
+
+
 _reported: set[tuple[str, str, str]] = set()
 
 
@@ -300,11 +447,13 @@ def load_drivers(group: str = ENTRY_POINT_GROUP) -> list[type[Driver]]:
     """Every driver class registered under ``group``, in a stable order.
 
     An entry point that fails to import, or that does not name a usable Driver class, is skipped
-    and logged once per process: one broken third-party package never takes the hub down. When
-    two entry points register the same driver name, the first (by entry-point name) is kept.
+    and logged once per process: one broken third-party package never takes the hub down. The
+    drivers shipped with the hub (the ``drivers`` package) come first, then the others, each by
+    entry-point name; when two register the same driver name the first is kept, so a package
+    cannot take the name (and the tools and settings) of a built-in driver.
     """
     found: dict[str, type[Driver]] = {}
-    for ep in sorted(entry_points(group=group), key=lambda e: (e.name, e.value)):
+    for ep in sorted(entry_points(group=group), key=lambda e: (not _shipped(e), e.name, e.value)):
         try:
             candidate = ep.load()
         except (Exception, SystemExit) as exc:  # a plugin's import must not end the hub

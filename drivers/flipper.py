@@ -1,7 +1,8 @@
 """The Flipper Zero over its USB CLI: status, listening on Sub-GHz / IR / NFC, files, find-me.
 
-The protocol lives here; the agent's tools (``hub/agent/tools/flipper.py``) stay mounted while
-the Flipper is away and answer "Flipper is not connected", which a per-device tool could not.
+The protocol lives here; the agent's tools (``drivers/flipper_tools.py``, brought to the hub by
+``FlipperDriver.agent_tools``) stay mounted while the Flipper is away and answer "Flipper is not
+connected", which a per-device tool could not.
 Only commands on an allowlist are ever sent — nothing that transmits (``subghz tx``, ``ir tx``,
 ``nfc emulate``) is reachable — and every command is handed to the audit sink the hub passes in
 ``config["audit"]`` before it is written to the port.
@@ -24,8 +25,8 @@ import logging
 import posixpath
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, ClassVar, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from drivers.base import Driver, DriverStatus, UsbMatcher
 from drivers.flipper_cli import (
@@ -42,6 +43,9 @@ from drivers.flipper_cli import (
 )
 from drivers.flipper_rpc import RpcError, RpcSession, RpcSessionClosed
 from drivers.transports.serial import NoPrompt, PortGone, SerialLine, SerialLineError
+
+if TYPE_CHECKING:  # annotations only: importing strands costs ~0.4 s
+    from strands.types.tools import AgentTool
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -166,6 +170,13 @@ class FlipperDriver(FlipperFiles, Driver):
         UsbMatcher(vid=0x0483, pid=0x5740, product="Flipper *"),
     )
     capabilities: ClassVar[tuple[str, ...]] = ("flipper", "subghz", "ir", "nfc", "storage")
+
+    @classmethod
+    def agent_tools(cls) -> Sequence[AgentTool]:
+        """The Flipper's tools, for a Flipper over USB or over BLE (this family brings them)."""
+        from drivers.flipper_tools import TOOLS  # the tools import this module
+
+        return TOOLS
 
     def __init__(self, device_id: str, port: str, config: Mapping[str, Any]) -> None:
         super().__init__(device_id, port, config)

@@ -32,8 +32,8 @@ import json
 import math
 import struct
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any, ClassVar
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from drivers.audio import Pcm, wav_bytes
 from drivers.base import Driver, DriverStatus, UsbMatcher
@@ -46,6 +46,9 @@ from drivers.openmv_rpc import (
 )
 from drivers.transports.serial import SerialLine, SerialLineError
 from drivers.video import VideoError, is_jpeg, jpegs_to_mp4
+
+if TYPE_CHECKING:  # annotations only: importing strands costs ~0.4 s
+    from strands.types.tools import AgentTool
 
 ARDUINO_VID = 0x2341
 OPENMV_PID = 0x055F
@@ -137,6 +140,12 @@ class NiclaVisionDriver(Driver):
         *(UsbMatcher(vid=ARDUINO_VID, pid=pid) for pid in ARDUINO_CORE_PIDS),
     )
     capabilities: ClassVar[tuple[str, ...]] = ("camera", "video", "microphone")
+
+    @classmethod
+    def agent_tools(cls) -> Sequence[AgentTool]:
+        from drivers.nicla_vision_tools import TOOLS  # the tools import this module
+
+        return TOOLS
 
     def __init__(self, device_id: str, port: str, config: Mapping[str, Any]) -> None:
         super().__init__(device_id, port, config)

@@ -27,9 +27,9 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from drivers.audio import wav_bytes
 from drivers.base import BleMatcher, Driver, DriverStatus
@@ -65,6 +65,9 @@ from drivers.nicla_voice_wire import (
 )
 from drivers.transports.ble import BleError, BleLink, ClientBackend
 
+if TYPE_CHECKING:  # annotations only: importing strands costs ~0.4 s
+    from strands.types.tools import AgentTool
+
 log = logging.getLogger(__name__)
 
 EventSink = Callable[[str, dict[str, Any], str | None], None]
@@ -93,6 +96,12 @@ class NiclaVoiceDriver(Driver):
         BleMatcher(local_name="Nicla Voice*"),
     )
     capabilities: ClassVar[tuple[str, ...]] = ("wake_word", "microphone")
+
+    @classmethod
+    def agent_tools(cls) -> Sequence[AgentTool]:
+        from drivers.nicla_voice_tools import TOOLS  # the tools import this module
+
+        return TOOLS
 
     record_factor = 2.0
     record_margin_s = 10.0

@@ -34,7 +34,14 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
-from drivers.base import Advertisement, Driver, DriverState, PortInfo, driver_problem
+from drivers.base import (
+    Advertisement,
+    Driver,
+    DriverRoute,
+    DriverState,
+    PortInfo,
+    driver_problem,
+)
 from drivers.transports.serial import list_ports as serial_list_ports
 
 if TYPE_CHECKING:  # annotations only: importing strands costs ~0.4 s
@@ -178,6 +185,38 @@ class DriverManager:
             for state, detail in [self._effective(dev)]
         ]
 
+    @property
+    def installed(self) -> tuple[type[Driver], ...]:
+        """Every driver class the hub runs, the ones shipped with it first (in the order they
+        were found), then the ones other packages add: a package's tool never takes the name
+        of a built-in one, since the first tool of a name is the one mounted."""
+        return tuple(sorted(self._drivers, key=lambda cls: not _shipped(cls)))
+
+    def family_tools(self) -> list[AgentTool]:
+        """The tools every installed driver family adds to each turn, attached or not. A driver
+        whose ``agent_tools`` raises is left out (and logged once); the others still mount."""
+        found: list[AgentTool] = []
+        for cls in self.installed:
+            try:
+                found.extend(cls.agent_tools())
+            except Exception as exc:  # a plugin's fault must not take every turn's tools
+                self._say_once(
+                    ("agent_tools", cls.name), "%s: agent_tools() failed: %s", cls.name, exc
+                )
+        return found
+
+    def routes(self) -> list[tuple[type[Driver], DriverRoute]]:
+        """The HTTP routes every installed driver family adds, with the driver adding each."""
+        found: list[tuple[type[Driver], DriverRoute]] = []
+        for cls in self.installed:
+            try:
+                found.extend((cls, route) for route in cls.http_routes())
+            except Exception as exc:  # a plugin's fault must not keep the API from starting
+                self._say_once(
+                    ("http_routes", cls.name), "%s: http_routes() failed: %s", cls.name, exc
+                )
+        return found
+
     def tools(self) -> list[AgentTool]:
         """The tools of the devices online now."""
         found: list[AgentTool] = []
@@ -198,6 +237,14 @@ class DriverManager:
             dev.instance
             for dev in self._online()
             if dev.driver.name == driver_name and dev.instance is not None
+        ]
+
+    def with_capability(self, capability: str) -> list[Driver]:
+        """The running driver instances whose family declares ``capability``."""
+        return [
+            dev.instance
+            for dev in self._online()
+            if capability in dev.driver.capabilities and dev.instance is not None
         ]
 
     def capabilities(self) -> list[str]:
@@ -553,6 +600,11 @@ class DriverManager:
         if key not in self._said:
             self._said.add(key)
             log.log(level, message, *args)
+
+
+def _shipped(cls: type[Driver]) -> bool:
+    """Whether a driver is one of this repository's own (the ``drivers`` package)."""
+    return cls.__module__.partition(".")[0] == "drivers"
 
 
 def _check_section(name: str, section: Mapping[str, Any]) -> None:

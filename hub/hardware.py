@@ -13,7 +13,7 @@ from typing import Any
 import sqlite_utils
 
 from drivers.base import load_drivers
-from drivers.flipper_ble import BleAdvertisements
+from drivers.ble_presence import BleAdvertisements
 from hub.config import Settings
 from hub.drivers import DriverManager
 
@@ -94,7 +94,10 @@ def build_manager(
             ),
         },
     }
+    installed = load_drivers()
+    for cls in installed:  # every driver, a package's too, writes to the same audit log
+        driver_settings.setdefault(cls.name, {}).setdefault("audit", audit.sink(cls.name))
     for name, extra in (drivers or {}).items():
         driver_settings.setdefault(name, {}).update(extra)
     options.setdefault("advertisements", BleAdvertisements(seconds=2.0))
-    return DriverManager(load_drivers(), driver_settings, **options)
+    return DriverManager(installed, driver_settings, **options)

@@ -11,9 +11,9 @@ from typing import Any
 import aiohttp
 import pytest
 
+from drivers.flipper_tools import flipper_files, flipper_find, flipper_listen, flipper_status
 from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
 from hub import contracts as c
-from hub.agent.tools.flipper import flipper_files, flipper_find, flipper_listen, flipper_status
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.fakes.ollama import FakeOllama, Reply

@@ -15,11 +15,11 @@ from bleak.exc import BleakDBusError
 
 from drivers.flipper_ble import BleAdvertisements, FlipperBleDriver, _held
 from drivers.flipper_rpc import RpcSession
+from drivers.flipper_tools import flipper_files, flipper_find, flipper_listen, flipper_status
 from drivers.transports.ble import BleSerial
 from firmware_bridges.emulators.ble import EmulatedPeripheral
 from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState, rpc_responder
 from hub.agent.tools.context import ToolContext
-from hub.agent.tools.flipper import flipper_files, flipper_find, flipper_listen, flipper_status
 from hub.drivers import DriverManager
 from hub.identity import User
 from tests.toolcall import call_tool

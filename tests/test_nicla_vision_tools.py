@@ -12,15 +12,15 @@ import aiohttp
 import pytest
 
 from drivers.audio import read_wav
-from drivers.video import decode_jpeg
-from firmware_bridges.emulators.nicla_vision import NiclaVisionEmulator
-from hub import contracts as c
-from hub.agent.tools.nicla_vision import (
+from drivers.nicla_vision_tools import (
     nicla_listen,
     nicla_status,
     nicla_take_photo,
     nicla_take_video,
 )
+from drivers.video import decode_jpeg
+from firmware_bridges.emulators.nicla_vision import NiclaVisionEmulator
+from hub import contracts as c
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.fakes.ollama import FakeOllama

@@ -12,15 +12,15 @@ import pytest
 
 from drivers.audio import read_wav
 from drivers.ble_presence import BleAdvertisements
-from firmware_bridges.emulators.nicla_voice import EmulatedNiclaVoice
-from hub import contracts as c
-from hub.agent.tools.nicla_voice import (
+from drivers.nicla_voice_tools import (
     nicla_voice_record,
     nicla_voice_status,
     nicla_voice_transcript,
     nicla_voice_transcripts,
     nicla_voice_wakes,
 )
+from firmware_bridges.emulators.nicla_voice import EmulatedNiclaVoice
+from hub import contracts as c
 from hub.server import RunningServer
 from tests.conftest import StartHub
 from tests.daemon import PythonDaemon, enroll

@@ -4,6 +4,9 @@ The route table of docs/http-api.md has one row per method and path, and its "wh
 ``anyone``, ``user``, ``owner`` or ``device`` (a dial-in device's ``{deviceId, token}`` in the
 body). These tests hold the application's route table, each handler's ``@access`` declaration
 and that column to one another, then ask a running hub whether it really refuses callers.
+The routes of the drivers installed with the hub are in the application's table, so they need
+their rows too; a driver package's routes carry the access their driver declares, which
+test_driver_plugins.py holds a running hub to.
 """
 
 from __future__ import annotations

@@ -240,3 +240,30 @@ def test_client_tools_hand_the_client_its_request(hub: Hub) -> None:
         "clientAction": "set_theme",
         "request": {"preset": "nord"},
     }
+
+
+# The drivers' tools come in through one seam (hub.agent.tools.drivers.driver_tools), in the
+# place and order they always had: after use_device, before the machine's own senses.
+DRIVER_TOOLS_IN_ORDER = [
+    "flipper_status",
+    "flipper_listen",
+    "flipper_files",
+    "flipper_find",
+    "nicla_take_photo",
+    "nicla_take_video",
+    "nicla_listen",
+    "nicla_status",
+    "nicla_voice_status",
+    "nicla_voice_wakes",
+    "nicla_voice_record",
+    "nicla_voice_transcripts",
+    "nicla_voice_transcript",
+]
+
+
+def test_the_drivers_tools_keep_their_place_and_order(hub: Hub) -> None:
+    names = mount_tools(context(hub, hub.owner)).names
+    start = names.index("use_device") + 1
+    end = start + len(DRIVER_TOOLS_IN_ORDER)
+    assert names[start:end] == DRIVER_TOOLS_IN_ORDER
+    assert names[end] == "camera_photo"

@@ -8,6 +8,7 @@ from hub.api import (
     archives,
     chat,
     devices,
+    driver_routes,
     drivers,
     endpoint,
     health,
@@ -51,6 +52,7 @@ def create_app(
     app.add_routes(endpoint.routes)
     app.add_routes(drivers.routes)
     app.add_routes(pair.routes)
+    driver_routes.add_driver_routes(app)  # after the hub's own: a driver never shadows one
     app.on_shutdown.append(_end_event_streams)
     if listening is not None:
         app[LISTENING] = listening

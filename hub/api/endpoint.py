@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from drivers.base import StillCamera
 from drivers.camera import CameraError
-from drivers.nicla_vision import NiclaError, NiclaVisionDriver
 from drivers.video import VideoError
 from hub.api.auth import Access, access
 from hub.api.errors import http_error
@@ -49,8 +49,8 @@ async def telemetry(request: web.Request) -> web.Response:
 @routes.get("/api/camera/snapshot")
 @access(Access.OWNER)
 async def snapshot(request: web.Request) -> web.Response:
-    """A JPEG from the machine's camera, else from an attached Nicla Vision; 503 with the
-    reason when there is neither. Only the owner: it is a picture of their room."""
+    """A JPEG from the machine's camera, else from a driver's camera online (a Nicla Vision);
+    503 with the reasons when there is none. Only the owner: it is a picture of their room."""
     hub = request.app[HUB]
     problems = []
     camera = hub.senses.camera
@@ -61,12 +61,12 @@ async def snapshot(request: web.Request) -> web.Response:
             problems.append(str(exc))
     else:
         problems.append(hub.senses.camera_status()[1])
-    for board in hub.drivers.online(NiclaVisionDriver.name):
-        if isinstance(board, NiclaVisionDriver):
+    for board in hub.drivers.with_capability("camera"):
+        if isinstance(board, StillCamera):
             try:
                 return _jpeg(await board.snapshot())
-            except (NiclaError, VideoError) as exc:
-                problems.append(f"Nicla Vision: {exc}")
+            except Exception as exc:  # any driver's failure is one more reason in the 503
+                problems.append(f"{board.name}: {exc}")
     raise http_error(web.HTTPServiceUnavailable, "no camera on this hub: " + "; ".join(problems))
 
 

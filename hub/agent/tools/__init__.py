@@ -19,13 +19,10 @@ from hub import contracts as c
 from hub.agent.tools import (
     client,
     devices,
-    flipper,
     followups,
     manage,
     memory,
     native,
-    nicla_vision,
-    nicla_voice,
     operations,
     senses,
     skills,
@@ -34,6 +31,7 @@ from hub.agent.tools import (
     universe,
 )
 from hub.agent.tools.context import ToolContext
+from hub.agent.tools.drivers import driver_tools
 from hub.agent.tools.http import make_http_tool
 from hub.preferences import disabled_tools
 
@@ -62,9 +60,7 @@ BUILTIN: tuple[ToolGroup, ...] = (
     client.tools,
     manage.tools,
     devices.tools,
-    flipper.tools,
-    nicla_vision.tools,
-    nicla_voice.tools,
+    driver_tools,  # every installed driver's tools: Flipper, Nicla Vision, Nicla Voice, others
     senses.tools,
     native.tools,
 )

@@ -8,14 +8,32 @@ from typing import Any
 from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
+from drivers.base import HOST_STATE_KEY
 from hub import contracts as c
+from hub.agent.tools.host import HubHost
+from hub.agent.tools.results import failed, ok, with_image
 from hub.identity import User
 from hub.runtime import Hub
 from hub.tinys.records import Tiny
 
+__all__ = [
+    "STATE_KEY",
+    "ToolContext",
+    "failed",
+    "login_required",
+    "ok",
+    "owner_only",
+    "owner_turn",
+    "sent_to_client",
+    "turn_context",
+    "with_image",
+]
+
 
 @dataclass(frozen=True)
-class ToolContext:
+class ToolContext(HubHost):
+    """A turn; as a ``drivers.base.DriverHost`` it is what the drivers' tools see of the hub."""
+
     hub: Hub
     caller: User | None
     tiny: Tiny
@@ -42,7 +60,7 @@ class ToolContext:
         return self.caller is not None and self.caller.id == self.tiny.owner_id
 
 
-STATE_KEY = "tiny_hub"
+STATE_KEY = HOST_STATE_KEY
 
 
 def turn_context(tool_context: StrandsToolContext) -> ToolContext:
@@ -50,14 +68,6 @@ def turn_context(tool_context: StrandsToolContext) -> ToolContext:
     find their turn in strands' invocation state, which the turn fills."""
     found: ToolContext = tool_context.invocation_state[STATE_KEY]
     return found
-
-
-def ok(text: str, **data: Any) -> dict[str, Any]:
-    """A successful tool result: text for the model, and JSON for clients when there is some."""
-    content: list[dict[str, Any]] = [{"text": text}]
-    if data:
-        content.append({"json": data})
-    return {"status": "success", "content": content}
 
 
 def sent_to_client(action: str, /, **request: Any) -> dict[str, Any]:
@@ -71,10 +81,6 @@ def sent_to_client(action: str, /, **request: Any) -> dict[str, Any]:
     )
 
 
-def failed(text: str) -> dict[str, Any]:
-    return {"status": "error", "content": [{"text": text}]}
-
-
 def login_required() -> dict[str, Any]:
     return failed(c.LOGIN_REQUIRED)
 
@@ -82,11 +88,7 @@ def login_required() -> dict[str, Any]:
 def owner_only(ctx: ToolContext, what: str) -> dict[str, Any] | None:
     """The refusal for anyone but the hub's owner (its camera, its microphone, its boards),
     or None when the caller is the owner."""
-    if ctx.caller is None:
-        return login_required()
-    if ctx.caller.id != ctx.hub.owner.id:
-        return failed(f"only the owner of this hub can use {what}")
-    return None
+    return ctx.owner_refusal(what)
 
 
 def owner_turn(
@@ -95,10 +97,3 @@ def owner_turn(
     """The turn, and the refusal to return when the caller is not the hub's owner."""
     ctx = turn_context(tool_context)
     return ctx, owner_only(ctx, what)
-
-
-def with_image(text: str, jpeg: bytes, **data: Any) -> dict[str, Any]:
-    """A success the model can look at: the text, the JSON, and the picture as an image block."""
-    result = ok(text, **data)
-    result["content"].append({"image": {"format": "jpeg", "source": {"bytes": jpeg}}})
-    return result

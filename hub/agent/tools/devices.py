@@ -9,26 +9,8 @@ from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
 from hub.agent.tools.context import ToolContext, failed, login_required, ok, turn_context
+from hub.agent.tools.results import answer_result
 from hub.devices.registry import DeviceError
-from hub.devices.service import DeviceAnswer
-
-
-def answer_result(answer: DeviceAnswer) -> dict[str, Any]:
-    if answer.pending_id:
-        return ok(
-            f"{answer.device or 'The device'} is still working on it. Ask again later with "
-            f"action 'result' and id {answer.pending_id}.",
-            pending=True,
-            id=answer.pending_id,
-        )
-    text = answer.text or "(the device answered with no text)"
-    if answer.refused:
-        text += f"\n(ignored {len(answer.refused)} image(s) not on this hub's media store)"
-    content: list[dict[str, Any]] = [{"text": text}]
-    content += [
-        {"image": {"format": fmt, "source": {"bytes": data}}} for data, fmt in answer.images
-    ]
-    return {"status": "success", "content": content}
 
 
 @tool(name="use_device", context=True)

@@ -13,14 +13,11 @@ from strands import tool
 from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
-from drivers.audio import AudioError
 from drivers.camera import Camera, CameraError
 from drivers.microphone import MicrophoneError
-from drivers.speech import SpeechUnavailable
-from drivers.video import CLIP_TYPE, VideoError
-from hub.agent.tools.context import ToolContext, failed, ok, owner_turn, with_image
+from drivers.video import VideoError
+from hub.agent.tools.context import ToolContext, failed, owner_turn
 from hub.devices.registry import DeviceError
-from hub.senses import transcribe_recording
 
 MACHINE = "this machine"
 CameraAction = Callable[[Camera, ToolContext], Awaitable[dict[str, Any]]]
@@ -45,7 +42,7 @@ async def camera_photo(tool_context: StrandsToolContext) -> dict[str, Any]:
     """Take a photo with the webcam of the machine the hub runs on, and look at it."""
 
     async def photo(camera: Camera, ctx: ToolContext) -> dict[str, Any]:
-        return seen(ctx, f"{MACHINE}'s camera", None, await camera.snapshot())
+        return ctx.seen(f"{MACHINE}'s camera", None, await camera.snapshot())
 
     return await _use_camera(tool_context, photo)
 
@@ -59,7 +56,7 @@ async def camera_clip(tool_context: StrandsToolContext, seconds: float = 5) -> d
     """
 
     async def clip(camera: Camera, ctx: ToolContext) -> dict[str, Any]:
-        return filmed(ctx, f"{MACHINE}'s camera", None, await camera.clip(seconds), seconds)
+        return ctx.filmed(f"{MACHINE}'s camera", None, await camera.clip(seconds), seconds)
 
     return await _use_camera(tool_context, clip)
 
@@ -82,52 +79,7 @@ async def microphone_listen(tool_context: StrandsToolContext, seconds: float = 5
         wav = await microphone.record(seconds)
     except MicrophoneError as exc:
         return failed(str(exc))
-    return await heard(ctx, "microphone", None, wav)
-
-
-def seen(ctx: ToolContext, camera: str, device_id: str | None, jpeg: bytes) -> dict[str, Any]:
-    """The answer of every photo tool: the JPEG kept in the media store and shown to the model."""
-    key = ctx.hub.devices.media.put(ctx.hub.owner.id, device_id, jpeg, "image/jpeg")
-    return with_image(
-        f"Photo taken with {camera} ({len(jpeg) // 1024} KB), kept as /media/{key}.",
-        jpeg,
-        media=f"/media/{key}",
-        bytes=len(jpeg),
-    )
-
-
-def filmed(
-    ctx: ToolContext, camera: str, device_id: str | None, mp4: bytes, seconds: float
-) -> dict[str, Any]:
-    """The answer of every video tool: the clip kept in the media store."""
-    key = ctx.hub.devices.media.put(ctx.hub.owner.id, device_id, mp4, CLIP_TYPE)
-    return ok(
-        f"Recorded {seconds:g} s with {camera}, kept as /media/{key}.",
-        media=f"/media/{key}",
-        bytes=len(mp4),
-        seconds=seconds,
-    )
-
-
-async def heard(ctx: ToolContext, source: str, device_id: str | None, wav: bytes) -> dict[str, Any]:
-    """The answer of every listening tool: the recording kept, transcribed, announced."""
-    try:
-        record, transcript = await transcribe_recording(
-            ctx.hub.senses.speech,
-            ctx.hub.devices.media,
-            ctx.hub.transcripts,
-            owner=ctx.hub.owner.id,
-            source=source,
-            device_id=device_id,
-            wav=wav,
-        )
-    except (SpeechUnavailable, AudioError, DeviceError) as exc:
-        return failed(str(exc))
-    said = f'"{transcript.text}"' if transcript.text else "no speech"
-    return ok(
-        f"Heard {transcript.audio_s:.1f} s: {said}.",
-        transcript=record.as_json(),
-    )
+    return await ctx.heard("microphone", None, wav)
 
 
 def tools(ctx: ToolContext) -> list[AgentTool]:

@@ -1,10 +1,11 @@
-"""flipper_status, flipper_listen, flipper_files, flipper_find (seed 000).
+"""flipper_status, flipper_listen, flipper_files, flipper_find.
 
 Mounted for everyone, whether or not a Flipper is attached: with none, they say so at once
 ("Flipper is not connected") rather than vanish from the model's view or hang. The Flipper on
 this hub is the owner's, like its camera and microphone: only the owner's turns may use it (a
 guest on the LAN may not read its SD card or listen with its radio). The protocol is
 ``drivers/flipper.py``; this module only finds the attached Flipper and shapes the answers.
+``FlipperDriver.agent_tools`` brings these tools to the hub, which knows no Flipper by name.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from strands import tool
 from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
+from drivers.base import DriverHost, turn_host
 from drivers.flipper import FlipperDriver, FlipperRefused, NotConnected
 from drivers.flipper_ble import FlipperBleDriver
 from drivers.flipper_cli import CliError
-from hub.agent.tools.context import ToolContext, failed, ok, owner_only, owner_turn, turn_context
 
 NOT_CONNECTED = "Flipper is not connected"
 WHAT = "the Flipper attached to it"
@@ -26,40 +27,40 @@ WHAT = "the Flipper attached to it"
 Flipper = FlipperDriver | FlipperBleDriver
 
 
-def _attached(ctx: ToolContext) -> Flipper | None:
+def _attached(host: DriverHost) -> Flipper | None:
     """The attached Flipper: over USB when it is (the CLI can do more), else over BLE."""
-    for driver in ctx.hub.drivers.online("flipper"):
+    for driver in host.online(FlipperDriver.name):
         if isinstance(driver, FlipperDriver):
             return driver
-    for driver in ctx.hub.drivers.online("flipper_ble"):
+    for driver in host.online(FlipperBleDriver.name):
         if isinstance(driver, FlipperBleDriver):
             return driver
     return None
 
 
-def _bluetooth_problem(ctx: ToolContext) -> str:
+def _bluetooth_problem(host: DriverHost) -> str:
     """Why a Flipper seen over Bluetooth is not usable (e.g. it needs pairing), or ""."""
     problems = [
         str(r["detail"])
-        for r in ctx.hub.drivers.records()
+        for r in host.driver_records()
         if r["driver"] == FlipperBleDriver.name and r["status"] == "error"
     ]
     return f"; over Bluetooth: {'; '.join(problems)}" if problems else ""
 
 
 async def _use(tool_context: StrandsToolContext, action: Any) -> dict[str, Any]:
-    ctx, refusal = owner_turn(tool_context, WHAT)
+    host = turn_host(tool_context)
+    refusal = host.owner_refusal(WHAT)
     if refusal is not None:
         return refusal
-    flipper = _attached(ctx)
+    flipper = _attached(host)
     if flipper is None:
-        return failed(f"{NOT_CONNECTED} to this hub (plug it in over USB){_bluetooth_problem(ctx)}")
+        problem = _bluetooth_problem(host)
+        return host.failed(f"{NOT_CONNECTED} to this hub (plug it in over USB){problem}")
     try:
-        result: dict[str, Any] = await action(flipper)
-    except NotConnected as exc:
-        return failed(str(exc))
-    except (FlipperRefused, CliError) as exc:
-        return failed(str(exc))
+        result: dict[str, Any] = await action(host, flipper)
+    except (NotConnected, FlipperRefused, CliError) as exc:
+        return host.failed(str(exc))
     return result
 
 
@@ -67,10 +68,10 @@ async def _use(tool_context: StrandsToolContext, action: Any) -> dict[str, Any]:
 async def flipper_status(tool_context: StrandsToolContext) -> dict[str, Any]:
     """The Flipper Zero attached to this hub: model, name, firmware, battery, connection."""
 
-    async def status(flipper: Flipper) -> dict[str, Any]:
+    async def status(host: DriverHost, flipper: Flipper) -> dict[str, Any]:
         summary = await flipper.summary()
         battery = summary["battery"]
-        return ok(
+        return host.ok(
             f"{summary['model']} '{summary['name']}', firmware {summary['firmware']}, battery "
             f"{battery['level']}% ({battery['state']}), {summary['connection']}.",
             **summary,
@@ -94,10 +95,10 @@ async def flipper_listen(
         frequency: for subghz, in Hz (default 433920000).
     """
 
-    async def listen(flipper: Flipper) -> dict[str, Any]:
+    async def listen(host: DriverHost, flipper: Flipper) -> dict[str, Any]:
         heard = await flipper.listen(kind, seconds, frequency)
         items = heard.get("packets") or heard.get("signals") or heard.get("found") or []
-        return ok(f"Listened {heard['seconds']} s for {kind}: {len(items)} decoded.", **heard)
+        return host.ok(f"Listened {heard['seconds']} s for {kind}: {len(items)} decoded.", **heard)
 
     return await _use(tool_context, listen)
 
@@ -111,14 +112,14 @@ async def flipper_files(action: str, path: str, tool_context: StrandsToolContext
         path: an absolute path such as /ext/subghz.
     """
 
-    async def files(flipper: Flipper) -> dict[str, Any]:
+    async def files(host: DriverHost, flipper: Flipper) -> dict[str, Any]:
         found = await flipper.files(action, path)
         if action == "list":
             names = ", ".join(e["name"] + ("/" if e["dir"] else "") for e in found["entries"])
-            return ok(f"{path}: {names or 'empty'}", **found)
+            return host.ok(f"{path}: {names or 'empty'}", **found)
         if action == "read":
-            return ok(found["text"], path=found["path"], size=found["size"])
-        return ok(f"{path}: {found}", **found)
+            return host.ok(found["text"], path=found["path"], size=found["size"])
+        return host.ok(f"{path}: {found}", **found)
 
     return await _use(tool_context, files)
 
@@ -131,40 +132,32 @@ async def flipper_find(tool_context: StrandsToolContext, signal: bool = False) -
     Args:
         signal: make it beep, blink and vibrate (when attached to this hub).
     """
-    ctx = turn_context(tool_context)
-    flipper = _attached(ctx) if owner_only(ctx, WHAT) is None else None
+    host = turn_host(tool_context)
+    flipper = _attached(host) if host.owner_refusal(WHAT) is None else None
     if flipper is not None:
         if signal:
             try:
                 await flipper.signal()
             except (NotConnected, FlipperRefused, CliError) as exc:
-                return failed(str(exc))
+                return host.failed(str(exc))
         said = " It beeped, blinked and vibrated." if signal else ""
         over = "Bluetooth LE" if isinstance(flipper, FlipperBleDriver) else "USB"
-        return ok(
+        return host.ok(
             f"Flipper '{flipper.device_name}' is attached to this hub over {over} "
             f"({flipper.port}).{said}",
             where="ble" if isinstance(flipper, FlipperBleDriver) else "usb",
             port=flipper.port,
             signalled=signal,
         )
-    elsewhere = []
-    if ctx.caller is not None:
-        now = ctx.hub.devices.now()
-        elsewhere = [
-            d.name
-            for d in ctx.hub.devices.registry.list(ctx.caller.id)
-            if "flipper" in d.capabilities and d.online(now) is not False
-        ]
+    elsewhere = host.devices_reporting("flipper")
     if elsewhere:
-        return ok(
+        return host.ok(
             f"{NOT_CONNECTED} to this hub; your device(s) {', '.join(elsewhere)} report "
             "a Flipper (ask them with use_device).",
             where="devices",
             devices=elsewhere,
         )
-    return failed(f"{NOT_CONNECTED} to this hub, and none of your devices reports one")
+    return host.failed(f"{NOT_CONNECTED} to this hub, and none of your devices reports one")
 
 
-def tools(ctx: ToolContext) -> list[AgentTool]:
-    return [flipper_status, flipper_listen, flipper_files, flipper_find]
+TOOLS: tuple[AgentTool, ...] = (flipper_status, flipper_listen, flipper_files, flipper_find)

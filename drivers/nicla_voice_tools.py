@@ -1,10 +1,12 @@
 """nicla_voice_status, nicla_voice_wakes, nicla_voice_record, nicla_voice_transcripts,
-nicla_voice_transcript (seed 000).
+nicla_voice_transcript.
 
 A Nicla Voice is paired either to this hub (``drivers/nicla_voice.py`` holds the BLE link) or to
 one of the owner's phones. Status and wakes read the driver, the device registry and the event
 ring; a recording is made here when the board is here, and otherwise rides the phone's relay
-mailbox as a ``nicla_voice_record`` envelope; transcripts are rows in the hub's store.
+mailbox as a ``nicla_voice_record`` envelope; transcripts are rows in the hub's store. The hub
+lends all of that through ``drivers.base.DriverHost``; ``NiclaVoiceDriver.agent_tools`` brings
+these tools to it.
 """
 
 from __future__ import annotations
@@ -16,34 +18,27 @@ from strands import tool
 from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
+from drivers.base import DriverHost, DriverHostError, ToolResult, turn_host
 from drivers.nicla_voice import NiclaVoiceDriver
 from drivers.nicla_voice_wire import NiclaVoiceError
-from hub.agent.tools.context import ToolContext, failed, ok, owner_turn
-from hub.agent.tools.devices import answer_result
-from hub.agent.tools.senses import heard
-from hub.devices.registry import Device, DeviceError
 
 CAPABILITY = "nicla_voice"
 WAKE_EVENT = "nicla_wake"
 RECORD_ENVELOPE = "nicla_voice_record"
 
 
-def _attached(ctx: ToolContext) -> NiclaVoiceDriver | None:
-    for driver in ctx.hub.drivers.online(NiclaVoiceDriver.name):
+def _attached(host: DriverHost) -> NiclaVoiceDriver | None:
+    for driver in host.online(NiclaVoiceDriver.name):
         if isinstance(driver, NiclaVoiceDriver):
             return driver
     return None
 
 
-def _phones(ctx: ToolContext) -> list[Device]:
-    """The owner's dial-in devices (phones) that report a Nicla Voice, online ones first."""
-    now = ctx.hub.devices.now()
-    found = [
-        d
-        for d in ctx.hub.devices.registry.list(ctx.hub.owner.id)
-        if CAPABILITY in d.capabilities and d.dial_in
-    ]
-    return sorted(found, key=lambda d: d.online(now) is not True)
+def _owner_turn(
+    tool_context: StrandsToolContext, what: str
+) -> tuple[DriverHost, ToolResult | None]:
+    host = turn_host(tool_context)
+    return host, host.owner_refusal(what)
 
 
 def _ago(at: float) -> str:
@@ -54,10 +49,10 @@ def _ago(at: float) -> str:
 @tool(name="nicla_voice_status", context=True)
 async def nicla_voice_status(tool_context: StrandsToolContext) -> dict[str, Any]:
     """The Nicla Voice recorder: connected or not, last seen, battery, last wake word."""
-    ctx, refused = owner_turn(tool_context, "the Nicla Voice")
+    host, refused = _owner_turn(tool_context, "the Nicla Voice")
     if refused is not None:
         return refused
-    board = _attached(ctx)
+    board = _attached(host)
     if board is not None:
         found = board.summary()
         wake = found.get("last_wake")
@@ -66,14 +61,12 @@ async def nicla_voice_status(tool_context: StrandsToolContext) -> dict[str, Any]
             parts.append(f"battery {found['battery']}%")
         if wake:
             parts.append(f"last wake '{wake['label']}' {_ago(wake['at'])}")
-        return ok(", ".join(parts) + ".", where="hub", **found)
-    phones = _phones(ctx)
+        return host.ok(", ".join(parts) + ".", where="hub", **found)
+    phones = host.dial_in_devices(CAPABILITY)
     if phones:
-        now = ctx.hub.devices.now()
-        listed = [d.as_json(now) for d in phones]
-        names = ", ".join(f"{d['name']} (online: {d['online']})" for d in listed)
-        return ok(f"The Nicla Voice is paired to {names}.", where="phone", devices=listed)
-    return failed(
+        names = ", ".join(f"{d['name']} (online: {d['online']})" for d in phones)
+        return host.ok(f"The Nicla Voice is paired to {names}.", where="phone", devices=phones)
+    return host.failed(
         "No Nicla Voice is connected to this hub (is it powered and in range?) and none of "
         "your devices reports one"
     )
@@ -86,21 +79,23 @@ async def nicla_voice_wakes(tool_context: StrandsToolContext, limit: int = 10) -
     Args:
         limit: how many, 1-50 (default 10).
     """
-    ctx, refused = owner_turn(tool_context, "the Nicla Voice")
+    host, refused = _owner_turn(tool_context, "the Nicla Voice")
     if refused is not None:
         return refused
     limit = max(1, min(50, limit))
-    events = [
-        e for e in ctx.hub.devices.events.recent(ctx.hub.owner.id, 1000) if e.kind == WAKE_EVENT
-    ][-limit:][::-1]
+    events = host.recent_events(WAKE_EVENT)[-limit:][::-1]
     wakes = [
-        {"label": (e.detail or {}).get("label"), "at": e.created_at, "deviceId": e.device_id}
+        {
+            "label": (e["detail"] or {}).get("label"),
+            "at": e["created_at"],
+            "deviceId": e["deviceId"],
+        }
         for e in events
     ]
     if not wakes:
-        return ok("No wake words heard yet.", wakes=[])
-    lines = [f"- '{w['label']}' {_ago(e.created_at)}" for w, e in zip(wakes, events, strict=True)]
-    return ok("\n".join(lines), wakes=wakes)
+        return host.ok("No wake words heard yet.", wakes=[])
+    lines = [f"- '{w['label']}' {_ago(w['at'])}" for w in wakes]
+    return host.ok("\n".join(lines), wakes=wakes)
 
 
 @tool(name="nicla_voice_record", context=True)
@@ -112,28 +107,22 @@ async def nicla_voice_record(
     Args:
         seconds: how long, up to 30 (default 5).
     """
-    ctx, refused = owner_turn(tool_context, "the Nicla Voice")
+    host, refused = _owner_turn(tool_context, "the Nicla Voice")
     if refused is not None:
         return refused
-    board = _attached(ctx)
+    board = _attached(host)
     if board is not None:
         try:
             wav = await board.record(seconds)
         except NiclaVoiceError as exc:
-            return failed(str(exc))
-        return await heard(ctx, NiclaVoiceDriver.name, board.device_id, wav)
-    phones = _phones(ctx)
+            return host.failed(str(exc))
+        return await host.heard(NiclaVoiceDriver.name, board.device_id, wav)
+    phones = host.dial_in_devices(CAPABILITY)
     if not phones:
-        return failed(
+        return host.failed(
             "No Nicla Voice is connected to this hub and none of your devices reports one"
         )
-    try:
-        answer = await ctx.hub.devices.request(
-            phones[0], {"type": RECORD_ENVELOPE, "seconds": seconds}
-        )
-    except DeviceError as exc:
-        return failed(str(exc))
-    return answer_result(answer)
+    return await host.ask_device(phones[0]["id"], {"type": RECORD_ENVELOPE, "seconds": seconds})
 
 
 @tool(name="nicla_voice_transcripts", context=True)
@@ -146,17 +135,17 @@ async def nicla_voice_transcripts(
     Args:
         limit: how many, 1-50 (default 10).
     """
-    ctx, refused = owner_turn(tool_context, "the transcripts")
+    host, refused = _owner_turn(tool_context, "the transcripts")
     if refused is not None:
         return refused
-    found = ctx.hub.transcripts.recent(ctx.hub.owner.id, max(1, min(50, limit)))
+    found = host.transcripts(max(1, min(50, limit)))
     if not found:
-        return ok("No transcripts yet.", transcripts=[])
+        return host.ok("No transcripts yet.", transcripts=[])
     lines = [
-        f"- {t.id} ({t.source}, {_ago(t.created_at)}): {t.text[:120] or '(no speech)'}"
+        f"- {t['id']} ({t['source']}, {_ago(t['created_at'])}): {t['text'][:120] or '(no speech)'}"
         for t in found
     ]
-    return ok("\n".join(lines), transcripts=[t.as_json() for t in found])
+    return host.ok("\n".join(lines), transcripts=found)
 
 
 @tool(name="nicla_voice_transcript", context=True)
@@ -166,21 +155,20 @@ async def nicla_voice_transcript(tool_context: StrandsToolContext, id: str) -> d
     Args:
         id: the transcript's id, e.g. tr_0123abcd.
     """
-    ctx, refused = owner_turn(tool_context, "the transcripts")
+    host, refused = _owner_turn(tool_context, "the transcripts")
     if refused is not None:
         return refused
     try:
-        found = ctx.hub.transcripts.get(ctx.hub.owner.id, id)
-    except DeviceError as exc:
-        return failed(str(exc))
-    return ok(found.text or "(no speech was heard)", transcript=found.as_json())
+        found = host.transcript(id)
+    except DriverHostError as exc:
+        return host.failed(str(exc))
+    return host.ok(found["text"] or "(no speech was heard)", transcript=found)
 
 
-def tools(ctx: ToolContext) -> list[AgentTool]:
-    return [
-        nicla_voice_status,
-        nicla_voice_wakes,
-        nicla_voice_record,
-        nicla_voice_transcripts,
-        nicla_voice_transcript,
-    ]
+TOOLS: tuple[AgentTool, ...] = (
+    nicla_voice_status,
+    nicla_voice_wakes,
+    nicla_voice_record,
+    nicla_voice_transcripts,
+    nicla_voice_transcript,
+)
