@@ -62,3 +62,4 @@ async def _model_runner(app: web.Application) -> AsyncIterator[None]:
 
 async def _end_event_streams(app: web.Application) -> None:
     app[HUB].devices.events.end_streams()
+    app[HUB].devices.mailbox.end_polls()
