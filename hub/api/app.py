@@ -23,6 +23,7 @@ from hub.api.auth import auth_middleware
 from hub.api.errors import error_middleware
 from hub.api.keys import HUB
 from hub.api.limits import GUARD, Guard, Limits, body_middleware, rate_limit_middleware
+from hub.mcp_server import http as mcp_http
 from hub.runtime import Hub
 
 
@@ -49,8 +50,10 @@ def create_app(hub: Hub, limits: Limits | None = None) -> web.Application:
     app.add_routes(endpoint.routes)
     app.add_routes(drivers.routes)
     app.add_routes(pair.routes)
+    app.add_routes(mcp_http.routes)
     app.on_shutdown.append(_end_event_streams)
     app.cleanup_ctx.append(_model_runner)
+    app.cleanup_ctx.append(mcp_http.mcp_http_ctx)
     return app
 
 
