@@ -31,6 +31,7 @@ from hub.config import (
     load_settings,
 )
 from hub.logs import setup_logging
+from hub.mcp_server.command import add_mcp_parser, mcp_command
 from hub.runtime import Hub
 from hub.server import RunningServer, StartError, bind_socket, start_server
 from hub.store.migrations import MigrationError
@@ -162,6 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
         "phone sends the code to POST /api/pair.",
     )
     _add_cloud_parser(sub, common)
+    add_mcp_parser(sub, common)
     sub.add_parser("version", help="print the version", description="Print the version.")
     return parser
 
@@ -259,6 +261,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return pair_command(settings)
         if command == "cloud":
             return cloud_command(settings, args)
+        if command == "mcp":
+            return _mcp(settings, args)
         if command == "serve":
             setup_logging(settings.log_level)
             return asyncio.run(serve(settings))
@@ -404,6 +408,14 @@ def pair_command(settings: Settings) -> int:
     if fingerprint:
         print(f"certificate SHA-256: {fingerprint}")
     return 0
+
+
+def _mcp(settings: Settings, args: argparse.Namespace) -> int:
+    try:
+        url = _local_url(settings, args.url)
+        return mcp_command(settings, args, url, _token(settings, args.token))
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
 
 
 def _local_url(settings: Settings, url: str | None) -> str:

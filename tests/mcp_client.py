@@ -30,18 +30,21 @@ async def http_session(url: str, token: str | None) -> AsyncIterator[ClientSessi
 @asynccontextmanager
 async def stdio_session(server: RunningServer, *extra: str) -> AsyncIterator[ClientSession]:
     """``tiny-hub mcp`` started as a desktop client starts it, against the running hub."""
-    env = {**os.environ, "TINY_HUB_HOME": str(server.hub.settings.home)}
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "hub.cli", "mcp", "--url", server.url, *extra],
-        env=env,
-    )
     async with (
-        stdio_client(params) as (read, write),
+        stdio_client(stdio_params(server, "--url", server.url, *extra)) as (read, write),
         ClientSession(read, write) as session,
     ):
         await session.initialize()
         yield session
+
+
+def stdio_params(server: RunningServer, *args: str) -> StdioServerParameters:
+    """The command a desktop client's config names: ``tiny-hub mcp`` with the hub's data dir
+    (where the owner's token is read from)."""
+    env = {**os.environ, "TINY_HUB_HOME": str(server.hub.settings.home)}
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "hub.cli", "mcp", *args], env=env
+    )
 
 
 def texts(result: Any) -> list[str]:

@@ -4,22 +4,31 @@ hardware call lands in the driver audit log."""
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
-from mcp_types import TextResourceContents
+from mcp import ClientSession, MCPError, stdio_client
+from mcp_types import ImageContent, TextResourceContents
 
+from drivers.camera import Camera
+from drivers.speech import SpeechEngine
+from drivers.video import is_jpeg
+from firmware_bridges.emulators.camera import EmulatedCamera
 from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
 from hub.agent.tools.context import ToolContext
 from hub.agent.tools.flipper import flipper_status
 from hub.agent.tools.memory import recall
+from hub.cli import main
 from hub.mcp_server.clients import McpClients
+from hub.senses import Senses
 from hub.server import RunningServer
-from tests.conftest import StartHub, owner_headers
-from tests.mcp_client import http_session, texts
+from hub.store.migrations import open_database
+from tests.conftest import StartHub, owner_headers, settings_for
+from tests.mcp_client import http_session, stdio_params, stdio_session, texts
 from tests.toolcall import call_tool, use_tool
 from tests.waits import until
 
@@ -175,3 +184,58 @@ async def test_resources_are_the_recent_facts_and_the_devices(start_hub: StartHu
     ]
     listed_devices = json.loads(devices.contents[0].text)["devices"]
     assert [(d["name"], d["online"]) for d in listed_devices] == [("laptop", False)]
+
+
+async def test_the_stdio_command_bridges_to_the_running_hub(start_hub: StartHub) -> None:
+    server = await start_hub(mcp_server_groups=["memory"])
+    hub = server.hub
+    hub.memory.learn(hub.owner.id, "Ada's sister Mia lives in Lyon")
+    async with stdio_session(server) as session:
+        names = {tool.name for tool in (await session.list_tools()).tools}
+        result = await session.call_tool("recall", {"query": "where does Mia live?"})
+    assert names == MEMORY_TOOLS
+    assert "Lyon" in texts(result)[0] and not result.is_error
+
+
+async def test_the_stdio_command_says_when_the_hub_is_not_running(
+    server: RunningServer, closed_port: int
+) -> None:
+    params = stdio_params(server, "--url", f"http://127.0.0.1:{closed_port}")
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        with pytest.raises(MCPError, match="is `tiny-hub serve` running"):
+            await session.initialize()
+
+
+async def test_a_photo_comes_back_as_image_content_and_is_audited(start_hub: StartHub) -> None:
+    camera = Camera("0", capture=EmulatedCamera(size=(320, 240)))
+    senses = Senses(camera, None, SpeechEngine("tiny.en"))
+    server = await start_hub(senses=senses, mcp_server_groups=["senses"])
+    async with http_session(server.url, owner_token(server)) as session:
+        result = await session.call_tool("camera_photo", {})
+    assert not result.is_error, texts(result)
+    images = [block for block in result.content if isinstance(block, ImageContent)]
+    assert [image.mime_type for image in images] == ["image/jpeg"]
+    assert is_jpeg(base64.b64decode(images[0].data))
+    assert "Photo taken" in texts(result)[0]
+    audited = [(c["driver"], c["command"]) for c in server.hub.audit.recent()]
+    assert audited == [("mcp", "camera_photo {}")]
+
+
+def test_the_token_command_adds_lists_and_removes_named_clients(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["mcp", "token", "add", "claude-desktop", "--home", str(home)]) == 0
+    token = capsys.readouterr().out.strip().splitlines()[-1]
+    db = open_database(settings_for(home).db_path)
+    try:
+        client = McpClients(db).resolve(token)
+    finally:
+        db.conn.close()
+    assert client is not None and client.name == "claude-desktop"
+    assert main(["mcp", "token", "list", "--home", str(home)]) == 0
+    assert capsys.readouterr().out.startswith("claude-desktop\t")
+    assert main(["mcp", "token", "add", "claude-desktop", "--home", str(home)]) == 2
+    assert "already a client named" in capsys.readouterr().err
+    assert main(["mcp", "token", "remove", "claude-desktop", "--home", str(home)]) == 0
+    assert main(["mcp", "token", "remove", "claude-desktop", "--home", str(home)]) == 2
+    assert "no MCP client named claude-desktop" in capsys.readouterr().err
