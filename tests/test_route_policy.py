@@ -1,8 +1,8 @@
 """Every route's access policy is written in the README and enforced: none ships open by accident.
 
 The README's "## HTTP API" table has one row per method and path, and its "who" column says
-``anyone``, ``user``, ``owner`` or ``device`` (a dial-in device's ``{deviceId, token}`` in the
-body). These tests hold the application's route table, each handler's ``@access`` declaration
+``anyone``, ``user``, ``owner``, ``device`` (a dial-in device's ``{deviceId, token}`` in the
+body) or ``client`` (an MCP client: the owner's token or a named client's). These tests hold the application's route table, each handler's ``@access`` declaration
 and that column to one another, then ask a running hub whether it really refuses callers.
 """
 
@@ -24,7 +24,7 @@ from hub.server import RunningServer
 from tests.conftest import StartHub, settings_for
 
 README = Path(__file__).resolve().parent.parent / "README.md"
-WHO = ("anyone", "user", "owner", "device")
+WHO = ("anyone", "user", "owner", "device", "client")
 _ROW = re.compile(r"^\|\s*`([A-Z]+) ([^`\s]+)[^`]*`\s*\|\s*([^|]*?)\s*\|")
 
 Route = tuple[str, str]  # (method, path as aiohttp spells it: /archive/{id})
@@ -65,6 +65,7 @@ def declared_who(handler: Any) -> str:
         Access.ANONYMOUS: "anyone",
         Access.USER: "user",
         Access.OWNER: "owner",
+        Access.CLIENT: "client",
     }[declared_access(handler)]
 
 
