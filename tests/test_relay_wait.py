@@ -139,3 +139,28 @@ async def test_stopping_the_hub_answers_a_held_pull_at_once(
         hub.close()
     assert (status, pulled) == (200, {"ok": True, "messages": []})
     assert held_after_stop < 20, "the held pull ran out its 25 s instead of ending with the hub"
+
+
+async def test_an_envelope_goes_to_the_live_pull_not_one_whose_caller_hung_up(
+    server: RunningServer, http: aiohttp.ClientSession
+) -> None:
+    """A daemon that restarts leaves its held pull behind at the hub; the envelope must reach
+    the new pull, not vanish into the old connection."""
+    enrolled = await enroll(http, server)
+    hub = server.hub
+    device = hub.devices.registry.get(hub.owner.id, enrolled["device_id"])
+    relay = f"{server.url}/api/devices/relay"
+    async with aiohttp.ClientSession() as old_daemon:
+        abandoned = asyncio.create_task(
+            send(old_daemon, "PUT", relay, {**creds(enrolled), "wait": 25})
+        )
+        await until(lambda: online(server, device.id), what="the first pull to be held")
+        abandoned.cancel()
+    held = asyncio.create_task(send(http, "PUT", relay, {**creds(enrolled), "wait": 25}))
+    await asyncio.sleep(0.2)  # the new pull is held too (nothing to observe it by)
+    sent = hub.devices.mailbox.send(device, {"type": "invoke", "prompt": "still there?"})
+    status, pulled = await held
+    if not pulled["messages"]:  # the new pull was woken first and took nothing: it asks again
+        status, pulled = await send(http, "PUT", relay, {**creds(enrolled), "wait": 25})
+    assert status == 200
+    assert [m["id"] for m in pulled["messages"]] == [sent]

@@ -256,10 +256,20 @@ async def pull(request: web.Request) -> web.Response:
     wait = await _run(lambda: check_wait(body.get("wait")))
     if wait:
         _seen(devices, device)
-    messages = await _run(lambda: devices.mailbox.pull_waiting(device, limit, wait))
+    messages = await _run(
+        lambda: devices.mailbox.pull_waiting(device, limit, wait, lambda: _hung_up(request))
+    )
     if wait:
         _seen(devices, device)
+        if _hung_up(request):  # a daemon that restarted left this pull behind: keep its mail
+            devices.mailbox.put_back(device, messages)
+            messages = []
     return web.json_response({"ok": True, "messages": [m.as_json() for m in messages]})
+
+
+def _hung_up(request: web.Request) -> bool:
+    transport = request.transport
+    return transport is None or transport.is_closing()
 
 
 def _seen(devices: Devices, device: Device) -> None:

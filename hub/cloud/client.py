@@ -73,9 +73,17 @@ class CloudClient:
             body["lanUrl"] = lan_url
         return await self._call("POST", "/api/devices/heartbeat", body)
 
-    async def pull(self, limit: int = 10) -> list[Envelope]:
-        """PUT /api/devices/relay ``{max}`` → the envelopes waiting for this device."""
-        answer = await self._call("PUT", "/api/devices/relay", {"max": limit})
+    async def pull(self, limit: int = 10, wait_s: float | None = None) -> list[Envelope]:
+        """PUT /api/devices/relay ``{max, wait?}`` → the envelopes waiting for this device; with
+        ``wait_s`` a cloud that long-polls holds the call until one arrives or the time is up,
+        so the call may take that much longer."""
+        body: dict[str, Any] = {"max": limit}
+        if wait_s:
+            body["wait"] = wait_s
+        timeout = (
+            aiohttp.ClientTimeout(total=self._timeout.total + (wait_s or 0)) if wait_s else None
+        )
+        answer = await self._call("PUT", "/api/devices/relay", body, timeout)
         messages = answer.get("messages")
         if not isinstance(messages, list):
             raise CloudUnavailable("the cloud's relay answer has no message list")
@@ -121,11 +129,17 @@ class CloudClient:
         """Any other dial-in route (the outbox replays stored calls through this)."""
         return await self._call(method, path, body)
 
-    async def _call(self, method: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any],
+        timeout: aiohttp.ClientTimeout | None = None,
+    ) -> dict[str, Any]:
         payload = {"deviceId": self.device_id, "token": self._token, **body}
         try:
             async with (
-                aiohttp.ClientSession(timeout=self._timeout) as http,
+                aiohttp.ClientSession(timeout=timeout or self._timeout) as http,
                 http.request(method, f"{self.url}{path}", json=payload) as response,
             ):
                 text = await response.text()

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,17 +95,20 @@ class Mailbox:
                 "created_at": self._clock(),
             }
         )
-        arrival = self._arrivals.pop(device.id, None)
-        if arrival is not None:
-            arrival.set()
+        self._wake(device)
         return message_id
 
     async def pull_waiting(
-        self, device: Device, limit: Any = None, wait: Any = None
+        self,
+        device: Device,
+        limit: Any = None,
+        wait: Any = None,
+        gone: Callable[[], bool] = lambda: False,
     ) -> list[Envelope]:
         """``pull``, held open up to ``wait`` seconds until an envelope arrives; the limits are
         checked before anything is held. Woken (an envelope came, or the hub is stopping), it
-        pulls once more and answers with whatever that gives."""
+        pulls once more and answers with whatever that gives, unless ``gone`` says the caller
+        hung up meanwhile: then it takes nothing, and the envelope waits for the next pull."""
         wait_s = check_wait(wait)
         arrival = self._arrivals.setdefault(device.id, asyncio.Event())
         pulled = self.pull(device, limit)
@@ -112,7 +116,25 @@ class Mailbox:
             return pulled
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(arrival.wait(), wait_s)
-        return self.pull(device, limit)
+        return [] if gone() else self.pull(device, limit)
+
+    def put_back(self, device: Device, envelopes: list[Envelope]) -> None:
+        """Envelopes pulled for a caller that hung up before it got them: undelivered again,
+        and any pull held for the device woken to take them."""
+        if not envelopes:
+            return
+        marks = ",".join("?" * len(envelopes))
+        self._db.execute(
+            f"UPDATE relay SET delivered_at = NULL WHERE device_id = ? AND replied_at IS NULL"
+            f" AND id IN ({marks})",
+            [device.id, *(e.id for e in envelopes)],
+        )
+        self._wake(device)
+
+    def _wake(self, device: Device) -> None:
+        arrival = self._arrivals.pop(device.id, None)
+        if arrival is not None:
+            arrival.set()
 
     def end_polls(self) -> None:
         """Answer every held pull now: the hub is stopping."""
