@@ -47,13 +47,14 @@ class CountingClient(CloudClient):
         method: str,
         path: str,
         body: dict[str, Any],
-        timeout: aiohttp.ClientTimeout | None = None,
+        *,
+        held_s: float = 0.0,
     ) -> dict[str, Any]:
         self.calls += 1
         if method == "PATCH" and self.fail_replies:
             self.fail_replies -= 1
             raise CloudUnavailable("the cloud failed PATCH /api/devices/relay (503: test)")
-        return await super()._call(method, path, body, timeout)
+        return await super()._call(method, path, body, held_s=held_s)
 
 
 @dataclass

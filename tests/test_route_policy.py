@@ -2,8 +2,9 @@
 
 The README's "## HTTP API" table has one row per method and path, and its "who" column says
 ``anyone``, ``user``, ``owner``, ``device`` (a dial-in device's ``{deviceId, token}`` in the
-body) or ``client`` (an MCP client: the owner's token or a named client's). These tests hold the application's route table, each handler's ``@access`` declaration
-and that column to one another, then ask a running hub whether it really refuses callers.
+body) or ``client`` (an MCP client: the owner's token or a named client's). These tests hold
+the application's route table, each handler's ``@access`` declaration and that column to one
+another, then ask a running hub whether it really refuses callers.
 """
 
 from __future__ import annotations

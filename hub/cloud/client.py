@@ -80,10 +80,7 @@ class CloudClient:
         body: dict[str, Any] = {"max": limit}
         if wait_s:
             body["wait"] = wait_s
-        timeout = (
-            aiohttp.ClientTimeout(total=self._timeout.total + (wait_s or 0)) if wait_s else None
-        )
-        answer = await self._call("PUT", "/api/devices/relay", body, timeout)
+        answer = await self._call("PUT", "/api/devices/relay", body, held_s=wait_s or 0.0)
         messages = answer.get("messages")
         if not isinstance(messages, list):
             raise CloudUnavailable("the cloud's relay answer has no message list")
@@ -134,12 +131,16 @@ class CloudClient:
         method: str,
         path: str,
         body: dict[str, Any],
-        timeout: aiohttp.ClientTimeout | None = None,
+        *,
+        held_s: float = 0.0,
     ) -> dict[str, Any]:
+        """``held_s``: how long the cloud may hold this call on purpose, on top of the usual
+        time allowed."""
         payload = {"deviceId": self.device_id, "token": self._token, **body}
+        allowed = aiohttp.ClientTimeout(total=(self._timeout.total or 0) + held_s)
         try:
             async with (
-                aiohttp.ClientSession(timeout=timeout or self._timeout) as http,
+                aiohttp.ClientSession(timeout=allowed if held_s else self._timeout) as http,
                 http.request(method, f"{self.url}{path}", json=payload) as response,
             ):
                 text = await response.text()
