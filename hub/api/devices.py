@@ -247,9 +247,10 @@ async def heartbeat(request: web.Request) -> web.Response:
 @access(Access.DEVICE)
 async def pull(request: web.Request) -> web.Response:
     """``{max?, wait?}``: without ``wait`` the answer is at once; with it the pull is held up to
-    ``wait`` seconds (at most 25) for an envelope. A held pull counts as the device being seen,
-    when it starts and when it ends, so a device that long-polls needs no separate heartbeat to
-    stay online."""
+    ``wait`` seconds (at most 25) for an envelope. A held pull counts as the device being seen
+    when it starts: it ends within 25 s and the device pulls again, well inside the 60 s presence
+    window, so a device that long-polls needs no separate heartbeat to stay online (and the
+    answer that carries an envelope waits for no write)."""
     device, body = await _dial_in(request)
     devices = _devices(request)
     limit = await _run(lambda: check_limit(body.get("max")))
@@ -259,11 +260,9 @@ async def pull(request: web.Request) -> web.Response:
     messages = await _run(
         lambda: devices.mailbox.pull_waiting(device, limit, wait, lambda: _hung_up(request))
     )
-    if wait:
-        _seen(devices, device)
-        if _hung_up(request):  # a daemon that restarted left this pull behind: keep its mail
-            devices.mailbox.put_back(device, messages)
-            messages = []
+    if wait and _hung_up(request):  # a daemon that restarted left this pull behind: keep its mail
+        devices.mailbox.put_back(device, messages)
+        messages = []
     return web.json_response({"ok": True, "messages": [m.as_json() for m in messages]})
 
 
