@@ -239,3 +239,29 @@ def test_the_token_command_adds_lists_and_removes_named_clients(
     assert main(["mcp", "token", "remove", "claude-desktop", "--home", str(home)]) == 0
     assert main(["mcp", "token", "remove", "claude-desktop", "--home", str(home)]) == 2
     assert "no MCP client named claude-desktop" in capsys.readouterr().err
+
+
+async def test_malformed_requests_get_a_4xx_never_a_500(
+    server: RunningServer, http: aiohttp.ClientSession
+) -> None:
+    auth = {"Authorization": f"Bearer {owner_token(server)}"}
+    accept = {"Accept": "application/json, text/event-stream", **auth}
+    cases: list[tuple[str, dict[str, str], Any]] = [
+        ("POST", {**accept, "Content-Type": "application/json"}, b"{not json"),
+        ("POST", {**accept, "Content-Type": "application/json"}, b'{"jsonrpc": "2.0"}'),
+        ("POST", {**accept, "Content-Type": "application/json"}, b"[]"),
+        ("POST", {**accept, "Content-Type": "text/plain"}, b"hello"),
+        ("POST", {**auth, "Content-Type": "application/json"}, b'{"jsonrpc":"2.0","id":1}'),
+        ("GET", accept, None),  # no standing event stream: 405
+        ("DELETE", accept, None),
+    ]
+    for method, headers, body in cases:
+        async with http.request(
+            method, f"{server.url}/mcp", headers=headers, data=body
+        ) as response:
+            await response.read()
+            assert 400 <= response.status < 500 or response.status == 200, (
+                method,
+                body,
+                response.status,
+            )

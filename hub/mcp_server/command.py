@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from pathlib import Path
 from typing import Any
 
 from hub.config import Settings
@@ -24,11 +25,12 @@ def add_mcp_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     actions = mcp.add_subparsers(dest="mcp_action", metavar="ACTION")
     token = actions.add_parser(
         "token",
-        parents=[common],
         help="add, remove or list the tokens of named MCP clients",
         description="A named client gets a token of its own that opens /mcp only; it is shown "
         "once and kept hashed. Removing the client ends the token.",
     )
+    # --home here too, with no default of its own: one given before ``token`` is kept
+    token.add_argument("--home", type=Path, default=argparse.SUPPRESS, help="data dir")
     token.add_argument("op", choices=("add", "remove", "list"))
     token.add_argument("name", nargs="?", help="the client's name (for add and remove)")
 

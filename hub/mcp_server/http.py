@@ -4,7 +4,9 @@ The ``mcp`` package serves streamable HTTP as an ASGI application; the hub is an
 Rather than a second port (a second thing to secure and to find), this route hands each request
 to the package's own session manager through a small ASGI bridge: the request as an ASGI scope
 and one body, the answer written back as it comes. The manager runs stateless, answering JSON,
-so nothing outlives a request and every request is admitted on its own.
+so nothing outlives a request and every request is admitted on its own; there is no ``GET`` (a
+standing event stream would have nothing to carry, and would hold a connection per client) and
+no ``DELETE`` (no session to end): both are 405s, which the protocol allows.
 
 Admission, before the package sees anything: the owner's token, or a token the owner issued to
 a named client (``tiny-hub mcp token add``). Anonymous callers and any other token are refused,
@@ -99,8 +101,6 @@ def admit(request: web.Request) -> McpClient:
 
 
 @routes.post(PATH)
-@routes.get(PATH)
-@routes.delete(PATH)
 @access(Access.CLIENT)
 async def serve_mcp(request: web.Request) -> web.StreamResponse:
     client = admit(request)
