@@ -24,6 +24,7 @@ from hub.agent.tools.flipper import flipper_status
 from hub.agent.tools.memory import recall
 from hub.cli import main
 from hub.mcp_server.clients import McpClients
+from hub.preferences import set_tool_enabled
 from hub.senses import Senses
 from hub.server import RunningServer
 from hub.store.migrations import open_database
@@ -79,6 +80,13 @@ async def test_the_default_exposes_memory_and_ask_tiny_and_no_hardware(
 ) -> None:
     names = await listed(server, owner_token(server))
     assert names == {*MEMORY_TOOLS, "ask_tiny"}
+
+
+async def test_a_tool_the_owner_turned_off_is_off_for_clients_too(server: RunningServer) -> None:
+    set_tool_enabled(server.hub.db, server.hub.owner, "memory_graph", False)
+    assert await listed(server, owner_token(server)) == {*MEMORY_TOOLS, "ask_tiny"} - {
+        "memory_graph"
+    }
 
 
 async def test_recall_over_mcp_answers_as_the_agents_recall(server: RunningServer) -> None:
@@ -184,6 +192,15 @@ async def test_resources_are_the_recent_facts_and_the_devices(start_hub: StartHu
     ]
     listed_devices = json.loads(devices.contents[0].text)["devices"]
     assert [(d["name"], d["online"]) for d in listed_devices] == [("laptop", False)]
+
+
+async def test_flipper_status_over_stdio_answers_as_the_agent(
+    flipper_hub: RunningServer,
+) -> None:
+    agents = await use_tool(flipper_hub, flipper_status)
+    async with stdio_session(flipper_hub) as session:
+        result = await session.call_tool("flipper_status", {})
+    assert not result.is_error and texts(result)[0] == agents["content"][0]["text"]
 
 
 async def test_the_stdio_command_bridges_to_the_running_hub(start_hub: StartHub) -> None:

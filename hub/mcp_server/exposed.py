@@ -19,8 +19,10 @@ from typing import Any
 from strands.types.events import ToolResultEvent
 from strands.types.tools import AgentTool, ToolResult
 
+from hub import contracts as c
 from hub.agent.tools import devices, flipper, memory, nicla_vision, nicla_voice, senses
 from hub.agent.tools.context import STATE_KEY, ToolContext
+from hub.preferences import disabled_tools
 from hub.runtime import Hub
 
 HARDWARE_GROUPS = frozenset({"devices", "drivers", "senses"})
@@ -78,12 +80,15 @@ def owner_context(hub: Hub) -> ToolContext:
 
 
 def exposed_tools(ctx: ToolContext, groups: Sequence[str]) -> list[Exposed]:
-    """The strands tools of the groups turned on, in group order, each name once."""
+    """The strands tools of the groups turned on, in group order, each name once; a tool the
+    owner turned off for their own turns is off here too (the protected ones excepted)."""
+    off = disabled_tools(ctx.hub.db, ctx.caller) - c.PROTECTED_TOOLS
     found: dict[str, Exposed] = {}
     for group in groups:
         tools_of = GROUP_TOOLS.get(group)
         for tool in tools_of(ctx) if tools_of is not None else ():
-            found.setdefault(tool.tool_name, Exposed(group, tool))
+            if tool.tool_name not in off:
+                found.setdefault(tool.tool_name, Exposed(group, tool))
     return list(found.values())
 
 
