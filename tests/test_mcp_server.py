@@ -29,6 +29,7 @@ from hub.senses import Senses
 from hub.server import RunningServer
 from hub.store.migrations import open_database
 from tests.conftest import StartHub, owner_headers, settings_for
+from tests.fakes.ollama import FakeOllama, Reply
 from tests.mcp_client import http_session, stdio_params, stdio_session, texts
 from tests.toolcall import call_tool, use_tool
 from tests.waits import until
@@ -282,3 +283,17 @@ async def test_malformed_requests_get_a_4xx_never_a_500(
                 body,
                 response.status,
             )
+
+
+async def test_ask_tiny_is_a_turn_of_the_hubs_own_agent(
+    start_hub: StartHub, fake_ollama: FakeOllama
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url)
+    fake_ollama.script(Reply(chunks=["Mia", " lives in", " Lyon."]))
+    async with http_session(server.url, owner_token(server)) as session:
+        answered = await session.call_tool("ask_tiny", {"prompt": "where does Mia live?"})
+        empty = await session.call_tool("ask_tiny", {"prompt": "  "})
+    assert not answered.is_error and texts(answered) == ["Mia lives in Lyon."]
+    assert empty.is_error and "prompt must be" in texts(empty)[0]
+    asked = json.dumps(fake_ollama.requests[-1]) if fake_ollama.requests else ""
+    assert "where does Mia live?" in asked
