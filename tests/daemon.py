@@ -50,7 +50,7 @@ class PythonDaemon:
     ) -> None:
         self.url, self.device_id, self.token, self.handle = url, device_id, token, handle
         self.capabilities = list(capabilities)
-        self.wait = wait  # seconds to hold each pull open (long-poll); None: the seed's polling
+        self.wait = wait  # seconds to hold each pull open (long-poll); None: plain polling
         self.pulls = 0  # pulls answered, so a test can count the round trips a reply took
         self.task: asyncio.Task[None] | None = None
 

@@ -297,3 +297,14 @@ async def test_ask_tiny_is_a_turn_of_the_hubs_own_agent(
     assert empty.is_error and "prompt must be" in texts(empty)[0]
     asked = json.dumps(fake_ollama.requests[-1]) if fake_ollama.requests else ""
     assert "where does Mia live?" in asked
+
+
+async def test_mcp_over_http_turned_off_is_a_404_even_for_the_owner(
+    start_hub: StartHub, http: aiohttp.ClientSession
+) -> None:
+    server = await start_hub(mcp_server_http=False)
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    headers = {"Authorization": f"Bearer {owner_token(server)}"}
+    async with http.post(f"{server.url}/mcp", json=hello, headers=headers) as response:
+        assert response.status == 404
+        assert "[mcp_server] http = false" in (await response.json())["error"]

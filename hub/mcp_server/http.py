@@ -11,7 +11,7 @@ no ``DELETE`` (no session to end): both are 405s, which the protocol allows.
 Admission, before the package sees anything: the owner's token, or a token the owner issued to
 a named client (``tiny-hub mcp token add``). Anonymous callers and any other token are refused,
 a member's token too: what this serves is the owner's memory and hardware. The ``mcp`` package
-is imported when the hub starts serving it, not when the hub module loads.
+is imported on the first request, not when the hub starts.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from hub.api.auth import Access, access
 from hub.api.errors import http_error
 from hub.api.keys import HUB
 from hub.mcp_server.clients import OWNER_CLIENT, McpClient, McpClients
+from hub.runtime import Hub
 
 routes = web.RouteTableDef()
 
@@ -35,46 +36,60 @@ ASGIMessage = MutableMapping[str, Any]
 
 
 class McpHttp:
-    """The running session manager (None while ``[mcp_server] http`` is off)."""
+    """The package's session manager, started on the first ``/mcp`` request (importing the
+    ``mcp`` server costs about a second, which a hub nobody asks over MCP need not spend at
+    start) and run in a task of its own: its task group must be entered and left by one task."""
 
-    def __init__(self, manager: Any = None) -> None:
-        self.manager = manager
+    def __init__(self, hub: Hub) -> None:
+        self._hub = hub
+        self._manager: Any = None
+        self._task: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()
+        self._starting = asyncio.Lock()
+
+    async def manager(self) -> Any:
+        async with self._starting:
+            if self._manager is None:
+                self._manager = await self._start()
+        return self._manager
+
+    async def _start(self) -> Any:
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+        from hub.mcp_server.server import build_server
+
+        manager = StreamableHTTPSessionManager(
+            build_server(self._hub), stateless=True, json_response=True
+        )
+        started = asyncio.Event()
+
+        async def run() -> None:
+            async with manager.run():
+                started.set()
+                await self._stop.wait()
+
+        self._task = asyncio.create_task(run(), name="mcp-http")
+        ready = asyncio.create_task(started.wait())
+        await asyncio.wait([self._task, ready], return_when=asyncio.FIRST_COMPLETED)
+        ready.cancel()
+        if self._task.done():
+            self._task.result()  # it failed to start: say why
+        return manager
+
+    async def close(self) -> None:
+        self._stop.set()
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
 
 
 MCP_HTTP = web.AppKey("mcp_http", McpHttp)
 
 
 async def mcp_http_ctx(app: web.Application) -> AsyncIterator[None]:
-    """Run the package's session manager for the app's lifetime, in a task of its own: its task
-    group must be entered and left by the same task."""
-    hub = app[HUB]
-    app[MCP_HTTP] = McpHttp()
-    if not hub.settings.mcp_server_http:
-        yield
-        return
-    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-
-    from hub.mcp_server.server import build_server
-
-    manager = StreamableHTTPSessionManager(build_server(hub), stateless=True, json_response=True)
-    started, stop = asyncio.Event(), asyncio.Event()
-
-    async def run() -> None:
-        async with manager.run():
-            started.set()
-            await stop.wait()
-
-    task = asyncio.create_task(run(), name="mcp-http")
-    await asyncio.wait([task, asyncio.create_task(started.wait())], return_when="FIRST_COMPLETED")
-    if task.done():
-        task.result()  # it failed to start: say why
-    app[MCP_HTTP].manager = manager
-    try:
-        yield
-    finally:
-        stop.set()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+    app[MCP_HTTP] = McpHttp(app[HUB])
+    yield
+    await app[MCP_HTTP].close()
 
 
 def admit(request: web.Request) -> McpClient:
@@ -104,11 +119,11 @@ def admit(request: web.Request) -> McpClient:
 @access(Access.CLIENT)
 async def serve_mcp(request: web.Request) -> web.StreamResponse:
     client = admit(request)
-    manager = request.app[MCP_HTTP].manager
-    if manager is None:
+    if not request.app[HUB].settings.mcp_server_http:
         raise http_error(
             web.HTTPNotFound, "MCP over HTTP is off on this hub ([mcp_server] http = false)"
         )
+    manager = await request.app[MCP_HTTP].manager()
     from hub.mcp_server.server import CLIENT_SCOPE_KEY
 
     bridge = _AsgiBridge(request, await request.read())
