@@ -32,6 +32,7 @@ CONFIG_FILE_NAME: Final = "config.toml"
 HOME_ENV: Final = "TINY_HUB_HOME"
 LOG_LEVELS: Final = ("debug", "info", "warning", "error")
 MODEL_PROVIDERS: Final = ("auto", *LOCAL_PROVIDERS, *CLOUD_PROVIDERS)
+MCP_SERVER_GROUPS: Final = ("memory", "agent", "devices", "drivers", "senses")
 
 
 class ConfigError(Exception):
@@ -273,6 +274,22 @@ class Settings:
         "TINY_HUB_MCP_START_TIMEOUT_S",
         10.0,
         "seconds an MCP server may take to start and list its tools; the turn goes on without it",
+    )
+    mcp_server_http: bool = _setting(
+        "mcp_server",
+        "http",
+        "TINY_HUB_MCP_SERVER_HTTP",
+        True,
+        "serve the hub as an MCP server at /mcp on its own port (the owner's token or a token "
+        "from tiny-hub mcp token add; never anonymous)",
+    )
+    mcp_server_groups: tuple[str, ...] = _setting(
+        "mcp_server",
+        "groups",
+        "TINY_HUB_MCP_SERVER_GROUPS",
+        ("memory", "agent"),
+        "what MCP clients get: memory, agent (ask_tiny), devices (use_device), drivers (the "
+        "Flipper's and boards' tools), senses (camera, microphone); hardware is off unless listed",
     )
     lan_url: str = _setting(
         "lan",
@@ -555,6 +572,13 @@ def _validate(settings: Settings, path: Path, env: Mapping[str, str]) -> None:
     for name, server in settings.mcp_servers.items():
         if not isinstance(server, dict):
             fail("mcp_servers", f"server {name!r} must be a table of its settings")
+    unknown = sorted(set(settings.mcp_server_groups) - set(MCP_SERVER_GROUPS))
+    if unknown:
+        fail(
+            "mcp_server_groups",
+            f"unknown group(s) {', '.join(unknown)}; the groups are "
+            + ", ".join(MCP_SERVER_GROUPS),
+        )
     if settings.lan_url and not re.match(r"https?://[^/]+", settings.lan_url):
         fail("lan_url", f"{settings.lan_url!r} is not an http:// or https:// URL")
 

@@ -46,9 +46,12 @@ class PythonDaemon:
         token: str,
         handle: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]],
         capabilities: tuple[str, ...] = ("shell",),
+        wait: float | None = None,
     ) -> None:
         self.url, self.device_id, self.token, self.handle = url, device_id, token, handle
         self.capabilities = list(capabilities)
+        self.wait = wait  # seconds to hold each pull open (long-poll); None: plain polling
+        self.pulls = 0  # pulls answered, so a test can count the round trips a reply took
         self.task: asyncio.Task[None] | None = None
 
     async def call(self, http: aiohttp.ClientSession, method: str, path: str, **body: Any) -> Any:
@@ -60,7 +63,9 @@ class PythonDaemon:
         async with aiohttp.ClientSession() as http:
             await self.call(http, "POST", "/api/devices/heartbeat", capabilities=self.capabilities)
             while True:
-                pulled = await self.call(http, "PUT", "/api/devices/relay", max=10)
+                held = {} if self.wait is None else {"wait": self.wait}
+                pulled = await self.call(http, "PUT", "/api/devices/relay", max=10, **held)
+                self.pulls += 1
                 for message in pulled["messages"]:
                     reply = await self.handle(json.loads(message["payload"]))
                     await self.call(
@@ -70,7 +75,8 @@ class PythonDaemon:
                         inReplyTo=message["id"],
                         payload=json.dumps(reply),
                     )
-                await asyncio.sleep(0 if pulled["messages"] else 0.05)
+                idle = pulled["messages"] or self.wait is not None
+                await asyncio.sleep(0 if idle else 0.05)
 
     def __enter__(self) -> PythonDaemon:
         self.task = asyncio.create_task(self.loop())

@@ -42,12 +42,19 @@ class CountingClient(CloudClient):
     calls = 0
     fail_replies = 0
 
-    async def _call(self, method: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any],
+        *,
+        held_s: float = 0.0,
+    ) -> dict[str, Any]:
         self.calls += 1
         if method == "PATCH" and self.fail_replies:
             self.fail_replies -= 1
             raise CloudUnavailable("the cloud failed PATCH /api/devices/relay (503: test)")
-        return await super()._call(method, path, body)
+        return await super()._call(method, path, body, held_s=held_s)
 
 
 @dataclass

@@ -1,12 +1,12 @@
 """Every route's access policy is written in docs/http-api.md and enforced: none ships open.
 
 The route table of docs/http-api.md has one row per method and path, and its "who" column says
-``anyone``, ``user``, ``owner`` or ``device`` (a dial-in device's ``{deviceId, token}`` in the
-body). These tests hold the application's route table, each handler's ``@access`` declaration
-and that column to one another, then ask a running hub whether it really refuses callers.
-The routes of the drivers installed with the hub are in the application's table, so they need
-their rows too; a driver package's routes carry the access their driver declares, which
-test_driver_plugins.py holds a running hub to.
+``anyone``, ``user``, ``owner``, ``device`` (a dial-in device's ``{deviceId, token}`` in the body)
+or ``client`` (an MCP client: the owner's token or a named client's). These tests hold the
+application's route table, each handler's ``@access`` declaration and that column to one another,
+then ask a running hub whether it really refuses callers. The routes of the drivers installed with
+the hub are in the application's table, so they need their rows too; a driver package's routes carry
+the access their driver declares, which test_driver_plugins.py holds a running hub to.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from hub.server import RunningServer
 from tests.conftest import StartHub, settings_for
 
 ROUTES_DOC = Path(__file__).resolve().parent.parent / "docs" / "http-api.md"
-WHO = ("anyone", "user", "owner", "device")
+WHO = ("anyone", "user", "owner", "device", "client")
 _ROW = re.compile(r"^\|\s*`([A-Z]+) ([^`\s]+)[^`]*`\s*\|\s*([^|]*?)\s*\|")
 
 Route = tuple[str, str]  # (method, path as aiohttp spells it: /archive/{id})
@@ -68,6 +68,7 @@ def declared_who(handler: Any) -> str:
         Access.ANONYMOUS: "anyone",
         Access.USER: "user",
         Access.OWNER: "owner",
+        Access.CLIENT: "client",
     }[declared_access(handler)]
 
 

@@ -23,6 +23,7 @@ from hub.api.errors import error_middleware
 from hub.api.keys import HUB
 from hub.api.limits import GUARD, Guard, Limits, body_middleware, rate_limit_middleware
 from hub.api.parts import LISTENING, Listening, add_parts
+from hub.mcp_server import http as mcp_http
 from hub.runtime import Hub
 
 
@@ -52,13 +53,16 @@ def create_app(
     app.add_routes(endpoint.routes)
     app.add_routes(drivers.routes)
     app.add_routes(pair.routes)
+    app.add_routes(mcp_http.routes)
     driver_routes.add_driver_routes(app)  # after the hub's own: a driver never shadows one
     app.on_shutdown.append(_end_event_streams)
     if listening is not None:
         app[LISTENING] = listening
     add_parts(app)
+    app.cleanup_ctx.append(mcp_http.mcp_http_ctx)
     return app
 
 
 async def _end_event_streams(app: web.Application) -> None:
     app[HUB].devices.events.end_streams()
+    app[HUB].devices.mailbox.end_polls()

@@ -42,6 +42,9 @@ class Access(enum.Enum):
     # A dial-in device: anonymous to this middleware, authenticated by ``{deviceId, token}``
     # in the body by the route itself (hub/api/devices.py ``_dial_in``).
     DEVICE = "device"
+    # An MCP client: the owner's token or a token the owner issued to a named client, which
+    # opens this kind of route only; the route checks it itself (hub/mcp_server/http.py).
+    CLIENT = "client"
 
 
 def access(level: Access) -> Callable[[F], F]:
@@ -116,6 +119,10 @@ def declared_access(handler: Callable[..., Any]) -> Access:
 
 @web.middleware
 async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    if request.match_info.http_exception is None and (
+        declared_access(request.match_info.handler) is Access.CLIENT
+    ):
+        return await handler(request)
     token, user = presented_caller(request)
     if token is not None and user is None:
         return json_error(401, "invalid token: sign in again or use the token in owner.token")

@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import sqlite_utils
 from aiohttp import web
 
 from hub import contracts as c
@@ -24,7 +25,8 @@ from hub.api.lengths import MAX_TEXT, check_lengths
 from hub.devices.endpoint import EndpointError, EndpointRefused, check_endpoint_url
 from hub.devices.events import DEVICE_EVENT_KINDS, RingEvent
 from hub.devices.idempotency import idempotency_key
-from hub.devices.registry import Device
+from hub.devices.registry import Device, DeviceNotFound
+from hub.devices.relay import check_limit, check_wait
 from hub.devices.service import DeviceAnswer, Devices
 from hub.devices.transcripts import TRANSCRIPT_EVENT
 from hub.identity import User
@@ -244,9 +246,35 @@ async def heartbeat(request: web.Request) -> web.Response:
 @routes.put("/api/devices/relay")
 @access(Access.DEVICE)
 async def pull(request: web.Request) -> web.Response:
+    """``{max?, wait?}``: without ``wait`` the answer is at once; with it the pull is held up to
+    ``wait`` seconds (at most 25) for an envelope. A held pull counts as the device being seen
+    when it starts: it ends within 25 s and the device pulls again, well inside the 60 s presence
+    window, so a device that long-polls needs no separate heartbeat to stay online (and the
+    answer that carries an envelope waits for no write)."""
     device, body = await _dial_in(request)
-    messages = await _run(lambda: _devices(request).mailbox.pull(device, body.get("max")))
+    devices = _devices(request)
+    limit = await _run(lambda: check_limit(body.get("max")))
+    wait = await _run(lambda: check_wait(body.get("wait")))
+    if wait:
+        _seen(devices, device)
+    messages = await _run(
+        lambda: devices.mailbox.pull_waiting(device, limit, wait, lambda: _hung_up(request))
+    )
+    if wait and _hung_up(request):  # a daemon that restarted left this pull behind: keep its mail
+        devices.mailbox.put_back(device, messages)
+        messages = []
     return web.json_response({"ok": True, "messages": [m.as_json() for m in messages]})
+
+
+def _hung_up(request: web.Request) -> bool:
+    transport = request.transport
+    return transport is None or transport.is_closing()
+
+
+def _seen(devices: Devices, device: Device) -> None:
+    """Presence for a held pull; a device removed while its pull was held stays removed."""
+    with contextlib.suppress(DeviceNotFound, sqlite_utils.db.NotFoundError):
+        devices.registry.heartbeat(device)
 
 
 @routes.patch("/api/devices/relay")

@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "discover": "hub.cli.maintenance:discover_command",
     "cloud": "hub.cloud.cli:cloud_command",
     "export": "hub.cli.export:export_command",
+    "mcp": "hub.cli.serve:mcp_bridge",
 }
 
 

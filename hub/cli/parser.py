@@ -7,6 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from hub.mcp_server.command import add_mcp_parser
+
 TOKEN_ENV = "TINY_HUB_TOKEN"
 
 
@@ -158,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("conversation", nargs="?", help="its id, or words it contains")
     export.add_argument("--out", type=Path, help="write here instead of to stdout")
     _add_cloud_parser(sub, common)
+    add_mcp_parser(sub, common)
     sub.add_parser("version", help="print the version", description="Print the version.")
     return parser
 

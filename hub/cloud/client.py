@@ -73,9 +73,14 @@ class CloudClient:
             body["lanUrl"] = lan_url
         return await self._call("POST", "/api/devices/heartbeat", body)
 
-    async def pull(self, limit: int = 10) -> list[Envelope]:
-        """PUT /api/devices/relay ``{max}`` → the envelopes waiting for this device."""
-        answer = await self._call("PUT", "/api/devices/relay", {"max": limit})
+    async def pull(self, limit: int = 10, wait_s: float | None = None) -> list[Envelope]:
+        """PUT /api/devices/relay ``{max, wait?}`` → the envelopes waiting for this device; with
+        ``wait_s`` a cloud that long-polls holds the call until one arrives or the time is up,
+        so the call may take that much longer."""
+        body: dict[str, Any] = {"max": limit}
+        if wait_s:
+            body["wait"] = wait_s
+        answer = await self._call("PUT", "/api/devices/relay", body, held_s=wait_s or 0.0)
         messages = answer.get("messages")
         if not isinstance(messages, list):
             raise CloudUnavailable("the cloud's relay answer has no message list")
@@ -121,11 +126,21 @@ class CloudClient:
         """Any other dial-in route (the outbox replays stored calls through this)."""
         return await self._call(method, path, body)
 
-    async def _call(self, method: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any],
+        *,
+        held_s: float = 0.0,
+    ) -> dict[str, Any]:
+        """``held_s``: how long the cloud may hold this call on purpose, on top of the usual
+        time allowed."""
         payload = {"deviceId": self.device_id, "token": self._token, **body}
+        allowed = aiohttp.ClientTimeout(total=(self._timeout.total or 0) + held_s)
         try:
             async with (
-                aiohttp.ClientSession(timeout=self._timeout) as http,
+                aiohttp.ClientSession(timeout=allowed if held_s else self._timeout) as http,
                 http.request(method, f"{self.url}{path}", json=payload) as response,
             ):
                 text = await response.text()

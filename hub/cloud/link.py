@@ -66,6 +66,9 @@ SUMMARY_MAX = 160
 # may measure it; the rest of the 8 KB is for the device name the cloud adds.
 TASK_BUDGET_BYTES = 7168
 PULL_LIMIT = 10
+# What a pull asks the cloud to hold it for: the most the relay allows (25 s), well inside the
+# 60 s presence window, which a held pull also keeps.
+LONG_POLL_S = 25.0
 REPLY_PATH = "/api/devices/relay"
 EVENT_PATH = "/api/devices/event"
 TASK_PATH = "/api/devices/task-result"
@@ -220,6 +223,7 @@ class CloudLink:
         *,
         heartbeat_s: float = 20.0,
         idle_poll_s: float = 3.0,
+        long_poll_s: float = LONG_POLL_S,
         backoff_min_s: float = 1.0,
         backoff_max_s: float = 300.0,
         clock: Callable[[], float] = time.time,
@@ -232,6 +236,11 @@ class CloudLink:
         self.outbox = outbox
         self.heartbeat_s = heartbeat_s
         self.idle_poll_s = idle_poll_s
+        # Pulls ask the cloud to hold them this long; a cloud that refuses ``wait`` turns it off
+        # (polling every idle_poll_s, as before) until the link starts again.
+        self.long_poll_s = long_poll_s
+        self.long_poll = long_poll_s > 0
+        self._held_s = 0.0  # how long the last pull was held: a held pull needs no idle sleep
         self.backoff_min_s = backoff_min_s
         self.backoff_max_s = backoff_max_s
         self.clock = clock
@@ -253,6 +262,7 @@ class CloudLink:
     async def start(self) -> None:
         if self.running:
             return
+        self.long_poll = self.long_poll_s > 0
         self.state, self.since, self.detail = "starting", None, "connecting to the cloud"
         if self._events_after is None:
             newest = self.hub.devices.events.recent(self.hub.owner.id, limit=1)
@@ -326,7 +336,9 @@ class CloudLink:
                 continue
             failures = 0
             self._online()
-            await asyncio.sleep(0 if batch else self.idle_poll_s)
+            # A cloud that held the pull has already waited; one that answered at once (it
+            # ignores ``wait``, or polls are plain) gets the idle sleep, as before.
+            await asyncio.sleep(0 if batch else max(0.0, self.idle_poll_s - self._held_s))
 
     async def _events_loop(self) -> None:
         """Forward the owner's device events, live, each stored in the outbox before anything
@@ -354,7 +366,7 @@ class CloudLink:
         Returns how many envelopes came (0: the relay is idle)."""
         if self.outbox.pending_count():
             await self._drain()
-        envelopes = await self.client.pull(PULL_LIMIT)
+        envelopes = await self._pull()
         pulled_at, pulled_wall = time.monotonic(), self.clock()
         for envelope in envelopes:
             reply = await self._reply(envelope, _asked_at(envelope, pulled_at, pulled_wall))
@@ -364,6 +376,33 @@ class CloudLink:
         if envelopes:
             await self._drain()
         return len(envelopes)
+
+    async def _pull(self) -> list[Envelope]:
+        """One pull, held by the cloud when it takes ``wait``. A cloud that refuses the field
+        (a 400/422 for the pull that carried it) is polled without it from then on."""
+        started = time.monotonic()
+        try:
+            if not self.long_poll:
+                return await self.client.pull(PULL_LIMIT)
+            try:
+                return await self.client.pull(PULL_LIMIT, self.long_poll_s)
+            except CloudRefused as exc:
+                log.info(
+                    "the cloud does not take wait (%s): polling every %g s", exc, self.idle_poll_s
+                )
+                self.long_poll = False
+                return await self.client.pull(PULL_LIMIT)
+        finally:
+            self._held_s = time.monotonic() - started
+
+    async def _deliver_owed(self) -> None:
+        try:
+            if self.outbox.pending_count():
+                await self._drain()
+        except CloudError as exc:
+            self._failed(exc, "delivery")
+        except Exception:  # a local fault (the database): the relay loop's next round retries
+            log.exception("delivering the cloud outbox failed")
 
     async def _drain(self) -> None:
         """Deliver the outbox; its stopping error (it never raises one) becomes ours, so an
@@ -442,6 +481,9 @@ class CloudLink:
         if self.state != "online":  # since: when it came (back) online, not the last call
             log.info("cloud link online (%s)", self.client.url)
             self.state, self.since = "online", self.clock()
+            # What was stored while offline goes now: the relay loop may be in a held pull,
+            # and its next round could be the cloud's whole wait away.
+            self._tasks.append(asyncio.create_task(self._deliver_owed(), name="cloud-owed"))
         self.detail = f"connected to {self.client.url}"
 
     def _failed(self, exc: CloudError, where: str) -> bool:

@@ -1,15 +1,22 @@
 """The relay mailbox: envelopes for dial-in devices, pulled by them, answered in place.
 
 A waiter (``use_device``) blocks on an in-process event set when the reply arrives, so a reply
-reaches it at once rather than at the next poll. A sweep dead-letters envelopes nobody pulled
-within an hour and forgets replies after a day; its clock is the registry's, so tests drive it.
+reaches it at once rather than at the next poll. The other way round is the same: a device may
+hold its pull open (``wait``, at most 25 s) and an envelope sent meanwhile wakes it, so an
+``invoke`` to a device already holding a poll takes one round trip instead of waiting out the
+device's idle sleep. A pull without ``wait`` answers at once, as the device protocol says.
+
+A sweep dead-letters envelopes nobody pulled within an hour and forgets replies after a day; its
+clock is the registry's, so tests drive it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +27,9 @@ from hub.devices.registry import Clock, Device, DeviceError, DeviceNotFound
 
 DEAD_LETTER_AFTER_S = 3600
 KEEP_REPLIES_S = 24 * 3600
+# Under the 30 s a client or proxy commonly allows a request, and well inside the 60 s presence
+# window, so a device holding polls back to back is never seen as gone.
+RELAY_WAIT_MAX_S = 25.0
 
 
 @dataclass(frozen=True)
@@ -30,6 +40,27 @@ class Envelope:
 
     def as_json(self) -> dict[str, Any]:
         return {"id": self.id, "payload": self.payload, "created_at": self.created_at}
+
+
+def check_limit(limit: Any) -> int:
+    """``max`` from a pull: 1-50, 10 when absent."""
+    limit = RELAY_MAX_DEFAULT if limit is None else limit
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise DeviceError(f"max must be a whole number from 1 to {RELAY_MAX_LIMIT}")
+    if not 1 <= limit <= RELAY_MAX_LIMIT:
+        raise DeviceError(f"max must be from 1 to {RELAY_MAX_LIMIT}")
+    return limit
+
+
+def check_wait(wait: Any) -> float:
+    """``wait`` from a pull: seconds to hold it open, 0 (or absent) for an answer at once."""
+    if wait is None:
+        return 0.0
+    if isinstance(wait, bool) or not isinstance(wait, (int, float)) or wait != wait:
+        raise DeviceError(f"wait must be a number of seconds from 0 to {RELAY_WAIT_MAX_S:g}")
+    if not 0 <= wait <= RELAY_WAIT_MAX_S:
+        raise DeviceError(f"wait must be from 0 to {RELAY_WAIT_MAX_S:g} seconds")
+    return float(wait)
 
 
 def check_payload(payload: Any) -> str:
@@ -49,6 +80,9 @@ class Mailbox:
         self._db = db
         self._clock = clock
         self._waiters: dict[str, asyncio.Event] = {}
+        # Per device id, the event its held pulls wait on; a send sets it and drops it, so the
+        # next pull waits on a fresh one (at most one per device, so the map stays small).
+        self._arrivals: dict[str, asyncio.Event] = {}
 
     def send(self, device: Device, envelope: dict[str, Any]) -> str:
         message_id = "msg_" + uuid.uuid4().hex[:20]
@@ -61,14 +95,55 @@ class Mailbox:
                 "created_at": self._clock(),
             }
         )
+        self._wake(device)
         return message_id
 
+    async def pull_waiting(
+        self,
+        device: Device,
+        limit: Any = None,
+        wait: Any = None,
+        gone: Callable[[], bool] = lambda: False,
+    ) -> list[Envelope]:
+        """``pull``, held open up to ``wait`` seconds until an envelope arrives; the limits are
+        checked before anything is held. Woken (an envelope came, or the hub is stopping), it
+        pulls once more and answers with whatever that gives, unless ``gone`` says the caller
+        hung up meanwhile: then it takes nothing, and the envelope waits for the next pull."""
+        wait_s = check_wait(wait)
+        arrival = self._arrivals.setdefault(device.id, asyncio.Event())
+        pulled = self.pull(device, limit)
+        if pulled or not wait_s:
+            return pulled
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(arrival.wait(), wait_s)
+        return [] if gone() else self.pull(device, limit)
+
+    def put_back(self, device: Device, envelopes: list[Envelope]) -> None:
+        """Envelopes pulled for a caller that hung up before it got them: undelivered again,
+        and any pull held for the device woken to take them."""
+        if not envelopes:
+            return
+        marks = ",".join("?" * len(envelopes))
+        self._db.execute(
+            f"UPDATE relay SET delivered_at = NULL WHERE device_id = ? AND replied_at IS NULL"
+            f" AND id IN ({marks})",
+            [device.id, *(e.id for e in envelopes)],
+        )
+        self._wake(device)
+
+    def _wake(self, device: Device) -> None:
+        arrival = self._arrivals.pop(device.id, None)
+        if arrival is not None:
+            arrival.set()
+
+    def end_polls(self) -> None:
+        """Answer every held pull now: the hub is stopping."""
+        arrivals, self._arrivals = self._arrivals, {}
+        for arrival in arrivals.values():
+            arrival.set()
+
     def pull(self, device: Device, limit: Any = None) -> list[Envelope]:
-        limit = RELAY_MAX_DEFAULT if limit is None else limit
-        if isinstance(limit, bool) or not isinstance(limit, int):
-            raise DeviceError(f"max must be a whole number from 1 to {RELAY_MAX_LIMIT}")
-        if not 1 <= limit <= RELAY_MAX_LIMIT:
-            raise DeviceError(f"max must be from 1 to {RELAY_MAX_LIMIT}")
+        limit = check_limit(limit)
         rows = self._db.execute(
             "SELECT id, payload, created_at FROM relay WHERE device_id = ?"
             " AND delivered_at IS NULL AND dead_at IS NULL ORDER BY created_at, rowid LIMIT ?",

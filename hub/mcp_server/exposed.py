@@ -1,0 +1,109 @@
+"""What MCP clients may call: the agent's own tools, grouped so the owner can choose.
+
+The tools are the very ones the hub's agent mounts (``hub.agent.tools``), run the way strands
+runs them, with the owner's turn in the invocation state, so a client gets the answers the agent
+gets. Groups: ``memory`` (learn, recall, unlearn, memory_graph), ``agent`` (``ask_tiny``, a turn
+of the hub's own agent), ``devices`` (``use_device``), ``drivers`` (the Flipper's and the Nicla
+boards' tools, and whatever tools the drivers of the devices online now contribute, so a new
+driver's tools appear with it) and ``senses`` (this machine's camera and microphone). Every call
+in a hardware group is written to the driver audit log, with the client's name, before it runs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from strands.types.events import ToolResultEvent
+from strands.types.tools import AgentTool, ToolResult
+
+from hub import contracts as c
+from hub.agent.tools import devices, memory, senses
+from hub.agent.tools.context import STATE_KEY, ToolContext
+from hub.agent.tools.drivers import driver_tools
+from hub.preferences import disabled_tools
+from hub.runtime import Hub
+
+HARDWARE_GROUPS = frozenset({"devices", "drivers", "senses"})
+AUDIT_DRIVER = "mcp"
+AUDIT_COMMAND_MAX = 500
+
+GroupTools = Callable[[ToolContext], Sequence[AgentTool]]
+
+
+def _drivers(ctx: ToolContext) -> list[AgentTool]:
+    return list(driver_tools(ctx))
+
+
+GROUP_TOOLS: dict[str, GroupTools] = {
+    "memory": lambda ctx: [memory.learn, memory.recall, memory.unlearn, memory.memory_graph],
+    "devices": devices.tools,
+    "drivers": _drivers,
+    "senses": lambda ctx: [senses.camera_photo, senses.camera_clip, senses.microphone_listen],
+}
+
+
+@dataclass(frozen=True)
+class Exposed:
+    """One tool a client may call, and the group it belongs to."""
+
+    group: str
+    tool: AgentTool
+
+    @property
+    def name(self) -> str:
+        return self.tool.tool_name
+
+    @property
+    def description(self) -> str:
+        return str(self.tool.tool_spec.get("description", ""))
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        schema = self.tool.tool_spec.get("inputSchema", {}).get("json", {})
+        return dict(schema) if isinstance(schema, dict) else {"type": "object"}
+
+
+def owner_context(hub: Hub) -> ToolContext:
+    """The turn a client's call runs in: the owner's, with the default tiny (what the owner's
+    own chat uses)."""
+    tiny = hub.tinys.get("tiny")
+    if tiny is None:
+        raise LookupError("the hub has no default tiny")
+    return ToolContext(hub, hub.owner, tiny)
+
+
+def exposed_tools(ctx: ToolContext, groups: Sequence[str]) -> list[Exposed]:
+    """The strands tools of the groups turned on, in group order, each name once; a tool the
+    owner turned off for their own turns is off here too (the protected ones excepted)."""
+    off = disabled_tools(ctx.hub.db, ctx.caller) - c.PROTECTED_TOOLS
+    found: dict[str, Exposed] = {}
+    for group in groups:
+        tools_of = GROUP_TOOLS.get(group)
+        for tool in tools_of(ctx) if tools_of is not None else ():
+            if tool.tool_name not in off:
+                found.setdefault(tool.tool_name, Exposed(group, tool))
+    return list(found.values())
+
+
+def audit(hub: Hub, client: str, exposed: Exposed, arguments: dict[str, Any]) -> None:
+    """A hardware call into ``/api/drivers/audit``: the tool, its input and who asked."""
+    if exposed.group not in HARDWARE_GROUPS:
+        return
+    command = f"{exposed.name} {json.dumps(arguments, sort_keys=True, default=str)}"
+    hub.audit.sink(AUDIT_DRIVER)(f"mcp:{client}", command[:AUDIT_COMMAND_MAX])
+
+
+async def run_tool(ctx: ToolContext, exposed: Exposed, arguments: dict[str, Any]) -> ToolResult:
+    """Run the tool as strands does in a turn (its input checked against its own schema)."""
+    tool_use = {"toolUseId": "mcp", "name": exposed.name, "input": arguments}
+    state = {STATE_KEY: ctx, "agent": None}
+    result: ToolResult | None = None
+    async for event in exposed.tool.stream(tool_use, state):  # type: ignore[arg-type]
+        if isinstance(event, ToolResultEvent):
+            result = event.tool_result
+    if result is None:
+        return {"toolUseId": "mcp", "status": "error", "content": [{"text": "no result"}]}
+    return result
