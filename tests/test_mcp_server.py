@@ -11,11 +11,11 @@ from typing import Any
 
 import aiohttp
 import pytest
-from hub.agent.tools.flipper import flipper_status
 from mcp import ClientSession, MCPError, stdio_client
 from mcp_types import ImageContent, TextResourceContents
 
 from drivers.camera import Camera
+from drivers.flipper_tools import flipper_status
 from drivers.speech import SpeechEngine
 from drivers.video import is_jpeg
 from firmware_bridges.emulators.camera import EmulatedCamera
