@@ -1,6 +1,6 @@
 """The Arduino Nicla Voice over Bluetooth LE: wake words as events, recordings as WAV.
 
-The board (nRF52832 radio + Syntiant NDP120, hardware.md §2.4) matches wake words on the NDP and
+The board (nRF52832 radio + Syntiant NDP120, docs/hardware.md) matches wake words on the NDP and
 reads its microphone only through the NDP (``NDP.extractData``). It runs either the project's
 sketch (``firmware_bridges/nicla_voice/nicla_voice.ino``), which offers the service below, or
 Arduino's stock ``BLExaDemo`` example, which only raises an Immediate Alert on a match: that

@@ -1,4 +1,4 @@
-"""A dial-in device played by a test: enrollment through the API and the seed's daemon loop."""
+"""A dial-in device played by a test: enrollment through the API and the contract's daemon loop."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ async def enroll(
 
 
 class PythonDaemon:
-    """The seed's daemon loop, in Python: heartbeat, pull, handle, reply."""
+    """The contract's daemon loop, in Python: heartbeat, pull, handle, reply."""
 
     def __init__(
         self,

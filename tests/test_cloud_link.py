@@ -1,7 +1,7 @@
 """The hub as a dial-in device of the cloud: a second hub on loopback plays the cloud.
 
 The local hub is enrolled at the cloud hub exactly as a daemon would be, then ``CloudLink``
-runs the seed's loop against it: presence with capabilities and lanUrl, ``invoke`` answered by
+runs the contract's loop against it: presence with capabilities and lanUrl, ``invoke`` answered by
 the local agent (the fake model), ``notify`` on the owner's ring, an error reply for anything
 else, offline with backoff while chat keeps working, and a refused token that stops the loop.
 """

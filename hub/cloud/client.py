@@ -1,8 +1,9 @@
-"""The cloud's dial-in routes (seed 001, Path B) from the device's side: one method per route.
+"""The cloud's dial-in routes (docs/protocol.md, dial-in devices) from the device's side: one
+method per route.
 
-Every call carries ``{deviceId, token}`` in the body, as the seed says. Failures are sorted into
+Every call carries ``{deviceId, token}`` in the body, as the contract says. Failures are sorted into
 the two things the caller must do differently: ``CloudUnavailable`` (unreachable, timed out, a
-5xx, an answer that is not the seed's JSON) means back off and try again later;
+5xx, an answer that is not the contract's JSON) means back off and try again later;
 ``CloudAuthError`` (401/403: the token was revoked or is wrong) means stop and tell the owner —
 hammering the cloud with a dead token helps no one.
 """

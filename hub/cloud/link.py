@@ -1,4 +1,5 @@
-"""The hub as a dial-in device of the cloud relay (seed 001, Path B, from the device's side).
+"""The hub as a dial-in device of the cloud relay (docs/protocol.md, dial-in devices, from the
+device's side).
 
 Three tasks: a heartbeat (presence for the cloud's 60 s window, with the full capability list and
 ``lanUrl``), the relay loop (pull, handle, reply) and the event forwarder (the hub's own device

@@ -1,4 +1,4 @@
-"""The one ordered mount list (seed 000, step 5).
+"""The one ordered mount list (docs/protocol.md, turn step 5).
 
 Built-ins first, then the user's forged tools, then the tiny's own operations and skills (and
 those of retrieved tinys), then MCP clients. A name already taken is never replaced — a public

@@ -41,7 +41,7 @@ class ToolContext(HubHost):
     # The turn's strands model, for tools that run agents of their own (spawn_agents).
     model: Any = None
     # What the tinys the turn found in the universe lend it (their skills): mounted after the
-    # tiny's own tools (seed 000, step 5; see agent/tools/universe.py).
+    # tiny's own tools (docs/protocol.md, turn step 5; see agent/tools/universe.py).
     related: tuple[AgentTool, ...] = ()
     # The tiny's own OpenAPI operations, fetched before the (synchronous) mount: see
     # agent/tools/operations.py.
