@@ -14,15 +14,18 @@ Precedence, highest first: command-line flags, environment variables, config.tom
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
+import functools
 import json
 import os
 import re
 import tomllib
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import platformdirs
 
@@ -472,13 +475,22 @@ def _read_environ(env: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _kind(f: dataclasses.Field[Any]) -> type:
-    """The declared type of a setting (annotations are strings under postponed evaluation)."""
-    declared = str(f.type)
-    kinds = (("int", int), ("float", float), ("tuple", tuple), ("bool", bool), ("Mapping", dict))
-    for name, kind in kinds:
-        if declared.startswith(name):
-            return kind
+    """The declared type of a setting, from the evaluated annotation (``tuple[str, ...]`` is
+    ``tuple``, ``Mapping[str, Any]`` a table)."""
+    declared = _setting_types()[f.name]
+    origin = typing.get_origin(declared) or declared
+    if origin in (tuple, list):
+        return tuple
+    if isinstance(origin, type) and issubclass(origin, collections.abc.Mapping):
+        return dict
+    if origin in (bool, int, float):
+        return cast(type, origin)
     return str
+
+
+@functools.cache
+def _setting_types() -> dict[str, Any]:
+    return typing.get_type_hints(Settings)
 
 
 def _parse_env(raw: str, f: dataclasses.Field[Any]) -> Any:

@@ -398,12 +398,20 @@ def test_write_cloud_config_edits_in_place_and_keeps_comments(tmp_path: Path) ->
     assert document["server"] == {"port": 1234}
 
 
-def test_write_cloud_config_refuses_a_file_it_cannot_edit_safely(tmp_path: Path) -> None:
+def test_write_cloud_config_edits_an_inline_table_and_refuses_what_is_no_table(
+    tmp_path: Path,
+) -> None:
     home = tmp_path / "h"
     home.mkdir()
-    inline = 'cloud = { url = "https://old.example" }\n'
-    (home / "config.toml").write_text(inline)
+    (home / "config.toml").write_text('# mine\ncloud = { url = "https://old.example" }\n')
     settings = load_settings(home=home, environ={})
+    write_cloud_config(settings, "https://new.example", "dev-1")
+    edited = (home / "config.toml").read_text()
+    assert edited.startswith("# mine\n"), "the person's comment is kept"
+    reloaded = load_settings(home=home, environ={})
+    assert (reloaded.cloud_url, reloaded.cloud_device_id) == ("https://new.example", "dev-1")
+    broken = 'cloud = "https://old.example"\n'
+    (home / "config.toml").write_text(broken)
     with pytest.raises(CloudAccountError, match="by hand"):
         write_cloud_config(settings, "https://new.example", "dev-1")
-    assert (home / "config.toml").read_text() == inline
+    assert (home / "config.toml").read_text() == broken

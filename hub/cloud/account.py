@@ -10,20 +10,20 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import stat
 import tomllib
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import tomlkit
+import tomlkit.exceptions
+
 from hub.cloud.client import CloudAuthError, CloudClient, CloudError, CloudUnavailable
 from hub.config import Settings
 
 VERIFY_TIMEOUT_S = 15.0
 CLOUD_SECTION = "cloud"
-_HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\](?:\s*#.*)?\s*$")
-_ARRAY_HEADER = re.compile(r"^\s*\[\[")
 
 
 class CloudAccountError(Exception):
@@ -90,10 +90,10 @@ def load_token(path: Path) -> str | None:
 def write_cloud_config(settings: Settings, url: str, device_id: str) -> None:
     """Set ``[cloud] url`` and ``device_id`` in the hub's config.toml, keeping everything else.
 
-    A small text edit, not a re-serialisation: the person's other tables, comments and layout
-    survive. The edited text is parsed again and compared with what was meant, so a file this
-    edit cannot handle safely (the cloud table written inline or with dotted keys) is refused
-    with a sentence instead of being damaged.
+    An edit through tomlkit, not a re-serialisation: the person's other tables, comments and
+    layout survive. The edited text is parsed again and compared with what was meant, so a file
+    this edit cannot handle (``cloud`` set to something that is not a table) is refused with a
+    sentence instead of being damaged.
     """
     path = settings.config_path
     try:
@@ -105,7 +105,10 @@ def write_cloud_config(settings: Settings, url: str, device_id: str) -> None:
     except tomllib.TOMLDecodeError as exc:
         raise CloudAccountError(f"{path} is not valid TOML ({exc}); fix it first") from None
     wanted = {"url": url, "device_id": device_id}
-    edited = _set_keys(original, CLOUD_SECTION, wanted)
+    try:
+        edited = _set_keys(original, CLOUD_SECTION, wanted)
+    except (TypeError, AttributeError, tomlkit.exceptions.TOMLKitError):
+        edited = ""
     expected = dict(before)
     expected[CLOUD_SECTION] = {**_table(before.get(CLOUD_SECTION)), **wanted}
     try:
@@ -125,45 +128,16 @@ def _table(value: Any) -> dict[str, Any]:
 
 
 def _set_keys(text: str, section: str, values: dict[str, str]) -> str:
-    """``text`` with ``values`` set inside ``[section]``: existing keys are replaced in place,
-    missing ones are added under the header, and the table is appended when there is none."""
-    lines = text.splitlines(keepends=True)
-    start = next(
-        (i for i, line in enumerate(lines) if _header_name(line) == section),
-        None,
-    )
-    if start is None:
-        block = "".join(f"{key} = {_toml_string(value)}\n" for key, value in values.items())
-        prefix = text if not text or text.endswith("\n") else text + "\n"
-        separator = "\n" if prefix.strip() else ""
-        return f"{prefix}{separator}[{section}]\n{block}"
-    end = next(
-        (i for i in range(start + 1, len(lines)) if _is_header(lines[i])),
-        len(lines),
-    )
-    missing = dict(values)
-    for i in range(start + 1, end):
-        match = re.match(r"^(\s*)([A-Za-z0-9_-]+|\"[^\"]*\")(\s*)=", lines[i])
-        key = match.group(2).strip('"') if match else None
-        if match and key in missing:
-            newline = "\n" if lines[i].endswith("\n") else ""
-            lines[i] = f"{match.group(1)}{key} = {_toml_string(missing.pop(key))}{newline}"
-    added = [f"{key} = {_toml_string(value)}\n" for key, value in missing.items()]
-    if not lines[start].endswith("\n"):
-        lines[start] += "\n"
-    lines[start + 1 : start + 1] = added
-    return "".join(lines)
-
-
-def _header_name(line: str) -> str | None:
-    match = _HEADER.match(line)
-    if not match or _ARRAY_HEADER.match(line):
-        return None
-    return ".".join(part.strip().strip('"') for part in match.group(1).split("."))
-
-
-def _is_header(line: str) -> bool:
-    return bool(_HEADER.match(line) or _ARRAY_HEADER.match(line))
+    """``text`` with ``values`` set inside ``[section]``, edited by tomlkit so the person's other
+    tables, comments and layout are kept; the table is added when there is none."""
+    document = tomlkit.parse(text)
+    table = document.get(section)
+    if table is None:
+        table = tomlkit.table()
+        document[section] = table
+    for key, value in values.items():
+        table[key] = value
+    return tomlkit.dumps(document)
 
 
 def _toml_string(value: str) -> str:
