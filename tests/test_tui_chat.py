@@ -838,3 +838,14 @@ def test_start_up_repairs_show_while_they_run() -> None:
     assert repairs_note(running) == "⟳ the hub is starting: index facts missing from Chroma"
     assert repairs_note({"state": "done", "doing": "", "fixed": 3}) == ""
     assert repairs_note(None) == ""
+
+
+def test_an_embedded_model_switched_off_shows_why() -> None:
+    from tui.chat import embedded_warning
+
+    failed = {"state": "failed", "reason": "the embedded model's runner crashed (SIGILL)"}
+    assert embedded_warning(failed) == (
+        "⚠ embedded model off: the embedded model's runner crashed (SIGILL)"
+    )
+    assert embedded_warning({"state": "ready"}) == ""
+    assert embedded_warning(None) == ""

@@ -111,12 +111,24 @@ class ChatStatusLine(StatusLine):
 
     cloud: reactive[dict[str, Any] | None] = reactive(None)
     repairs: reactive[dict[str, Any] | None] = reactive(None)
+    embedded: reactive[dict[str, Any] | None] = reactive(None)
 
     def render(self) -> Text:
         line = super().render()
-        words = [] if self.problem else [cloud_warning(self.cloud), repairs_note(self.repairs)]
-        shown = [Text(w, style="bold yellow") for w in words if w]
-        return Text(" · ").join([*shown, line]) if shown else line
+        if self.problem:
+            return line
+        warnings = [embedded_warning(self.embedded), cloud_warning(self.cloud)]
+        shown = [Text(w, style="bold yellow") for w in warnings if w]
+        after = [Text(n, style="dim") for n in [repairs_note(self.repairs)] if n]
+        return Text(" · ").join([*shown, line, *after])
+
+
+def embedded_warning(embedded: object) -> str:
+    """The status line's word when the hub switched its embedded model off (its runner kept
+    crashing): the reason stays in view instead of each message failing anew."""
+    if not isinstance(embedded, dict) or embedded.get("state") != "failed":
+        return ""
+    return f"⚠ embedded model off: {embedded.get('reason', 'its runner kept crashing')}"
 
 
 def repairs_note(repairs: object) -> str:
@@ -254,6 +266,7 @@ class ChatScreen(Screen[None]):
         self.status.problem = ""
         self.status.cloud = health.get("cloud")
         self.status.repairs = health.get("repairs")
+        self.status.embedded = health.get("embedded")
         if fresh or self.status.health is None:
             self.status.health = health
         self.show_model((self.status.health or health).get("model") or {})
