@@ -18,6 +18,7 @@ from hub.api import (
     universe,
 )
 from hub.api.auth import auth_middleware
+from hub.api.busy import busy_middleware
 from hub.api.errors import error_middleware
 from hub.api.keys import HUB
 from hub.api.limits import GUARD, Guard, Limits, body_middleware, rate_limit_middleware
@@ -30,8 +31,15 @@ def create_app(hub: Hub, limits: Limits | None = None) -> web.Application:
     limits = limits or Limits()
     app = web.Application(
         # Outermost first: errors become JSON; a caller over its rate (or declaring too big a
-        # body) is refused before anything else; then who may call; then the body is read.
-        middlewares=[error_middleware, rate_limit_middleware, auth_middleware, body_middleware],
+        # body) is refused before anything else; then who may call; then the body is read. A
+        # busy database is a 503 with Retry-After wherever it happens.
+        middlewares=[
+            error_middleware,
+            busy_middleware,
+            rate_limit_middleware,
+            auth_middleware,
+            body_middleware,
+        ],
         client_max_size=limits.max_body_bytes,
     )
     app[HUB] = hub
