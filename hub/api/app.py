@@ -13,6 +13,7 @@ from hub.api import (
     health,
     learnings,
     model,
+    openapi,
     pair,
     tinys,
     universe,
@@ -55,6 +56,7 @@ def create_app(hub: Hub, limits: Limits | None = None) -> web.Application:
     app.add_routes(endpoint.routes)
     app.add_routes(drivers.routes)
     app.add_routes(pair.routes)
+    app.add_routes(openapi.routes)
     app.on_shutdown.append(_end_event_streams)
     return app
 

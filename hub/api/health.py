@@ -10,12 +10,19 @@ from aiohttp import web
 
 from hub.api.auth import Access, access
 from hub.api.keys import HUB
+from hub.api.spec import BOOLEAN, NUMBER, STRING, Operation, documented, obj
 
 routes = web.RouteTableDef()
 
 
 @routes.get("/api/health")
 @access(Access.ANONYMOUS)
+@documented(
+    Operation(
+        "whether the hub is up, and its model, LAN and cloud state",
+        answers={200: obj({"ok": BOOLEAN, "version": STRING, "model": obj(), "uptime": NUMBER})},
+    )
+)
 async def health(request: web.Request) -> web.Response:
     hub = request.app[HUB]
     model = await hub.models.default()
