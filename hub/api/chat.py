@@ -25,7 +25,7 @@ from hub.api.auth import Access, access, caller
 from hub.api.body import read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
-from hub.api.spec import ANY, EVENT_STREAM, STRING, Operation, array, documented, obj
+from hub.api.spec import ANY, EVENT_STREAM, JSON, STRING, Operation, array, documented, obj
 
 log = logging.getLogger(__name__)
 routes = web.RouteTableDef()
@@ -113,9 +113,9 @@ def _block_text(where: str, block: Any) -> str:
 @documented(
     Operation(
         "one chat turn, streamed as Server-Sent Events ({prompt}: a one-shot {reply})",
-        answers={200: ANY},
+        answers={200: obj(reply=STRING)},
         body=CHAT_BODY,
-        content_type=EVENT_STREAM,
+        content_types=(EVENT_STREAM, JSON),
         errors=(502,),
     )
 )

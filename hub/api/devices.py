@@ -25,6 +25,7 @@ from hub.api.spec import (
     BOOLEAN,
     EVENT_STREAM,
     INTEGER,
+    JSON,
     OK,
     STRING,
     Operation,
@@ -192,6 +193,7 @@ async def adopt(request: web.Request) -> web.Response:
             "prompt": STRING,
         },
         errors=(404, 502, 504),
+        content_types=(JSON, "image/*"),
     )
 )
 async def endpoint_call(request: web.Request) -> web.StreamResponse:
@@ -272,7 +274,7 @@ def _answer_json(answered: DeviceAnswer) -> dict[str, Any]:
         "your event ring as Server-Sent Events",
         answers={200: ANY},
         query={"after": bounded(0, 2**62)},
-        content_type=EVENT_STREAM,
+        content_types=(EVENT_STREAM,),
     )
 )
 async def events(request: web.Request) -> web.StreamResponse:
@@ -295,11 +297,7 @@ def _frame(event: RingEvent) -> bytes:
 
 @routes.get("/media/{key}")
 @access(Access.USER)
-@documented(
-    Operation(
-        "media your devices uploaded", answers={200: ANY}, content_type="application/octet-stream"
-    )
-)
+@documented(Operation("media your devices uploaded", answers={200: ANY}, content_types=("*/*",)))
 async def media(request: web.Request) -> web.Response:
     owner = _user(request).id
     data, content_type = await _run(

@@ -59,7 +59,7 @@ async def telemetry(request: web.Request) -> web.Response:
     Operation(
         "a JPEG from the machine's camera or a Nicla Vision",
         answers={200: ANY},
-        content_type="image/jpeg",
+        content_types=("image/jpeg",),
     )
 )
 async def snapshot(request: web.Request) -> web.Response:

@@ -135,7 +135,7 @@ def _responses(declared: Operation, *, has_path_parameters: bool) -> dict[str, A
         str(status): {
             "description": declared.summary,
             "content": {
-                declared.content_type: {"schema": schema if declared.content_type == JSON else {}}
+                kind: {"schema": schema if kind == JSON else {}} for kind in declared.content_types
             },
         }
         for status, schema in declared.answers.items()

@@ -64,7 +64,8 @@ class Operation:
     query: Mapping[str, Schema] = field(default_factory=dict)
     required_query: tuple[str, ...] = ()
     errors: tuple[int, ...] = ()
-    content_type: str = JSON  # of the success answer: JSON, an event stream, image/jpeg...
+    # of the success answer: JSON, an event stream, image/jpeg...; the JSON one gets the schema
+    content_types: tuple[str, ...] = (JSON,)
 
 
 def documented(operation: Operation) -> Callable[[F], F]:
