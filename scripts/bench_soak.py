@@ -51,6 +51,8 @@ class Tally:
     answered: Counter[str] = field(default_factory=Counter)  # "<kind> <status>"
     turns: int = 0
     streamed_events: int = 0
+    last_event_id: int = 0
+    stream_reconnects: int = 0
     samples: list[tuple[float, int, int]] = field(default_factory=list)  # (t, rss KiB, fds)
 
     def status(self, kind: str, status: int) -> None:
@@ -236,14 +238,23 @@ def _sampler(pid: int, start: float, tally: Tally) -> Action:
 async def _follow_events(
     http: aiohttp.ClientSession, url: str, auth: dict[str, str], until: float, tally: Tally
 ) -> None:
-    """The event stream, held open for the whole soak; its frames are counted."""
+    """The event stream, held open for the whole soak (no client time limit); its frames are
+    counted, and a stream that ends early is counted as a reconnect and opened again."""
     with contextlib.suppress(asyncio.TimeoutError):
         async with asyncio.timeout(max(0.0, until - time.monotonic())):
-            async with http.get(f"{url}/api/events", headers=auth) as response:
-                tally.status("events", response.status)
-                async for line in response.content:
-                    if line.startswith(b"data: "):
-                        tally.streamed_events += 1
+            while True:
+                async with http.get(
+                    f"{url}/api/events?after={tally.last_event_id}",
+                    headers=auth,
+                    timeout=aiohttp.ClientTimeout(total=None, sock_read=None),
+                ) as response:
+                    tally.status("events", response.status)
+                    async for line in response.content:
+                        if line.startswith(b"id: "):
+                            tally.last_event_id = int(line[4:])
+                        if line.startswith(b"data: "):
+                            tally.streamed_events += 1
+                tally.stream_reconnects += 1
 
 
 def bench(minutes: int) -> list[Row]:
@@ -269,6 +280,12 @@ def bench(minutes: int) -> list[Row]:
             float(tally.streamed_events),
             "count",
             "frames read from /api/events",
+        ),
+        (
+            "soak_stream_reconnects",
+            float(tally.stream_reconnects),
+            "count",
+            "event streams that ended before the soak did",
         ),
         ("soak_rss_start", rss_start / 1024, "MB", "hub RSS at the first sample"),
         ("soak_rss_warm", warm[1] / 1024, "MB", f"hub RSS after {WARM_UP_S:g} s (models loaded)"),
