@@ -74,7 +74,7 @@ class Hub:
         tinys = TinyStore(db)
         tinys.ensure_default(owner)
         vectors = VectorIndex(settings.chroma_path, settings.memory_chroma_url)
-        memory = MemoryStore(settings.db_path, vectors)
+        memory = MemoryStore(db, vectors)
         universe = Universe(tinys, db, vectors, _universe_collection(settings))
         tinys.on_change.append(universe.changed)
         devices = Devices(

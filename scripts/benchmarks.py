@@ -848,6 +848,7 @@ BENCHMARKS: dict[str, tuple[Callable[[int], list[Figure]], int]] = {
     "memory": (bench_memory, 1),
     "devices": (bench_devices, 30),
     "flipper": (rows_of("scripts.bench_flipper"), 10),
+    "soak": (rows_of("scripts.bench_soak"), 10),
     "tui_stream": (bench_tui_stream, 3),
     "cancel": (bench_cancel, 5),
     "flipper_offline": (bench_flipper_offline, 5),

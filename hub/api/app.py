@@ -14,11 +14,13 @@ from hub.api import (
     health,
     learnings,
     model,
+    openapi,
     pair,
     tinys,
     universe,
 )
 from hub.api.auth import auth_middleware
+from hub.api.busy import busy_middleware
 from hub.api.errors import error_middleware
 from hub.api.keys import HUB
 from hub.api.limits import GUARD, Guard, Limits, body_middleware, rate_limit_middleware
@@ -36,8 +38,15 @@ def create_app(
     limits = limits or Limits()
     app = web.Application(
         # Outermost first: errors become JSON; a caller over its rate (or declaring too big a
-        # body) is refused before anything else; then who may call; then the body is read.
-        middlewares=[error_middleware, rate_limit_middleware, auth_middleware, body_middleware],
+        # body) is refused before anything else; then who may call; then the body is read. A
+        # busy database is a 503 with Retry-After wherever it happens.
+        middlewares=[
+            error_middleware,
+            busy_middleware,
+            rate_limit_middleware,
+            auth_middleware,
+            body_middleware,
+        ],
         client_max_size=limits.max_body_bytes,
     )
     app[HUB] = hub
@@ -55,6 +64,7 @@ def create_app(
     app.add_routes(pair.routes)
     app.add_routes(mcp_http.routes)
     driver_routes.add_driver_routes(app)  # after the hub's own: a driver never shadows one
+    app.add_routes(openapi.routes)
     app.on_shutdown.append(_end_event_streams)
     if listening is not None:
         app[LISTENING] = listening

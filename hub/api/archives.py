@@ -21,10 +21,12 @@ from hub.api.auth import Access, access, caller
 from hub.api.body import read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
+from hub.api.spec import BOOLEAN, OK, STRING, Operation, array, documented, obj
 from hub.archives import ArchiveStore, restore_messages
 from hub.identity import User
 
 routes = web.RouteTableDef()
+ID_ANSWER = obj({"ok": BOOLEAN, "id": STRING})
 
 
 def _store(request: web.Request) -> ArchiveStore:
@@ -46,6 +48,14 @@ async def _body(request: web.Request) -> Any:
 
 @routes.post("/archive")
 @access(Access.USER)
+@documented(
+    Operation(
+        "keep a private snapshot of a conversation",
+        answers={201: ID_ANSWER},
+        body=obj(),
+        errors=(404,),
+    )
+)
 async def create_archive(request: web.Request) -> web.Response:
     body = await _body(request)
     archive = _store(request).create_archive(_user(request), body)
@@ -54,6 +64,9 @@ async def create_archive(request: web.Request) -> web.Response:
 
 @routes.get("/archive")
 @access(Access.USER)
+@documented(
+    Operation("your archives, newest first", answers={200: obj({"archives": array(obj())})})
+)
 async def list_archives(request: web.Request) -> web.Response:
     archives = _store(request).list_archives(_user(request))
     return web.json_response({"archives": [a.summary() for a in archives]})
@@ -61,6 +74,7 @@ async def list_archives(request: web.Request) -> web.Response:
 
 @routes.get("/archive/{id}")
 @access(Access.USER)
+@documented(Operation("one archive", answers={200: obj()}))
 async def get_archive(request: web.Request) -> web.Response:
     archive = _store(request).get_archive(_user(request), request.match_info["id"])
     return web.json_response(archive.full())
@@ -68,6 +82,11 @@ async def get_archive(request: web.Request) -> web.Response:
 
 @routes.post("/archive/{id}/restore")
 @access(Access.USER)
+@documented(
+    Operation(
+        "an archive's messages, ready for /api/chat", answers={200: obj({"messages": array(obj())})}
+    )
+)
 async def restore_archive(request: web.Request) -> web.Response:
     archive = _store(request).get_archive(_user(request), request.match_info["id"])
     return web.json_response({"messages": restore_messages(archive.body)})
@@ -75,6 +94,7 @@ async def restore_archive(request: web.Request) -> web.Response:
 
 @routes.delete("/archive/{id}")
 @access(Access.USER)
+@documented(Operation("delete an archive", answers={200: OK}))
 async def delete_archive(request: web.Request) -> web.Response:
     _store(request).delete_archive(_user(request), request.match_info["id"])
     return web.json_response({"ok": True})
@@ -82,6 +102,14 @@ async def delete_archive(request: web.Request) -> web.Response:
 
 @routes.post("/share")
 @access(Access.USER)
+@documented(
+    Operation(
+        "a public, sanitised copy of an archive or a conversation",
+        answers={201: obj({"id": STRING, "url": STRING})},
+        body=obj(archiveId=STRING),
+        errors=(404,),
+    )
+)
 async def create_share(request: web.Request) -> web.Response:
     body = await _body(request)
     share = _store(request).create_share(_user(request), body)
@@ -90,6 +118,7 @@ async def create_share(request: web.Request) -> web.Response:
 
 @routes.get("/share/{id}")
 @access(Access.ANONYMOUS)
+@documented(Operation("read a share", answers={200: obj()}))
 async def get_share(request: web.Request) -> web.Response:
     share = _store(request).get_share(request.match_info["id"])
     return web.json_response(share.public_dict())
@@ -97,6 +126,7 @@ async def get_share(request: web.Request) -> web.Response:
 
 @routes.delete("/share/{id}")
 @access(Access.USER)
+@documented(Operation("withdraw a share", answers={200: OK}))
 async def delete_share(request: web.Request) -> web.Response:
     _store(request).delete_share(_user(request), request.match_info["id"])
     return web.json_response({"ok": True})

@@ -25,9 +25,14 @@ from hub.api.auth import Access, access, caller, loopback_anonymous
 from hub.api.body import read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
+from hub.api.spec import ANY, EVENT_STREAM, JSON, STRING, Operation, array, documented, obj
 
 log = logging.getLogger(__name__)
 routes = web.RouteTableDef()
+CHAT_BODY = obj(
+    messages=array(obj({"role": {"enum": ["user", "assistant"]}}, content=ANY)),
+    prompt=STRING,
+)
 
 
 class SseWriter:
@@ -106,6 +111,15 @@ def _block_text(where: str, block: Any) -> str:
 @routes.post("/api/chat")
 @access(Access.ANONYMOUS)
 @loopback_anonymous
+@documented(
+    Operation(
+        "one chat turn, streamed as Server-Sent Events ({prompt}: a one-shot {reply})",
+        answers={200: obj(reply=STRING)},
+        body=CHAT_BODY,
+        content_types=(EVENT_STREAM, JSON),
+        errors=(502,),
+    )
+)
 async def chat(request: web.Request) -> web.StreamResponse:
     body = await read_json_body(request)
     if isinstance(body, dict) and "prompt" in body and "messages" not in body:

@@ -22,6 +22,21 @@ from hub.api.body import query_int, read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
 from hub.api.lengths import MAX_TEXT, check_lengths
+from hub.api.spec import (
+    ANY,
+    BOOLEAN,
+    EVENT_STREAM,
+    INTEGER,
+    JSON,
+    OK,
+    STRING,
+    Operation,
+    array,
+    bounded,
+    documented,
+    nullable,
+    obj,
+)
 from hub.devices.endpoint import EndpointError, EndpointRefused, check_endpoint_url
 from hub.devices.events import DEVICE_EVENT_KINDS, RingEvent
 from hub.devices.idempotency import idempotency_key
@@ -87,6 +102,20 @@ def _once(
 
 @routes.post("/api/devices")
 @access(Access.OWNER)
+@documented(
+    Operation(
+        "enroll a device",
+        answers={200: obj({"ok": BOOLEAN, "device_id": STRING})},
+        body=obj(
+            {"name": STRING, "kind": {"enum": ["endpoint", "daemon", "browser", "cli"]}},
+            platform=STRING,
+            capabilities=array(STRING),
+            url=STRING,
+            secret=STRING,
+        ),
+        errors=(409, 502),
+    )
+)
 async def enroll(request: web.Request) -> web.Response:
     body = await _object(request)
     devices, owner = _devices(request), _user(request)
@@ -116,6 +145,7 @@ async def enroll(request: web.Request) -> web.Response:
 
 @routes.get("/api/devices")
 @access(Access.USER)
+@documented(Operation("your devices", answers={200: obj({"devices": array(obj())})}))
 async def list_devices(request: web.Request) -> web.Response:
     devices, now = _devices(request), _devices(request).now()
     listed = devices.registry.list(_user(request).id)
@@ -124,6 +154,9 @@ async def list_devices(request: web.Request) -> web.Response:
 
 @routes.delete("/api/devices")
 @access(Access.USER)
+@documented(
+    Operation("remove one of your devices", answers={200: OK}, query={"id": STRING}, errors=(404,))
+)
 async def remove_device(request: web.Request) -> web.Response:
     device_id = request.query.get("id", "")
     owner = _user(request).id
@@ -133,6 +166,14 @@ async def remove_device(request: web.Request) -> web.Response:
 
 @routes.post("/api/devices/adopt")
 @access(Access.USER)
+@documented(
+    Operation(
+        "a new token for one of your devices",
+        answers={200: obj({"device_id": STRING, "device_token": STRING})},
+        body=obj({"deviceId": STRING}),
+        errors=(404,),
+    )
+)
 async def adopt(request: web.Request) -> web.Response:
     body, owner = await _object(request), _user(request).id
     device_id = body.get("deviceId")
@@ -144,6 +185,19 @@ async def adopt(request: web.Request) -> web.Response:
 
 @routes.get("/api/devices/endpoint")
 @access(Access.USER)
+@documented(
+    Operation(
+        "dial an endpoint device now",
+        answers={200: obj()},
+        query={
+            "deviceId": STRING,
+            "action": {"enum": ["telemetry", "snapshot", "chat"]},
+            "prompt": STRING,
+        },
+        errors=(404, 502, 504),
+        content_types=(JSON, "image/*"),
+    )
+)
 async def endpoint_call(request: web.Request) -> web.StreamResponse:
     """Dial an endpoint device now: ``?deviceId=&action=telemetry|snapshot|chat&prompt=``."""
     devices, owner = _devices(request), _user(request).id
@@ -168,6 +222,19 @@ async def endpoint_call(request: web.Request) -> web.StreamResponse:
 
 @routes.post("/api/devices/invoke")
 @access(Access.USER)
+@documented(
+    Operation(
+        "send a dial-in device a prompt and wait for its answer",
+        answers={200: obj({"ok": BOOLEAN})},
+        body=obj(
+            {
+                "deviceId": STRING,
+                "prompt": {"type": "string", "minLength": 1, "maxLength": MAX_TEXT},
+            }
+        ),
+        errors=(404, 502, 504),
+    )
+)
 async def invoke(request: web.Request) -> web.Response:
     """What ``use_device`` does, for the TUI and scripts: ``{deviceId, prompt}`` → the answer,
     or ``{pending: true, id}`` after about 45 s (redeem with ``GET /api/devices/invoke?id=``)."""
@@ -182,6 +249,14 @@ async def invoke(request: web.Request) -> web.Response:
 
 @routes.get("/api/devices/invoke")
 @access(Access.USER)
+@documented(
+    Operation(
+        "redeem a pending answer",
+        answers={200: obj({"ok": BOOLEAN})},
+        query={"id": STRING},
+        errors=(404,),
+    )
+)
 async def invoke_result(request: web.Request) -> web.Response:
     owner, message_id = _user(request).id, request.query.get("id", "")
     answered = await _run(lambda: _devices(request).result(owner, message_id))
@@ -196,6 +271,14 @@ def _answer_json(answered: DeviceAnswer) -> dict[str, Any]:
 
 @routes.get("/api/events")
 @access(Access.USER)
+@documented(
+    Operation(
+        "your event ring as Server-Sent Events",
+        answers={200: ANY},
+        query={"after": bounded(0, 2**62)},
+        content_types=(EVENT_STREAM,),
+    )
+)
 async def events(request: web.Request) -> web.StreamResponse:
     """The caller's event ring as SSE: what is stored after ``?after=``, then live events."""
     after = query_int(request, "after", 0, 0, 2**62)
@@ -216,6 +299,7 @@ def _frame(event: RingEvent) -> bytes:
 
 @routes.get("/media/{key}")
 @access(Access.USER)
+@documented(Operation("media your devices uploaded", answers={200: ANY}, content_types=("*/*",)))
 async def media(request: web.Request) -> web.Response:
     owner = _user(request).id
     data, content_type = await _run(
@@ -231,6 +315,19 @@ async def media(request: web.Request) -> web.Response:
 
 @routes.post("/api/devices/heartbeat")
 @access(Access.DEVICE)
+@documented(
+    Operation(
+        "a dial-in device's heartbeat",
+        answers={200: OK},
+        body=obj(
+            {"deviceId": STRING, "token": STRING},
+            capabilities=array(STRING),
+            lanUrl=nullable(STRING),
+            wantUnread=BOOLEAN,
+        ),
+        errors=(404,),
+    )
+)
 async def heartbeat(request: web.Request) -> web.Response:
     device, body = await _dial_in(request)
     devices = _devices(request)
@@ -245,6 +342,14 @@ async def heartbeat(request: web.Request) -> web.Response:
 
 @routes.put("/api/devices/relay")
 @access(Access.DEVICE)
+@documented(
+    Operation(
+        "pull envelopes from the device's mailbox",
+        answers={200: obj({"messages": array(obj())})},
+        body=obj({"deviceId": STRING, "token": STRING}, max=INTEGER),
+        errors=(404,),
+    )
+)
 async def pull(request: web.Request) -> web.Response:
     """``{max?, wait?}``: without ``wait`` the answer is at once; with it the pull is held up to
     ``wait`` seconds (at most 25) for an envelope. A held pull counts as the device being seen
@@ -279,6 +384,18 @@ def _seen(devices: Devices, device: Device) -> None:
 
 @routes.patch("/api/devices/relay")
 @access(Access.DEVICE)
+@documented(
+    Operation(
+        "answer an envelope",
+        answers={200: OK},
+        body=obj(
+            {**{"deviceId": STRING, "token": STRING}, "payload": ANY},
+            inReplyTo=STRING,
+            idempotencyKey=STRING,
+        ),
+        errors=(404, 409),
+    )
+)
 async def reply(request: web.Request) -> web.Response:
     device, body = await _dial_in(request)
     if "payload" not in body:
@@ -296,6 +413,18 @@ async def reply(request: web.Request) -> web.Response:
 
 @routes.post("/api/media")
 @access(Access.DEVICE)
+@documented(
+    Operation(
+        "upload media (base64)",
+        answers={200: obj({"key": STRING, "url": STRING})},
+        body=obj(
+            {**{"deviceId": STRING, "token": STRING}, "data": STRING},
+            contentType=STRING,
+            idempotencyKey=STRING,
+        ),
+        errors=(404, 409),
+    )
+)
 async def upload(request: web.Request) -> web.Response:
     device, body = await _dial_in(request)
     media = _devices(request).media
@@ -309,6 +438,18 @@ async def upload(request: web.Request) -> web.Response:
 
 @routes.post("/api/devices/event")
 @access(Access.DEVICE)
+@documented(
+    Operation(
+        "publish an event on the owner's ring",
+        answers={200: obj({"id": INTEGER})},
+        body=obj(
+            {**{"deviceId": STRING, "token": STRING}, "kind": STRING},
+            detail=ANY,
+            idempotencyKey=STRING,
+        ),
+        errors=(404, 409),
+    )
+)
 async def device_event(request: web.Request) -> web.Response:
     device, body = await _dial_in(request)
     kind = body.get("kind")
@@ -338,6 +479,19 @@ async def device_event(request: web.Request) -> web.Response:
 
 @routes.post("/api/devices/task-result")
 @access(Access.DEVICE)
+@documented(
+    Operation(
+        "report a finished task",
+        answers={200: obj({"id": INTEGER})},
+        body=obj(
+            {**{"deviceId": STRING, "token": STRING}, "taskId": STRING},
+            summary=STRING,
+            result=ANY,
+            idempotencyKey=STRING,
+        ),
+        errors=(404, 409),
+    )
+)
 async def task_result(request: web.Request) -> web.Response:
     device, body = await _dial_in(request)
     task_id = body.get("taskId")
@@ -360,6 +514,14 @@ async def task_result(request: web.Request) -> web.Response:
 
 @routes.post("/api/devices/ask")
 @access(Access.DEVICE)
+@documented(
+    Operation(
+        "ask the owner's tiny",
+        answers={200: obj({"text": STRING})},
+        body=obj({"deviceId": STRING, "token": STRING}, text=STRING, mediaId=STRING),
+        errors=(404, 502),
+    )
+)
 async def ask(request: web.Request) -> web.Response:
     """A device asks its owner's tiny: ``{text}`` or ``{mediaId}`` → ``{text}``."""
     device, body = await _dial_in(request)

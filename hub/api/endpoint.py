@@ -13,12 +13,19 @@ from drivers.video import VideoError
 from hub.api.auth import Access, access
 from hub.api.errors import http_error
 from hub.api.keys import HUB
+from hub.api.spec import ANY, BOOLEAN, STRING, Operation, documented, obj
 
 routes = web.RouteTableDef()
 
 
 @routes.get("/api/telemetry")
 @access(Access.USER)
+@documented(
+    Operation(
+        "the hub as an endpoint device: its state",
+        answers={200: obj({"ok": BOOLEAN, "version": STRING})},
+    )
+)
 async def telemetry(request: web.Request) -> web.Response:
     hub = request.app[HUB]
     model = await hub.models.default()
@@ -48,6 +55,13 @@ async def telemetry(request: web.Request) -> web.Response:
 
 @routes.get("/api/camera/snapshot")
 @access(Access.OWNER)
+@documented(
+    Operation(
+        "a JPEG from the machine's camera or a Nicla Vision",
+        answers={200: ANY},
+        content_types=("image/jpeg",),
+    )
+)
 async def snapshot(request: web.Request) -> web.Response:
     """A JPEG from the machine's camera, else from a driver's camera online (a Nicla Vision);
     503 with the reasons when there is none. Only the owner: it is a picture of their room."""

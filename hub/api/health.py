@@ -13,12 +13,19 @@ from aiohttp import web
 from hub.api.auth import Access, access, caller
 from hub.api.keys import HUB
 from hub.api.parts import PARTS
+from hub.api.spec import BOOLEAN, NUMBER, STRING, Operation, documented, obj
 
 routes = web.RouteTableDef()
 
 
 @routes.get("/api/health")
 @access(Access.ANONYMOUS)
+@documented(
+    Operation(
+        "whether the hub is up, and its model, LAN and cloud state",
+        answers={200: obj({"ok": BOOLEAN, "version": STRING, "model": obj(), "uptime": NUMBER})},
+    )
+)
 async def health(request: web.Request) -> web.Response:
     hub, parts = request.app[HUB], request.app[PARTS]
     model = await hub.models.default()

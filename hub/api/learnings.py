@@ -16,11 +16,30 @@ from hub.api.auth import Access, access, caller
 from hub.api.body import query_int, read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
+from hub.api.spec import (
+    BOOLEAN,
+    INTEGER,
+    OK,
+    STRING,
+    Operation,
+    array,
+    bounded,
+    closed,
+    documented,
+    obj,
+)
 from hub.contracts import MAX_ENTRIES
-from hub.memory.graph import MemoryRefused, parse_ids, parse_links
+from hub.memory.graph import KINDS, MemoryRefused, parse_ids, parse_links
 from hub.memory.sync import SYNC_PAGE, parse_changes
 
 routes = web.RouteTableDef()
+LEARN_BODY = closed(
+    {"fact": STRING},
+    supersedes=array(STRING),
+    links=array(obj({"rel": STRING, "dst": STRING}, scope=STRING)),
+    visibility={"enum": ["private", "public"]},
+    kind={"enum": list(KINDS)},
+)
 T = TypeVar("T")
 
 
@@ -39,6 +58,13 @@ def _owner(request: web.Request) -> str:
 
 @routes.get("/learnings")
 @access(Access.USER)
+@documented(
+    Operation(
+        "your facts, newest first or best match first",
+        answers={200: obj({"learnings": array(obj({"id": STRING}))})},
+        query={"userId": STRING, "limit": bounded(1, MAX_ENTRIES), "q": STRING},
+    )
+)
 async def list_learnings(request: web.Request) -> web.Response:
     owner, limit = _owner(request), query_int(request, "limit", 30, 1, MAX_ENTRIES)
     memory = request.app[HUB].memory
@@ -48,6 +74,15 @@ async def list_learnings(request: web.Request) -> web.Response:
 
 @routes.post("/learnings")
 @access(Access.USER)
+@documented(
+    Operation(
+        "learn a fact",
+        answers={200: obj({"ok": BOOLEAN, "id": STRING})},
+        body=LEARN_BODY,
+        query={"userId": STRING},
+        errors=(404, 409),
+    )
+)
 async def learn(request: web.Request) -> web.Response:
     owner = _owner(request)
     body = await read_json_body(request)
@@ -75,6 +110,14 @@ async def learn(request: web.Request) -> web.Response:
 
 @routes.delete("/learnings")
 @access(Access.USER)
+@documented(
+    Operation(
+        "close one fact (?id=) or forget everything (?scope=all)",
+        answers={200: OK},
+        query={"userId": STRING, "id": STRING, "scope": {"enum": ["all"]}},
+        errors=(404,),
+    )
+)
 async def forget(request: web.Request) -> web.Response:
     owner = _owner(request)
     memory = request.app[HUB].memory
@@ -92,6 +135,15 @@ async def forget(request: web.Request) -> web.Response:
 
 @routes.get("/learnings/history")
 @access(Access.USER)
+@documented(
+    Operation(
+        "the supersedes trail through a fact",
+        answers={200: obj({"history": array(obj({"id": STRING}))})},
+        query={"userId": STRING, "id": STRING},
+        required_query=("id",),
+        errors=(404,),
+    )
+)
 async def history(request: web.Request) -> web.Response:
     owner = _owner(request)
     fact_id = request.query.get("id")
@@ -103,6 +155,17 @@ async def history(request: web.Request) -> web.Response:
 
 @routes.get("/learnings/sync")
 @access(Access.USER)
+@documented(
+    Operation(
+        "memory sync: your changes after a revision",
+        answers={
+            200: obj(
+                {"facts": array(obj()), "edges": array(obj()), "upto": INTEGER, "more": BOOLEAN}
+            )
+        },
+        query={"userId": STRING, "after": bounded(0, 2**62), "limit": bounded(1, SYNC_PAGE)},
+    )
+)
 async def changes(request: web.Request) -> web.Response:
     """A page of the caller's changes after revision ``after`` (0: from the start), closed
     facts and links included: what another store of this memory needs to catch up."""
@@ -115,6 +178,18 @@ async def changes(request: web.Request) -> web.Response:
 
 @routes.post("/learnings/sync")
 @access(Access.USER)
+@documented(
+    Operation(
+        "memory sync: merge another store's page",
+        answers={
+            200: obj(
+                {"added": INTEGER, "closed": INTEGER, "edges": INTEGER, "refused": array(obj())}
+            )
+        },
+        body=obj({"facts": array(obj()), "edges": array(obj())}),
+        query={"userId": STRING},
+    )
+)
 async def merge(request: web.Request) -> web.Response:
     """Merge another store's page of this memory: ids kept, closes win, a repeat is a no-op."""
     owner = _owner(request)

@@ -18,6 +18,7 @@ from hub.api.body import read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
 from hub.api.lengths import MODEL_MAX_CHARS, check_lengths
+from hub.api.spec import STRING, Operation, array, closed, documented, nullable, obj
 from hub.preferences import SavedModel, save_model, saved_model
 
 routes = web.RouteTableDef()
@@ -36,6 +37,12 @@ def _describe(saved: SavedModel | None) -> dict[str, object] | None:
 
 @routes.get("/api/model")
 @access(Access.USER)
+@documented(
+    Operation(
+        "your saved model choice and the hub's default",
+        answers={200: obj({"saved": nullable(obj()), "default": obj()})},
+    )
+)
 async def get_model(request: web.Request) -> web.Response:
     hub = request.app[HUB]
     default = await hub.models.default()
@@ -46,6 +53,18 @@ async def get_model(request: web.Request) -> web.Response:
 
 @routes.put("/api/model")
 @access(Access.USER)
+@documented(
+    Operation(
+        "save your model choice",
+        answers={200: obj({"saved": nullable(obj())})},
+        body=closed(
+            {"provider": STRING},
+            id=STRING,
+            baseUrl=STRING,
+            maxTokens={"type": "integer", "minimum": 1},
+        ),
+    )
+)
 async def put_model(request: web.Request) -> web.Response:
     body = await read_json_body(request)
     if not isinstance(body, dict):
@@ -80,6 +99,7 @@ async def put_model(request: web.Request) -> web.Response:
 
 @routes.delete("/api/model")
 @access(Access.USER)
+@documented(Operation("forget your model choice", answers={200: obj({"saved": nullable(obj())})}))
 async def delete_model(request: web.Request) -> web.Response:
     user = caller(request)
     assert user is not None
@@ -89,6 +109,12 @@ async def delete_model(request: web.Request) -> web.Response:
 
 @routes.get("/api/models")
 @access(Access.USER)
+@documented(
+    Operation(
+        "the models there are to choose",
+        answers={200: obj({"ollama": obj(), "embedded": obj(), "cloud": array(STRING)})},
+    )
+)
 async def list_models(request: web.Request) -> web.Response:
     hub = request.app[HUB]
     probe = await probe_ollama(hub.settings.ollama_host)

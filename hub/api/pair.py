@@ -13,6 +13,7 @@ from hub.api.auth import Access, access, caller
 from hub.api.body import read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
+from hub.api.spec import OK, STRING, Operation, array, documented, obj
 from hub.lan.pairing import (
     MAX_PAIR_BODY_BYTES,
     Pairing,
@@ -44,6 +45,7 @@ def _locked(exc: PairingLocked) -> web.Response:
 
 @routes.post("/api/pair/offer")
 @access(Access.OWNER)
+@documented(Operation("a new pairing code and QR", answers={200: obj({"code": STRING})}))
 async def offer(request: web.Request) -> web.Response:
     """A new code and QR (the older open offer stops working). lanUrl and the certificate
     fingerprint are what the running hub knows of itself; either may be null."""
@@ -54,6 +56,13 @@ async def offer(request: web.Request) -> web.Response:
 
 @routes.post("/api/pair")
 @access(Access.ANONYMOUS)
+@documented(
+    Operation(
+        "a phone pairs with a code",
+        answers={200: obj({"token": STRING, "deviceId": STRING})},
+        body=obj({"code": STRING, "name": STRING}, platform=STRING),
+    )
+)
 async def pair(request: web.Request) -> web.Response:
     pairing = Pairing(request.app[HUB])
     address = request.remote or UNKNOWN_ADDRESS
@@ -70,6 +79,12 @@ async def pair(request: web.Request) -> web.Response:
 
 @routes.get("/api/tokens")
 @access(Access.OWNER)
+@documented(
+    Operation(
+        "the paired phones' tokens (never the tokens themselves)",
+        answers={200: obj({"tokens": array(obj())})},
+    )
+)
 async def list_tokens(request: web.Request) -> web.Response:
     paired = Pairing(request.app[HUB]).paired(_owner_id(request))
     return web.json_response({"tokens": paired})
@@ -77,6 +92,15 @@ async def list_tokens(request: web.Request) -> web.Response:
 
 @routes.delete("/api/tokens")
 @access(Access.OWNER)
+@documented(
+    Operation(
+        "revoke a paired phone's token",
+        answers={200: OK},
+        query={"id": STRING},
+        required_query=("id",),
+        errors=(404,),
+    )
+)
 async def revoke_token(request: web.Request) -> web.Response:
     device_id = request.query.get("id", "")
     if not device_id:

@@ -15,13 +15,36 @@ from hub.api.auth import Access, access, caller
 from hub.api.body import query_int, read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
-from hub.tinys.records import MAX_LIST, Tiny
+from hub.api.spec import ANY, INTEGER, STRING, Operation, array, bounded, closed, documented, obj
+from hub.tinys.records import MAX_LIST, TEXT_LIMITS, Tiny
 
 routes = web.RouteTableDef()
+TINY_FIELDS = closed(
+    name=STRING,
+    chips=array(STRING),
+    skills=array(ANY),
+    mcpServers=array(ANY),
+    visibility={"enum": ["public", "private"]},
+    **{field: STRING for field in TEXT_LIMITS},
+)
 
 
 @routes.get("/api/tinys")
 @access(Access.ANONYMOUS)
+@documented(
+    Operation(
+        "public tinys and your own, newest first",
+        answers={
+            200: obj({"tinys": array(obj()), "total": INTEGER, "limit": INTEGER, "offset": INTEGER})
+        },
+        query={
+            "q": STRING,
+            "mine": STRING,
+            "limit": bounded(1, MAX_LIST),
+            "offset": bounded(0, 10**9),
+        },
+    )
+)
 async def list_tinys(request: web.Request) -> web.Response:
     limit = query_int(request, "limit", 20, 1, MAX_LIST)
     offset = query_int(request, "offset", 0, 0, 10**9)
@@ -41,6 +64,13 @@ async def list_tinys(request: web.Request) -> web.Response:
 
 @routes.get("/api/tinys/{name}")
 @access(Access.ANONYMOUS)
+@documented(
+    Operation(
+        "one tiny (a private one needs x-tiny-key or its owner)",
+        answers={200: obj({"tiny": obj({"name": STRING})}, key=STRING)},
+        errors=(404,),
+    )
+)
 async def get_tiny(request: web.Request) -> web.Response:
     tiny = request.app[HUB].tinys.resolve(
         request.match_info["name"], caller(request), request.headers.get(c.H_KEY)
@@ -57,6 +87,14 @@ async def _object_body(request: web.Request) -> dict[str, Any]:
 
 @routes.post("/api/tinys")
 @access(Access.USER)
+@documented(
+    Operation(
+        "create a tiny",
+        answers={201: obj({"tiny": obj({"name": STRING})}, key=STRING)},
+        body=TINY_FIELDS,
+        errors=(409,),
+    )
+)
 async def create_tiny(request: web.Request) -> web.Response:
     user = caller(request)
     assert user is not None
@@ -66,6 +104,13 @@ async def create_tiny(request: web.Request) -> web.Response:
 
 @routes.patch("/api/tinys/{name}")
 @access(Access.USER)
+@documented(
+    Operation(
+        "change a tiny's fields",
+        answers={200: obj({"tiny": obj({"name": STRING})}, key=STRING)},
+        body=TINY_FIELDS,
+    )
+)
 async def modify_tiny(request: web.Request) -> web.Response:
     user = caller(request)
     assert user is not None

@@ -17,6 +17,7 @@ from hub.api.auth import Access, access
 from hub.api.body import query_int
 from hub.api.errors import http_error
 from hub.api.keys import HUB
+from hub.api.spec import INTEGER, STRING, Operation, array, bounded, documented, nullable, obj
 from hub.runtime import Hub
 from hub.tinys.records import MAX_LIST, NAME_PATTERN, Tiny
 from hub.tinys.universe import TOP_K, tiny_url
@@ -34,6 +35,23 @@ def described(hub: Hub, tiny: Tiny) -> dict[str, Any]:
 
 @routes.get("/list")
 @access(Access.ANONYMOUS)
+@documented(
+    Operation(
+        "the universe: public tinys by name",
+        answers={
+            200: obj(
+                {
+                    "tinys": array(obj()),
+                    "total": INTEGER,
+                    "limit": INTEGER,
+                    "offset": INTEGER,
+                    "nextCursor": nullable(STRING),
+                }
+            )
+        },
+        query={"limit": bounded(1, MAX_LIST), "offset": bounded(0, 10**9), "cursor": STRING},
+    )
+)
 async def list_universe(request: web.Request) -> web.Response:
     """``?limit=&offset=`` or ``?limit=&cursor=`` (the previous page's ``nextCursor``)."""
     hub = request.app[HUB]
@@ -58,6 +76,14 @@ async def list_universe(request: web.Request) -> web.Response:
 
 @routes.get("/retrieve")
 @access(Access.ANONYMOUS)
+@documented(
+    Operation(
+        "the public tinys nearest q",
+        answers={200: obj({"q": STRING, "tinys": array(obj())})},
+        query={"q": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS}},
+        required_query=("q",),
+    )
+)
 async def retrieve(request: web.Request) -> web.Response:
     """``?q=``: the nine public tinys nearest the query, nearest first, with their distance."""
     hub = request.app[HUB]

@@ -5,6 +5,10 @@ with vec_id NULL and gets its vec_id once its vector is stored, so a crash betwe
 writes leaves a fact that the next start indexes. Every read re-checks the owner in SQL: the
 vector filter narrows, the SQL predicate decides. Capacity is a hard limit with no eviction —
 an eviction-on-write policy once destroyed old memories one per save during bulk writes.
+
+The store writes through the hub's one database connection (``hub.store.db`` says why one),
+in that connection's transactions; embedding and Chroma calls happen after the transaction
+commits, never while it holds the database.
 """
 
 from __future__ import annotations
@@ -15,7 +19,6 @@ import threading
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from hub.contracts import MAX_ENTRIES
@@ -36,7 +39,7 @@ from hub.memory.model import (
 )
 from hub.memory.sync import SYNC_PAGE, Changes, MergeReport, SyncedEdge
 from hub.memory.vectors import VectorIndex, VectorItem
-from hub.store.db import connect
+from hub.store.db import Database
 
 log = logging.getLogger(__name__)
 
@@ -66,13 +69,20 @@ __all__ = [  # the nouns live in hub.memory.model; callers may keep importing th
 class MemoryStore:
     """One person's facts never reach another: every method takes the owner and checks it."""
 
-    def __init__(self, db_path: Path, vectors: VectorIndex) -> None:
-        self._db = connect(db_path)
-        self._lock = threading.RLock()
+    def __init__(self, db: Database, vectors: VectorIndex) -> None:
+        self._db = db
+        # Orders vector bookkeeping against a rebuild; taken before the connection's turn,
+        # never while holding it.
+        self._index_lock = threading.RLock()
         self.vectors = vectors
 
+    @property
+    def db(self) -> Database:
+        """The connection this store reads and writes through: the hub's own."""
+        return self._db
+
     def close(self) -> None:
-        self._db.conn.close()
+        """Closes the vectors; the connection is the hub's, closed by the hub."""
         self.vectors.close()
 
     # --- writes -----------------------------------------------------------------------------
@@ -94,7 +104,7 @@ class MemoryStore:
             raise MemoryRefused("visibility must be private or public")
         fact_id = "m_" + uuid.uuid4().hex[:20]
         stamp = now()
-        with self._lock, self._transaction():
+        with self._db.atomic():
             rev = self._next_rev()
             closing = [self._current(owner, old, "supersedes") for old in supersedes]
             for link in links:
@@ -117,7 +127,7 @@ class MemoryStore:
 
     def unlearn(self, owner: str, fact_id: str) -> Fact:
         """Close one fact: it leaves listings and recall, and stays as history."""
-        with self._lock, self._transaction():
+        with self._db.atomic():
             fact = self._current(owner, fact_id, "id")
             self._close(fact, now(), self._next_rev())
         self._drop_vectors([fact.vec_id] if fact.vec_id else [])
@@ -125,7 +135,7 @@ class MemoryStore:
 
     def clear_all(self, owner: str) -> int:
         """The one destructive path: every fact and link of this person, and their vectors."""
-        with self._lock, self._transaction():
+        with self._db.atomic():
             count = int(
                 self._db.execute("SELECT COUNT(*) FROM entity WHERE owner = ?", [owner]).fetchone()[
                     0
@@ -138,7 +148,7 @@ class MemoryStore:
 
     def resolve_conflict(self, owner: str, keep_edge: int) -> list[int]:
         """Keep one edge of a conflict group and close the rest; returns the closed ids."""
-        with self._lock, self._transaction():
+        with self._db.atomic():
             row = self._db.execute(
                 "SELECT dst, rel, scope FROM edge WHERE id = ? AND owner = ? AND valid_to IS NULL",
                 [keep_edge, owner],
@@ -277,7 +287,7 @@ class MemoryStore:
     def changes(self, owner: str, after: int, limit: int = SYNC_PAGE) -> Changes:
         """The facts and links changed after revision ``after``, about ``limit`` facts at a time;
         a revision is never split across pages, so a page holds whole writes."""
-        with self._lock:
+        with self._db.turn:  # one consistent read: no write lands between the queries
             top = self._newest_rev(owner, after)
             revs = self._db.execute(
                 "SELECT rev FROM entity WHERE owner = ? AND rev > ? ORDER BY rev LIMIT 1 OFFSET ?",
@@ -301,7 +311,7 @@ class MemoryStore:
         a close wins over an open, the earlier close wins over a later one. Merging the same
         page again changes nothing (and takes no revision)."""
         report, fresh, stale = MergeReport(), list[Fact](), list[str]()
-        with self._lock, self._transaction():
+        with self._db.atomic():
             room = MAX_ENTRIES - self.count(owner)
             for fact in (replace(f, owner=owner) for f in facts):
                 room -= self._merge_fact(owner, fact, room, report, fresh, stale)
@@ -411,7 +421,7 @@ class MemoryStore:
 
     def reindex(self) -> int:
         """Rebuild the whole collection from SQLite (``tiny-hub memory reindex``)."""
-        with self._lock:
+        with self._index_lock:
             self.vectors.rebuild()
             self._db.execute("UPDATE entity SET vec_id = NULL")
         return self.index_missing()
@@ -429,7 +439,7 @@ class MemoryStore:
                 exc_info=True,
             )
             return
-        with self._lock:
+        with self._index_lock:
             self._db.conn.executemany(
                 "UPDATE entity SET vec_id = id WHERE id = ?", [(f.id,) for f in batch]
             )
@@ -441,9 +451,6 @@ class MemoryStore:
             log.warning("could not drop %d vector(s); SQL filters them anyway", len(vec_ids))
 
     # --- helpers ----------------------------------------------------------------------------
-
-    def _transaction(self) -> Any:
-        return _Transaction(self._db.conn)
 
     def _existing(self, owner: str, fact_id: str, field: str) -> Fact:
         row = self._db.execute(
@@ -538,19 +545,6 @@ class MemoryStore:
             sql += f" AND rel IN ({','.join('?' * len(rels))})"
             params += list(rels)
         return [Edge(*row) for row in self._db.execute(sql, params)]
-
-
-class _Transaction:
-    """BEGIN IMMEDIATE … COMMIT, rolled back on any error (the connection is autocommit)."""
-
-    def __init__(self, conn: Any) -> None:
-        self._conn = conn
-
-    def __enter__(self) -> None:
-        self._conn.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, kind: Any, value: Any, trace: Any) -> None:
-        self._conn.execute("ROLLBACK" if kind else "COMMIT")
 
 
 def _fact(row: Sequence[Any]) -> Fact:

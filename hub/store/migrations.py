@@ -16,7 +16,7 @@ from pathlib import Path
 
 import sqlite_utils
 
-from hub.store.db import connect
+from hub.store.db import Database, connect
 
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
@@ -107,7 +107,7 @@ def _statements(sql: str) -> list[str]:
     return statements
 
 
-def open_database(path: Path) -> sqlite_utils.Database:
+def open_database(path: Path) -> Database:
     """Connect and migrate: what the hub does at start."""
     db = connect(path)
     migrate(db)
