@@ -30,6 +30,8 @@ ERROR_MEANINGS = {
     401: "sign in required, or the token is not valid",
     403: "signed in, but not allowed to do this",
     404: "no such thing (another person's is 'not found' too)",
+    405: "this method is not served here",
+    406: "the client must accept the answer's content type",
     408: "the body did not arrive in time",
     409: "it conflicts with what exists",
     413: "the body or a part of it is too large",
@@ -46,6 +48,7 @@ _WHO = {
     Access.USER: "user",
     Access.OWNER: "owner",
     Access.DEVICE: "device",
+    Access.CLIENT: "client",
 }
 _PATH_PARAMETER = re.compile(r"\{([^}:]+)(?::[^}]*)?\}")
 
@@ -88,7 +91,7 @@ def _operation(method: str, path: str, handler: Any) -> dict[str, Any]:
         "operationId": _operation_id(method, path),
         "summary": declared.summary,
         "x-tiny-access": _WHO[who],
-        "security": [{"bearer": []}] if who in (Access.USER, Access.OWNER) else [],
+        "security": [{"bearer": []}] if who in (Access.USER, Access.OWNER, Access.CLIENT) else [],
         "parameters": _path_parameters(path) + _query_parameters(declared),
         "responses": _responses(declared, has_path_parameters="{" in path),
     }

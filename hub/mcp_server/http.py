@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator, MutableMapping
 from typing import Any
 
@@ -26,6 +27,7 @@ from aiohttp import web
 from hub.api.auth import Access, access
 from hub.api.errors import http_error
 from hub.api.keys import HUB
+from hub.api.spec import ANY, Operation, documented
 from hub.mcp_server.clients import OWNER_CLIENT, McpClient, McpClients
 from hub.runtime import Hub
 
@@ -117,6 +119,14 @@ def admit(request: web.Request) -> McpClient:
 
 @routes.post(PATH)
 @access(Access.CLIENT)
+@documented(
+    Operation(
+        "the hub's MCP server: one JSON-RPC message in, its answer out (streamable HTTP)",
+        answers={200: ANY, 202: ANY},
+        body=ANY,
+        errors=(405, 406),
+    )
+)
 async def serve_mcp(request: web.Request) -> web.StreamResponse:
     client = admit(request)
     if not request.app[HUB].settings.mcp_server_http:
@@ -126,11 +136,28 @@ async def serve_mcp(request: web.Request) -> web.StreamResponse:
     manager = await request.app[MCP_HTTP].manager()
     from hub.mcp_server.server import CLIENT_SCOPE_KEY
 
-    bridge = _AsgiBridge(request, await request.read())
+    body = await request.read()
+    if (problem := jsonrpc_problem(body)) is not None:
+        raise http_error(web.HTTPBadRequest, problem)
+    bridge = _AsgiBridge(request, body)
     await manager.handle_request(
         bridge.scope(CLIENT_SCOPE_KEY, client), bridge.receive, bridge.send
     )
     return await bridge.finish()
+
+
+def jsonrpc_problem(body: bytes) -> str | None:
+    """Why ``body`` is not a JSON-RPC 2.0 message (or a batch of them), in the hub's words; None
+    when it is one. The MCP package would answer a JSON-RPC error object instead, which no
+    client of the hub's other routes expects for a body that is not JSON-RPC at all."""
+    try:
+        message = json.loads(body)
+    except (UnicodeDecodeError, ValueError):
+        return "the body must be a JSON-RPC 2.0 message (JSON)"
+    messages = message if isinstance(message, list) else [message]
+    if not messages or not all(isinstance(m, dict) and m.get("jsonrpc") == "2.0" for m in messages):
+        return 'the body must be a JSON-RPC 2.0 message: an object with "jsonrpc": "2.0"'
+    return None
 
 
 class _AsgiBridge:
