@@ -199,7 +199,7 @@ async def test_servers_that_fail_or_hang_are_notices_and_the_turn_answers(
     hang = f"import os, time; open({str(hang_pid)!r}, 'w').write(str(os.getpid())); time.sleep(600)"
     hub = await start_hub(
         ollama_host=fake_ollama.url,
-        mcp_start_timeout_s=2.0,
+        mcp_start_timeout_s=5.0,
         mcp_servers={
             "broken": python("import sys; sys.exit(3)"),
             "missing": {"command": str(tmp_path / "no-such-program")},
