@@ -1,5 +1,8 @@
 """Devices over HTTP (seed 001): the owner's enrollment routes, and the dial-in protocol.
 
+It is one module on purpose: the owner's enrollment routes and the dial-in protocol are one
+resource, the device, and share its checks (ids, tokens, lengths).
+
 Dial-in calls carry ``{deviceId, token}`` in the body and no user: they are anonymous to the
 auth middleware and authenticated here, and each acts only inside the device owner's world.
 """

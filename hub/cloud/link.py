@@ -1,6 +1,10 @@
 """The hub as a dial-in device of the cloud relay (docs/protocol.md, dial-in devices, from the
 device's side).
 
+It is one module on purpose: the heartbeat, the relay pulls and the outbox's delivery share one
+link state (online, offline, refused) and one backoff; split, two loops could disagree about
+whether the cloud is there.
+
 Three tasks: a heartbeat (presence for the cloud's 60 s window, with the full capability list and
 ``lanUrl``), the relay loop (pull, handle, reply) and the event forwarder (the hub's own device
 events — ``nicla_wake``, transcripts, notes — to ``POST /api/devices/event``). They are separate

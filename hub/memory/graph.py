@@ -1,5 +1,9 @@
 """The fact graph: learn, recall, unlearn, history, neighbours and conflicts, per person.
 
+It is one module on purpose: every write to the fact graph (learn, supersede, unlearn, merge)
+runs in one transaction discipline on one connection, and splitting the writers would split that
+discipline.
+
 SQLite is the source of truth; Chroma only finds candidates. A fact is written to SQLite first
 with vec_id NULL and gets its vec_id once its vector is stored, so a crash between the two
 writes leaves a fact that the next start indexes. Every read re-checks the owner in SQL: the
