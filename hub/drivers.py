@@ -1,8 +1,7 @@
 """The driver manager: which hardware is here, which driver runs it, and whether it answers.
 
 It is one module on purpose: discovery, start, health, back-off and the tools and routes of the
-drivers are all
-decisions about the same set of running drivers.
+drivers are all decisions about the same set of running drivers.
 
 Once a second (``scan_interval_s``) it lists the serial ports (and, when given a source, recent
 BLE advertisements), gives each port to the driver whose matcher is most specific, and keeps
