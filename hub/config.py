@@ -95,6 +95,14 @@ class Settings:
         "smollm2 (plain chat), qwen2.5-coder-1.5b (calls tools; the agent-model extra) or auto "
         "(the 1.5B when installed and the RAM allows)",
     )
+    embedded_tools: str = _setting(
+        "embedded",
+        "tools",
+        "TINY_HUB_EMBEDDED_TOOLS",
+        "auto",
+        "auto (tools for the embedded models that score with them), on (also for a GGUF of "
+        "your own), or off",
+    )
     embedded_model_path: str = _setting(
         "embedded",
         "model_path",
@@ -529,6 +537,8 @@ def _validate(settings: Settings, path: Path, env: Mapping[str, str]) -> None:
             f"unknown embedded model {settings.embedded_model!r}; one of: "
             + ", ".join(EMBEDDED_MODELS),
         )
+    if settings.embedded_tools not in ("auto", "on", "off"):
+        fail("embedded_tools", f"{settings.embedded_tools!r} is not one of: auto, on, off")
     if settings.embedded_context < 256:
         fail("embedded_context", "must be at least 256 tokens")
     if settings.embedded_threads < 0:

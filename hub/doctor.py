@@ -159,7 +159,7 @@ def check_embedded_model(settings: Settings) -> Check:
         spec = embedded_spec(settings)
     except ModelUnavailable as exc:
         return Check("FAIL", name, "not installed", str(exc))
-    choice = embedded_choice("", embedded_model(settings))
+    choice = embedded_choice("", embedded_model(settings), settings)
     tools = "calls tools" if choice.tools else "plain chat, no tools"
     what = f"{choice.model_id} ({tools}, {spec.model_path.name})"
     try:

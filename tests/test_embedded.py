@@ -69,8 +69,12 @@ def test_flatten_turns_parts_into_one_string() -> None:
     assert flat == [
         {"role": "system", "content": "be kind"},
         {"role": "user", "content": "first\nsecond"},
-        {"role": "assistant", "content": "[called tool flipper_status]"},
-        {"role": "user", "content": "[tool result] battery 80%"},
+        {"role": "assistant", "content": "(I called the tool flipper_status with {}.)"},
+        {
+            "role": "user",
+            "content": "The result of flipper_status: battery 80%\n"
+            "Answer my message above in plain words, using this result.",
+        },
     ]
 
 

@@ -49,16 +49,19 @@ def emulator(tmp_path: Path) -> Iterator[FlipperEmulator]:
 
 
 @pytest.fixture
+def linked_models(home: Path, joined_models: Path) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / MODELS_DIR).symlink_to(joined_models, target_is_directory=True)
+
+
+@pytest.fixture
 async def hub(
     start_hub: StartHub,
     closed_port: int,
-    home: Path,
-    joined_models: Path,
+    linked_models: None,
     emulator: FlipperEmulator,
     tmp_path: Path,
 ) -> RunningServer:
-    home.mkdir(parents=True, exist_ok=True)
-    (home / MODELS_DIR).symlink_to(joined_models, target_is_directory=True)
     server = await start_hub(
         ollama_host=f"http://127.0.0.1:{closed_port}",
         model_provider=c.PROVIDER_EMBEDDED,

@@ -137,7 +137,7 @@ def choose_from_probe(settings: Settings, probe: OllamaProbe) -> ModelChoice:
     """The default model, given what Ollama said (pure: the selection order lives here)."""
     embedded = embedded_model(settings)
     if settings.model_provider == c.PROVIDER_EMBEDDED:
-        return embedded_choice("configured: model.provider = embedded", embedded)
+        return embedded_choice("configured: model.provider = embedded", embedded, settings)
     if settings.model_provider not in ("auto", c.PROVIDER_OLLAMA):
         return ModelChoice(
             provider=settings.model_provider,
@@ -151,7 +151,7 @@ def choose_from_probe(settings: Settings, probe: OllamaProbe) -> ModelChoice:
         return embedded_choice(f"Ollama is not answering at {probe.host} ({probe.error})", embedded)
     if not probe.models:
         return embedded_choice(
-            f"Ollama at {probe.host} has no models (try: ollama pull qwen3)", embedded
+            f"Ollama at {probe.host} has no models (try: ollama pull qwen3)", embedded, settings
         )
     by_name = {m.name: m for m in probe.models}
     wanted = by_name.get(settings.model_id) or by_name.get(f"{settings.model_id}:latest")
@@ -177,17 +177,21 @@ def embedded_model(settings: Settings) -> BundledModel | None:
 
 
 def embedded_choice(
-    reason: str, model: BundledModel | None = bundled_models.SMOLLM2
+    reason: str,
+    model: BundledModel | None = bundled_models.SMOLLM2,
+    settings: Settings | None = None,
 ) -> ModelChoice:
-    """The embedded model: tools are mounted when it is one the small-model protocol serves."""
-    if model is None:
-        return ModelChoice(c.PROVIDER_EMBEDDED, "custom GGUF", tools=False, reason=reason)
-    how = "calls tools" if model.tools else "plain chat, no tools"
+    """The embedded model: tools are mounted when it is one the small-model protocol serves
+    (``embedded.tools = auto``), or as ``embedded.tools`` says."""
+    wanted = settings.embedded_tools if settings is not None else "auto"
+    tools = wanted == "on" or (wanted == "auto" and model is not None and model.tools)
+    title = model.title if model is not None else "custom GGUF"
+    how = "calls tools" if tools else "plain chat, no tools"
     return ModelChoice(
         provider=c.PROVIDER_EMBEDDED,
-        model_id=model.title,
-        tools=model.tools,
-        reason=f"{reason}; embedded model {model.title} ({how})",
+        model_id=title,
+        tools=tools,
+        reason=f"{reason}; embedded model {title} ({how})".lstrip("; "),
     )
 
 
@@ -271,7 +275,7 @@ class ModelRouter:
         base = default if saved is None else self._from_saved(saved, default)
         choice = choice_from_headers(headers, base)
         if choice.provider == c.PROVIDER_EMBEDDED:
-            embedded = embedded_choice("", embedded_model(self._settings))
+            embedded = embedded_choice("", embedded_model(self._settings), self._settings)
             return replace(choice, model_id=embedded.model_id, tools=embedded.tools)
         if choice.provider != c.PROVIDER_OLLAMA:
             return choice
@@ -308,11 +312,14 @@ class ModelRouter:
 
     def embedded_status(self) -> dict[str, Any]:
         """The runner's state for /api/health: stopped, ready, busy, failed (with the reason),
-        or unavailable when there is no model file."""
+        or unavailable when there is no model file; which model it is and whether it calls
+        tools."""
+        choice = embedded_choice("", embedded_model(self._settings), self._settings)
+        which = {"title": choice.model_id, "tools": choice.tools}
         try:
-            return self.embedded_runner().status()
+            return {**self.embedded_runner().status(), **which}
         except ModelUnavailable as exc:
-            return {"state": "unavailable", "reason": str(exc)}
+            return {"state": "unavailable", "reason": str(exc), **which}
 
     async def close(self) -> None:
         """Stop the runner process (the hub is shutting down)."""

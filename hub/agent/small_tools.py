@@ -38,8 +38,41 @@ ALWAYS_OFFERED = frozenset({"learn", "recall"})
 WORDS_WEIGHT = 0.5
 STEM = 6
 STOP_WORDS = frozenset(
-    "a an the is are was be my me i you your it its of to in on for and or with what whats "
-    "that this do does can please tell about how".split()
+    [
+        "a",
+        "an",
+        "the",
+        "is",
+        "are",
+        "was",
+        "be",
+        "my",
+        "me",
+        "i",
+        "you",
+        "your",
+        "it",
+        "its",
+        "of",
+        "to",
+        "in",
+        "on",
+        "for",
+        "and",
+        "or",
+        "with",
+        "what",
+        "whats",
+        "that",
+        "this",
+        "do",
+        "does",
+        "can",
+        "please",
+        "tell",
+        "about",
+        "how",
+    ]
 )
 DESCRIPTION_CHARS = 240
 

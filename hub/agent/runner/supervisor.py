@@ -102,7 +102,6 @@ class RunnerSupervisor:
         status: dict[str, Any] = {
             "state": state,
             "model": self.spec.model_path.stem,
-            "tools": bool(self.spec.bundled) and MODELS[self.spec.bundled].tools,
             "threads": self.spec.threads,
             "pid": self.pid,
         }
