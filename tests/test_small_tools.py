@@ -55,7 +55,8 @@ OFFERED = {s["name"]: s for s in (LEARN, STATUS, LISTEN)}
         '{"name": "learn", "arguments": "{\\"fact\\": \\"my sister is Ana\\"}"}',
         '{"function": {"name": "learn", "arguments": {"fact": "my sister is Ana"}}}',
         '<tool_call>\n{"name": "learn", "arguments": {"fact": "my sister is Ana"}}',
-        'Sure.\n<tool_call>{"tool": "learn", "parameters": {"fact": "my sister is Ana"}}</tool_call>',
+        'Sure.\n<tool_call>{"tool": "learn", "parameters": {"fact": "my sister is Ana"}}'
+        "</tool_call>",
     ],
 )
 def test_a_call_is_read_in_any_of_its_shapes(reply: str) -> None:
