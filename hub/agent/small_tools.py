@@ -212,7 +212,7 @@ def read_call(value: Mapping[str, Any]) -> tuple[str, Any]:
     if isinstance(value.get("function"), Mapping):
         value = value["function"]
     name = next((value[k] for k in NAME_KEYS if isinstance(value.get(k), str)), "")
-    arguments = next((value[k] for k in ARGUMENT_KEYS if k in value), {})
+    arguments: Any = next((value[k] for k in ARGUMENT_KEYS if k in value), {})
     if isinstance(arguments, str):
         with contextlib.suppress(json.JSONDecodeError):
             arguments = json.loads(arguments) if arguments.strip() else {}

@@ -145,7 +145,7 @@ def tool_arguments(llama: Any, request: dict[str, Any]) -> dict[str, Any]:
         else:
             messages = with_tools_prompt(messages, str(request.get(p.FIELD_TOOLS_PROMPT, "")))
     if grammar := request.get(p.FIELD_GRAMMAR):
-        from llama_cpp import LlamaGrammar
+        from llama_cpp.llama_grammar import LlamaGrammar
 
         extra["grammar"] = LlamaGrammar.from_string(str(grammar), verbose=False)
     return {"messages": messages, **extra}
