@@ -73,7 +73,7 @@ def test_flatten_turns_parts_into_one_string() -> None:
         {
             "role": "user",
             "content": "The result of flipper_status: battery 80%\n"
-            "Answer my message above in plain words, using this result.",
+            "Answer my message above in plain words from this result, with its numbers and names.",
         },
     ]
 

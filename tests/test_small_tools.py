@@ -82,6 +82,16 @@ def test_a_call_outside_the_offer_or_its_schema_is_no_call(reply: str, why: str)
     assert parsed.text == "", "the refused call is not shown as the answer"
 
 
+def test_nulls_and_names_the_schema_does_not_list_are_dropped() -> None:
+    reply = (
+        '<tools>\n{"name": "flipper_listen", "arguments": {"kind": "ir", "seconds": null, '
+        '"battery": null, "colour": "red"}}\n</tools>'
+    )
+    parsed = small_tools.parse_reply(reply, OFFERED)
+    assert parsed.call == small_tools.Call("flipper_listen", {"kind": "ir"})
+    assert parsed.text == ""
+
+
 def test_plain_text_is_an_answer() -> None:
     parsed = small_tools.parse_reply("Your sister is called Ana.", OFFERED)
     assert parsed == small_tools.Parsed(None, "Your sister is called Ana.")

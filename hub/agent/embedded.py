@@ -86,7 +86,7 @@ def block_text(block: Mapping[str, Any], names: dict[str, str]) -> str:
         name = names.get(str(result.get("toolUseId", "")), "the tool")
         return (
             f"The result of {name}: {result_text(result)}\n"
-            "Answer my message above in plain words, using this result."
+            "Answer my message above in plain words from this result, with its numbers and names."
         )
     return ""
 

@@ -76,7 +76,10 @@ STOP_WORDS = frozenset(
 )
 DESCRIPTION_CHARS = 240
 
-TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
+# <tool_call> is the template's; small models also write <tools>, <function_call> and the like.
+TAGGED = re.compile(
+    r"<(tool_calls?|tools?|function_calls?|functions?)>\s*(.*?)\s*(?:</\1>|$)", re.DOTALL
+)
 FENCED = re.compile(r"```[a-zA-Z_]*\s*(.*?)\s*(?:```|$)", re.DOTALL)
 NAME_KEYS = ("name", "tool", "function", "tool_name")
 ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
@@ -202,7 +205,7 @@ def candidates(reply: str) -> Iterator[tuple[dict[str, Any], str]]:
     fences, then bare JSON."""
     for pattern in (TAGGED, FENCED):
         for match in pattern.finditer(reply):
-            for value, _ in json_objects(match.group(1)):
+            for value, _ in json_objects(match.group(match.lastindex or 1)):
                 yield value, match.group(0)
     yield from json_objects(reply)
 
@@ -236,14 +239,27 @@ def check(name: str, arguments: Any, offered: Mapping[str, ToolSpec]) -> str:
     return ""
 
 
+def tidy(arguments: dict[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Drop what a small model adds that the tool never asked for: null for an optional
+    argument, and names the schema does not list (the schema decides what stays)."""
+    properties = schema.get("properties")
+    required = set(schema.get("required", ()))
+    kept = {k: v for k, v in arguments.items() if v is not None or k in required}
+    if isinstance(properties, Mapping) and schema.get("additionalProperties") is not True:
+        kept = {k: v for k, v in kept.items() if k in properties}
+    return kept
+
+
 def parse_reply(reply: str, offered: Mapping[str, ToolSpec]) -> Parsed:
     """The first call in ``reply`` that names an offered tool with valid arguments."""
     refused = ""
     for value, span in candidates(reply):
         name, arguments = read_call(value)
+        if name in offered and isinstance(arguments, dict):
+            arguments = tidy(arguments, schema_of(offered[name]))
         problem = check(name, arguments, offered)
         if not problem:
-            return Parsed(Call(name, dict(arguments)), leftover(reply.replace(span, "")))
+            return Parsed(Call(name, arguments), leftover(reply.replace(span, "")))
         refused = refused or problem
     return Parsed(None, leftover(reply) if refused else reply.strip(), refused)
 
