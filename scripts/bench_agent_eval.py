@@ -65,14 +65,39 @@ class Case:
 CASES: tuple[Case, ...] = (
     Case("remember that my sister is called Ana", ("learn",), ("Ana",), {"fact": "Sister: Ana"}),
     Case("please note that I'm allergic to peanuts", ("learn",), ("peanut",), {"fact": "peanuts"}),
-    Case("keep in mind that my birthday is on March 3rd", ("learn",), ("March", "birthday")),
-    Case("I moved to Lisbon last month, remember that", ("learn",), ("Lisbon",)),
-    Case("from now on, know that I prefer tea over coffee", ("learn",), ("tea",)),
+    Case(
+        "keep in mind that my birthday is on March 3rd",
+        ("learn",),
+        ("March", "birthday"),
+        {"fact": "Birthday: March 3rd"},
+    ),
+    Case(
+        "I moved to Lisbon last month, remember that",
+        ("learn",),
+        ("Lisbon",),
+        {"fact": "Lives in Lisbon"},
+    ),
+    Case(
+        "from now on, know that I prefer tea over coffee",
+        ("learn",),
+        ("tea",),
+        {"fact": "Prefers tea over coffee"},
+    ),
     Case("what's my dog's name?", (NONE, "recall"), ("Rex",)),
     Case("what do I do for work?", (NONE, "recall"), ("nurse",)),
     Case("what's my favourite colour?", (NONE, "recall"), ("green",)),
-    Case("search your memory for anything about my job", ("recall",), ("nurse",)),
-    Case("forget everything you know about me", ("unlearn",), ("forg", "delet", "remov", "clear")),
+    Case(
+        "search your memory for anything about my job",
+        ("recall",),
+        ("nurse",),
+        {"query": "job"},
+    ),
+    Case(
+        "forget everything you know about me",
+        ("unlearn",),
+        ("forg", "delet", "remov", "clear"),
+        {"scope": "all"},
+    ),
     Case("is my Flipper charged?", ("flipper_status",), ("87",)),
     Case("what firmware is my Flipper running?", ("flipper_status",), ("1.4.3",)),
     Case("what's the name of my Flipper?", ("flipper_status",), ("Unyana",)),
@@ -153,7 +178,7 @@ async def chat(http: aiohttp.ClientSession, server: Any, case: Case) -> Outcome:
     if not transcript.done:
         raise BenchmarkFailed(f"{case.request!r}: the stream did not end with [DONE]")
     calls = [
-        (str(e["toolUse"]["name"]), dict(e["toolUse"].get("input") or {}))
+        (str(e["toolCall"]["name"]), dict(e["toolCall"].get("input") or {}))
         for e in transcript.of_type(c.EV_BEFORE_TOOL)
     ]
     errors = [str(e["error"]) for e in transcript.of_type(c.EV_ERROR)]

@@ -855,6 +855,7 @@ BENCHMARKS: dict[str, tuple[Callable[[int], list[Figure]], int]] = {
     "cloud": (rows_of("scripts.bench_cloud"), 3),
     "universe": (rows_of("scripts.bench_universe"), 3),
     "memory_sync": (rows_of("scripts.bench_memory_sync"), 3),
+    "offline_agent": (rows_of("scripts.bench_agent_eval"), 1),
 }
 
 

@@ -68,12 +68,10 @@ def test_flatten_turns_parts_into_one_string() -> None:
     )
     assert flat == [
         {"role": "system", "content": "be kind"},
-        {"role": "user", "content": "first\nsecond"},
-        {"role": "assistant", "content": "(I called the tool flipper_status with {}.)"},
         {
             "role": "user",
-            "content": "The result of flipper_status: battery 80%\n"
-            "Answer my message above in plain words from this result, with its numbers and names.",
+            "content": "first\nsecond\n\nWhat the tool flipper_status returned: battery 80%\n\n"
+            "Answer my question from this result, quoting its numbers and names.",
         },
     ]
 

