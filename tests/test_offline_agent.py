@@ -8,6 +8,7 @@ speaking the real runner protocol) and on SmolLM2 in the runner.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -115,3 +116,27 @@ async def test_health_says_which_embedded_model_and_that_it_calls_tools(
         body = await response.json()
     assert body["embedded"]["tools"] is True
     assert body["embedded"]["model"] == QWEN_CODER_1_5B.key
+
+
+async def test_a_joined_file_with_one_byte_changed_is_refused_before_load(
+    start_hub: StartHub, closed_port: int, home: Path, joined_models: Path
+) -> None:
+    changed = home / MODELS_DIR / QWEN_CODER_1_5B.file_name
+    changed.parent.mkdir(parents=True)
+    shutil.copyfile(joined_models / QWEN_CODER_1_5B.file_name, changed)
+    with changed.open("r+b") as file:
+        file.seek(123_456_789)
+        byte = file.read(1)
+        file.seek(123_456_789)
+        file.write(bytes([byte[0] ^ 0x80]))
+    server = await start_hub(
+        ollama_host=f"http://127.0.0.1:{closed_port}",
+        model_provider=c.PROVIDER_EMBEDDED,
+        embedded_model=QWEN_CODER_1_5B.key,
+    )
+    transcript = await post_chat(
+        server.url, {"messages": [{"role": "user", "content": "hello"}]}, owner_headers(server)
+    )
+    [error] = [e["error"] for e in transcript.of_type(c.EV_ERROR)]
+    assert f"expected {QWEN_CODER_1_5B.sha256}" in error and "was not loaded" in error
+    assert server.hub.models.embedded_status()["pid"] is None, "no runner loaded the file"
