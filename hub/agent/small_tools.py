@@ -142,14 +142,16 @@ def tools_prompt(functions: Sequence[Mapping[str, Any]]) -> str:
 
 def offer_note(offered: int, mounted: int) -> str:
     """What the system prompt says about the tools offered."""
-    if offered == mounted:
-        return (
-            f"You have {offered} tools. Call one only when the user's message needs it; "
-            "otherwise answer in plain words."
-        )
+    which = (
+        f"You have {offered} tools."
+        if offered == mounted
+        else f"Of the hub's {mounted} tools, the {offered} most related to this message are "
+        "offered here."
+    )
     return (
-        f"Of the hub's {mounted} tools, the {offered} most related to this message are offered "
-        "here. Call one only when the user's message needs it; otherwise answer in plain words."
+        f"{which} When what you remember about the user (above) already answers the message, "
+        "answer from it. Call a tool only when the message needs one; otherwise answer in "
+        "plain words."
     )
 
 
