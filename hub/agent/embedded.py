@@ -256,7 +256,6 @@ class EmbeddedModel(Model):
             elif streaming:
                 yield {"contentBlockDelta": {"delta": {"text": piece}}}
         parsed = small_tools.parse_reply(reply, {spec["name"]: spec for spec in offered})
-        log.debug("the system prompt: %r", chat[0]["content"] if chat else "")
         log.debug(
             "offered %s; after a %d-token prompt the model wrote %r in %.1f s",
             self.last_offer,
