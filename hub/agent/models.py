@@ -186,13 +186,7 @@ def embedded_choice(
     wanted = settings.embedded_tools if settings is not None else "auto"
     tools = wanted == "on" or (wanted == "auto" and model is not None and model.tools)
     title = model.title if model is not None else "custom GGUF"
-    how = "calls tools" if tools else "plain chat, no tools"
-    return ModelChoice(
-        provider=c.PROVIDER_EMBEDDED,
-        model_id=title,
-        tools=tools,
-        reason=f"{reason}; embedded model {title} ({how})".lstrip("; "),
-    )
+    return ModelChoice(provider=c.PROVIDER_EMBEDDED, model_id=title, tools=tools, reason=reason)
 
 
 def choice_from_headers(headers: Mapping[str, str], default: ModelChoice) -> ModelChoice:
