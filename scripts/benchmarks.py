@@ -859,6 +859,7 @@ BENCHMARKS: dict[str, tuple[Callable[[int], list[Figure]], int]] = {
     "universe": (rows_of("scripts.bench_universe"), 3),
     "memory_sync": (rows_of("scripts.bench_memory_sync"), 3),
     "mcp": (rows_of("scripts.bench_mcp"), 30),
+    "offline_agent": (rows_of("scripts.bench_agent_eval"), 1),
 }
 
 

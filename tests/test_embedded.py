@@ -10,10 +10,13 @@ from pathlib import Path
 import pytest
 from strands import Agent
 from strands.types.exceptions import ContextWindowOverflowException
+from strands.types.tools import ToolSpec
 
 from hub import contracts as c
+from hub.agent import small_tools
 from hub.agent.embedded import SAMPLING, EmbeddedModel, bundled_gguf, flatten_messages
 from hub.agent.runner.process import Generation, RunnerSpec
+from hub.agent.runner.protocol import FIELD_GRAMMAR, FIELD_TOOLS, FIELD_TOOLS_PROMPT
 from hub.agent.runner.supervisor import RunnerSupervisor
 from hub.agent.turn import ChatMessage, Turn, run_turn
 from tests.waits import until
@@ -68,9 +71,11 @@ def test_flatten_turns_parts_into_one_string() -> None:
     )
     assert flat == [
         {"role": "system", "content": "be kind"},
-        {"role": "user", "content": "first\nsecond"},
-        {"role": "assistant", "content": "[called tool flipper_status]"},
-        {"role": "user", "content": "[tool result] battery 80%"},
+        {
+            "role": "user",
+            "content": "first\nsecond\n\nWhat the tool flipper_status returned: battery 80%\n\n"
+            "Answer my question from this result, quoting its numbers and names.",
+        },
     ]
 
 
@@ -203,3 +208,34 @@ async def test_an_idle_runner_releases_its_memory(gguf: Path) -> None:
         assert runner.pid not in (None, pid), "the next turn starts a fresh runner"
     finally:
         await runner.close()
+
+
+async def test_a_grammar_limits_what_the_runner_decodes(runner: RunnerSupervisor) -> None:
+    usage = Generation()
+    grammar = {FIELD_GRAMMAR: 'root ::= "yes" | "no"'}
+    question = [{"role": "user", "content": "Is the sky green? Answer yes or no."}]
+    text = "".join([p async for p in runner.generate(question, 8, SAMPLING, usage, grammar)])
+    assert text in ("yes", "no")
+
+
+async def test_tools_reach_a_template_without_a_place_for_them(runner: RunnerSupervisor) -> None:
+    """SmolLM2's template ignores tools: the hub's own tools block joins the system message,
+    so the prompt grows by it."""
+    question = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]
+    plain, offered = Generation(), Generation()
+    async for _ in runner.generate(question, 1, SAMPLING, plain):
+        pass
+    functions = [small_tools.as_function(s) for s in TOOL_SPECS]
+    offer = {FIELD_TOOLS: functions, FIELD_TOOLS_PROMPT: small_tools.tools_prompt(functions)}
+    async for _ in runner.generate(question, 1, SAMPLING, offered, offer):
+        pass
+    assert offered.prompt_tokens > plain.prompt_tokens + 40
+
+
+TOOL_SPECS: list[ToolSpec] = [
+    {
+        "name": "flipper_status",
+        "description": "The Flipper Zero attached to this hub: battery, firmware.",
+        "inputSchema": {"json": {"type": "object", "properties": {}}},
+    }
+]

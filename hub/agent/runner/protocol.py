@@ -3,6 +3,9 @@
 The hub writes requests to the runner's stdin; the runner writes events to its stdout:
 
 - ``{"op": "generate", "id", "messages", "max_tokens", "sampling"}`` — decode a chat reply;
+  optional ``tools`` (OpenAI-style function list) are rendered by the model's own chat template,
+  or, when the template has no place for them, ``tools_prompt`` (the hub's rendering) joins the
+  system message; optional ``grammar`` (GBNF) limits what may be decoded;
 - ``{"op": "cancel", "id"}`` — stop that generation now (a stale id is ignored);
 - ``{"ev": "ready", "model", "load_s", "threads", "system_info"}`` — loaded, once;
 - ``{"ev": "text", "id", "text", "n"}`` — ``n`` decoded tokens' text;
@@ -19,6 +22,10 @@ from typing import Any
 
 OP_GENERATE = "generate"
 OP_CANCEL = "cancel"
+
+FIELD_TOOLS = "tools"
+FIELD_TOOLS_PROMPT = "tools_prompt"
+FIELD_GRAMMAR = "grammar"
 
 EV_READY = "ready"
 EV_TEXT = "text"

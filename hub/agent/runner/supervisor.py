@@ -15,9 +15,10 @@ import contextlib
 import itertools
 import logging
 import os
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any
 
+from hub.agent.bundled_models import MODELS, VERIFIER
 from hub.agent.runner.process import (
     Generation,
     RunnerExited,
@@ -116,9 +117,11 @@ class RunnerSupervisor:
         max_tokens: int,
         sampling: dict[str, Any],
         usage: Generation,
+        offer: Mapping[str, Any] | None = None,
     ) -> AsyncGenerator[str, None]:
         """The reply's text as the runner decodes it. Leaving early (the turn was cancelled or
-        the consumer stopped reading) stops the decoding."""
+        the consumer stopped reading) stops the decoding. ``offer``: the tools (and grammar)
+        this generation offers, in the protocol's fields."""
         if (failure := self.failure) is not None:
             raise RunnerFailed(failure)
         await self._lock.acquire()
@@ -127,7 +130,7 @@ class RunnerSupervisor:
         try:
             self._cancel_idle()
             process = await self._running()
-            rid = process.request(messages, max_tokens, sampling)
+            rid = process.request(messages, max_tokens, sampling, offer)
             async for piece in process.stream(rid, usage):
                 yield piece
             self._deaths = 0
@@ -143,6 +146,9 @@ class RunnerSupervisor:
     async def _running(self) -> RunnerProcess:
         if self._process is not None and self._process.alive:
             return self._process
+        if self.spec.bundled:
+            model = MODELS[self.spec.bundled]
+            await asyncio.to_thread(VERIFIER.ready, model, self.spec.model_path)
         process = self._make(self.spec)
         self._process = process
         await process.start(START_TIMEOUT_S)

@@ -1,0 +1,391 @@
+"""How well the offline agent uses the hub's real tools: 34 requests through ``POST /api/chat``.
+
+Each request runs in a fresh conversation, as the owner, in a throwaway hub whose Flipper is the
+byte-faithful emulator on a pty; the other devices (Nicla boards, webcam) are absent, so their
+tools answer that they are not connected. Three facts are learned before the run, for the
+questions that the memory pre-load (or ``recall``) answers. The set covers memory, the Flipper,
+devices, tinys, chit-chat that needs no tool, and requests for tools the hub does not have; it
+is kept out of the prompts the protocol was tuned on.
+
+Scored per request, by these rules:
+
+- **right tool**: the first tool called is one the case accepts, or nothing was called where
+  the case accepts no call;
+- **valid arguments**: of the calls made, the share whose input is valid for the called tool's
+  JSON schema (as mounted in that hub);
+- **no spurious call**: of the cases that need no tool, the share where none was called;
+- **answer**: the final text is not empty, holds no raw call (``<tool_call>``, a JSON object),
+  and, where the case names words, contains one of them (case-insensitive).
+
+Runs on the embedded models (``qwen`` = Qwen2.5-Coder-1.5B, needs the agent-model extra;
+``smollm2`` with the protocol forced on) and on the fake Ollama as a control (scripted with each
+case's right call, so it checks the scoring and the hub's tool loop, not a model). Also: the
+decode rate of each embedded model (a fresh runner, 48 tokens) and the seconds per turn.
+
+``python -m scripts.bench_agent_eval [runs] [qwen,smollm2,control]`` prints the rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import jsonschema
+
+from scripts.bench_common import BenchmarkFailed, owner_headers, running_hub
+from scripts.bench_rows import Row, run_alone
+
+NONE = ""  # "no tool" in a case's accepted set
+SEEDED_FACTS = (
+    "The user's dog is called Rex.",
+    "The user works as a nurse.",
+    "The user's favourite colour is green.",
+)
+MAX_TOKENS = 160
+
+
+@dataclass(frozen=True)
+class Case:
+    request: str
+    accepted: tuple[str, ...]  # tool names; NONE for "no call"
+    words: tuple[str, ...] = ()  # one of them in the answer (empty: any real answer)
+    control_args: dict[str, Any] = field(default_factory=dict)  # the right call, for the control
+
+
+CASES: tuple[Case, ...] = (
+    Case("remember that my sister is called Ana", ("learn",), ("Ana",), {"fact": "Sister: Ana"}),
+    Case("please note that I'm allergic to peanuts", ("learn",), ("peanut",), {"fact": "peanuts"}),
+    Case(
+        "keep in mind that my birthday is on March 3rd",
+        ("learn",),
+        ("March", "birthday"),
+        {"fact": "Birthday: March 3rd"},
+    ),
+    Case(
+        "I moved to Lisbon last month, remember that",
+        ("learn",),
+        ("Lisbon",),
+        {"fact": "Lives in Lisbon"},
+    ),
+    Case(
+        "from now on, know that I prefer tea over coffee",
+        ("learn",),
+        ("tea",),
+        {"fact": "Prefers tea over coffee"},
+    ),
+    Case("what's my dog's name?", (NONE, "recall"), ("Rex",)),
+    Case("what do I do for work?", (NONE, "recall"), ("nurse",)),
+    Case("what's my favourite colour?", (NONE, "recall"), ("green",)),
+    Case(
+        "search your memory for anything about my job",
+        ("recall",),
+        ("nurse",),
+        {"query": "job"},
+    ),
+    Case(
+        "forget everything you know about me",
+        ("unlearn",),
+        ("forg", "delet", "remov", "clear"),
+        {"scope": "all"},
+    ),
+    Case("is my Flipper charged?", ("flipper_status",), ("87",)),
+    Case("what firmware is my Flipper running?", ("flipper_status",), ("1.4.3",)),
+    Case("what's the name of my Flipper?", ("flipper_status",), ("Unyana",)),
+    Case(
+        "list the files in /ext/infrared on my Flipper",
+        ("flipper_files",),
+        ("tv.ir",),
+        {"action": "list", "path": "/ext/infrared"},
+    ),
+    Case("make my Flipper beep so I can find it", ("flipper_find",), ("beep", "blink", "vibrat")),
+    Case(
+        "listen for infrared signals with the Flipper for 2 seconds",
+        ("flipper_listen",),
+        ("decod", "infrared", "IR", "signal"),
+        {"kind": "ir", "seconds": 2},
+    ),
+    Case("which of my devices are connected to you?", ("use_device",), ("device",)),
+    Case("take a photo with my necklace camera", ("nicla_take_photo",), ("not", "connect")),
+    Case("what's the battery of my Nicla Vision?", ("nicla_status",), ("not", "connect")),
+    Case("what wake words did my voice recorder hear?", ("nicla_voice_wakes",)),
+    Case("take a picture with the webcam", ("camera_photo",), ("camera", "webcam")),
+    Case(
+        "create a new tiny called Chef that helps with recipes",
+        ("create_ai",),
+        ("Chef",),
+        {"name": "Chef", "systemPrompt": "You help with recipes."},
+    ),
+    Case("list the tinys I can talk to", ("list_tiny",), ("tiny",)),
+    Case("show me the tiny named tiny", ("get_tiny",), ("tiny",), {"name": "tiny"}),
+    Case("hello!", (NONE,)),
+    Case("tell me a joke", (NONE,)),
+    Case("what is 12 times 7?", (NONE,), ("84",)),
+    Case("how are you today?", (NONE,)),
+    Case("translate 'good morning' to Spanish", (NONE,), ("buenos",)),
+    Case("write a haiku about rain", (NONE,)),
+    Case("book me a flight to Paris", (NONE,)),
+    Case("turn off the living room lights", (NONE,)),
+    Case("send an email to my boss saying I'm late", (NONE,)),
+    Case("order a pizza for me", (NONE,)),
+)
+
+
+@dataclass
+class Outcome:
+    case: Case
+    calls: list[tuple[str, dict[str, Any]]]
+    text: str
+    seconds: float
+    errors: list[str]
+
+    @property
+    def right_tool(self) -> bool:
+        first = self.calls[0][0] if self.calls else NONE
+        return first in self.case.accepted
+
+    @property
+    def answer_ok(self) -> bool:
+        text = self.text.strip()
+        if not text or "<tool_call>" in text or text.startswith("{"):
+            return False
+        return not self.case.words or any(w.lower() in text.lower() for w in self.case.words)
+
+
+async def chat(http: aiohttp.ClientSession, server: Any, case: Case) -> Outcome:
+    """One request as a fresh conversation; the calls made, the final text, the wall time."""
+    from hub import contracts as c
+    from tests.sse import read_sse
+
+    body = {"messages": [{"role": "user", "content": case.request}]}
+    started = time.perf_counter()
+    async with http.post(
+        f"{server.url}/api/chat", json=body, headers=owner_headers(server)
+    ) as response:
+        if response.status != 200:
+            raise BenchmarkFailed(f"{case.request!r}: HTTP {response.status}")
+        transcript = await read_sse(response)
+    seconds = time.perf_counter() - started
+    if not transcript.done:
+        raise BenchmarkFailed(f"{case.request!r}: the stream did not end with [DONE]")
+    calls = [
+        (str(e["toolCall"]["name"]), dict(e["toolCall"].get("input") or {}))
+        for e in transcript.of_type(c.EV_BEFORE_TOOL)
+    ]
+    errors = [str(e["error"]) for e in transcript.of_type(c.EV_ERROR)]
+    return Outcome(case, calls, final_text(transcript), seconds, errors)
+
+
+def final_text(transcript: Any) -> str:
+    """The text after the last tool result (the answer), or all of it when no tool ran."""
+    from hub import contracts as c
+
+    text, seen_tool = "", False
+    for event in transcript.events:
+        if event.get("type") == c.EV_AFTER_TOOL:
+            text, seen_tool = "", True
+        elif c.DELTA_TEXT in event:
+            text += str(event[c.DELTA_TEXT])
+    return text if seen_tool or text else transcript.text
+
+
+def schemas(server: Any) -> dict[str, dict[str, Any]]:
+    """The mounted tools' input schemas, as the owner's turn mounts them."""
+    from hub.agent.tools import mount_tools
+    from hub.agent.tools.context import ToolContext
+
+    hub = server.hub
+    mounted = mount_tools(ToolContext(hub, hub.owner, hub.tinys.get("tiny")))
+    return {t.tool_name: dict(t.tool_spec["inputSchema"]["json"]) for t in mounted.tools}
+
+
+@contextlib.asynccontextmanager
+async def eval_hub(**overrides: Any) -> AsyncIterator[Any]:
+    """A throwaway hub with the emulated Flipper online and the seeded facts learned."""
+    from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
+
+    with tempfile.TemporaryDirectory() as tmp:
+        link = Path(tmp) / "flipper"
+        device = FlipperEmulator(FlipperState(), link=link)
+        device.start()
+        try:
+            async with running_hub(
+                flipper_port=str(link), camera_device="", microphone_device="off", **overrides
+            ) as server:
+                await flipper_online(server)
+                for fact in SEEDED_FACTS:
+                    server.hub.memory.learn(server.hub.owner.id, fact)
+                yield server
+        finally:
+            device.stop()
+
+
+async def flipper_online(server: Any, wait_s: float = 30.0) -> None:
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if any(r["status"] == "online" for r in server.hub.drivers.records()):
+            return
+        await asyncio.sleep(0.05)
+    raise BenchmarkFailed("the emulated Flipper did not come online")
+
+
+async def run_cases(server: Any, cases: Sequence[Case]) -> list[Outcome]:
+    outcomes = []
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=900)) as http:
+        for case in cases:
+            outcome = await chat(http, server, case)
+            log_outcome(outcome)
+            outcomes.append(outcome)
+    return outcomes
+
+
+def log_outcome(o: Outcome) -> None:
+    calls = ", ".join(f"{name}{args}" for name, args in o.calls) or "-"
+    marks = f"tool={'ok' if o.right_tool else 'NO'} answer={'ok' if o.answer_ok else 'NO'}"
+    print(
+        f"  {o.seconds:6.1f}s {marks} {o.case.request!r} calls: {calls} -> {o.text[:120]!r}"
+        + (f" errors: {o.errors}" if o.errors else ""),
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+async def embedded_outcomes(key: str) -> tuple[list[Outcome], dict[str, dict[str, Any]]]:
+    async with eval_hub(
+        model_provider="embedded",
+        embedded_model=key,
+        embedded_tools="on",
+        model_max_tokens=MAX_TOKENS,
+    ) as server:
+        return await run_cases(server, CASES), schemas(server)
+
+
+async def control_outcomes() -> tuple[list[Outcome], dict[str, dict[str, Any]]]:
+    """The fake Ollama, scripted with each case's right call and an answer in its words."""
+    from tests.fakes.ollama import FakeOllama, Reply
+
+    fake = FakeOllama()
+    await fake.start()
+    try:
+        async with eval_hub(ollama_host=fake.url, model_max_tokens=MAX_TOKENS) as server:
+            outcomes = []
+            async with aiohttp.ClientSession() as http:
+                for case in CASES:
+                    answer = Reply(chunks=[f"Here you are: {' '.join(case.words) or 'done'}."])
+                    tool = case.accepted[0]
+                    if tool:
+                        call = {"function": {"name": tool, "arguments": case.control_args}}
+                        fake.script(Reply(chunks=[], tool_calls=[call]), answer)
+                    else:
+                        fake.script(answer)
+                    outcomes.append(await chat(http, server, case))
+            return outcomes, schemas(server)
+    finally:
+        await fake.stop()
+
+
+def valid_share(outcomes: Sequence[Outcome], tool_schemas: dict[str, dict[str, Any]]) -> float:
+    calls = [call for o in outcomes for call in o.calls]
+    if not calls:
+        return 1.0
+    valid = 0
+    for name, arguments in calls:
+        schema = tool_schemas.get(name)
+        if schema is not None and not list(
+            jsonschema.Draft202012Validator(schema).iter_errors(arguments)
+        ):
+            valid += 1
+    return valid / len(calls)
+
+
+def score_rows(label: str, outcomes: Sequence[Outcome], tool_schemas: dict[str, Any]) -> list[Row]:
+    suffix = "" if label == "qwen" else f"_{label}"
+    chit_chat = [o for o in outcomes if o.case.accepted == (NONE,)]
+    how = f"{len(outcomes)} requests through POST /api/chat ({label})"
+    return [
+        (f"offline_agent_right_tool{suffix}", share(o.right_tool for o in outcomes), "share", how),
+        (f"offline_agent_valid_args{suffix}", valid_share(outcomes, tool_schemas), "share", how),
+        (
+            f"offline_agent_no_spurious_call{suffix}",
+            share(not o.calls for o in chit_chat),
+            "share",
+            f"{len(chit_chat)} requests that need no tool ({label})",
+        ),
+        (f"offline_agent_answer_ok{suffix}", share(o.answer_ok for o in outcomes), "share", how),
+        (
+            f"offline_agent_turn_s{suffix}",
+            statistics.median(o.seconds for o in outcomes),
+            "s",
+            f"median wall time of a turn, {label}",
+        ),
+    ]
+
+
+def share(flags: Any) -> float:
+    values = [bool(f) for f in flags]
+    return sum(values) / len(values)
+
+
+async def decode_rate(key: str) -> float:
+    """A fresh runner's decode rate on this machine (the doctor's probe, 48 tokens)."""
+    from hub.agent.models import embedded_spec
+    from hub.agent.runner.probe import decode_probe
+    from hub.config import load_settings
+
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = load_settings(home=Path(tmp), environ={}, overrides={"embedded_model": key})
+        result = await decode_probe(embedded_spec(settings), max_tokens=48)
+    if not result.ok:
+        raise BenchmarkFailed(f"decode probe on {key}: {result.detail}")
+    return result.tokens_per_s
+
+
+async def measure(runs: int, labels: Sequence[str]) -> list[Row]:
+    keys = {"qwen": "qwen2.5-coder-1.5b", "smollm2": "smollm2"}
+    rows: list[Row] = []
+    for label in labels:
+        print(f"offline agent eval: {label}", file=sys.stderr, flush=True)
+        if label == "control":
+            outcomes, tool_schemas = await control_outcomes()
+            rows += score_rows(label, outcomes, tool_schemas)
+            continue
+        rates = [await decode_rate(keys[label]) for _ in range(runs)]
+        outcomes, tool_schemas = await embedded_outcomes(keys[label])
+        rows += score_rows(label, outcomes, tool_schemas)
+        suffix = "" if label == "qwen" else f"_{label}"
+        rows.append(
+            (
+                f"offline_agent_decode_tok_s{suffix}",
+                statistics.median(rates),
+                "tok/s",
+                f"fresh runner, 48 tokens, median of {runs} ({label})",
+            )
+        )
+    return rows
+
+
+def bench(runs: int, labels: Sequence[str] | None = None) -> list[Row]:
+    from hub.agent import bundled_models
+
+    if labels is None:
+        wanted = os.environ.get("TINY_HUB_EVAL_MODELS", "qwen,smollm2,control")
+        labels = [label for label in wanted.split(",") if label]
+    if "qwen" in labels and not bundled_models.installed(bundled_models.QWEN_CODER_1_5B):
+        print("offline agent eval: qwen skipped (the agent-model extra is not installed)")
+        labels = [label for label in labels if label != "qwen"]
+    return asyncio.run(measure(runs, labels))
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    chosen = args[1].split(",") if len(args) > 1 else None
+    raise SystemExit(run_alone(lambda runs: bench(runs, chosen), args[:1], 1))

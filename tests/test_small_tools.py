@@ -1,0 +1,249 @@
+"""The small-model tool protocol: lenient reading, strict checks, the tools offered."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from strands.types.tools import ToolSpec
+
+from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
+from hub import contracts as c
+from hub.agent import small_tools
+from hub.agent.embedded import cached_embed, flatten_messages
+from hub.agent.runner.process import RunnerSpec
+from hub.agent.runner.supervisor import RunnerSupervisor
+from hub.server import RunningServer
+from tests.conftest import StartHub, owner_headers
+from tests.sse import post_chat
+from tests.waits import until
+
+
+def spec(name: str, description: str, properties: dict[str, Any], required: list[str]) -> ToolSpec:
+    schema = {"type": "object", "properties": properties, "required": required}
+    return {"name": name, "description": description, "inputSchema": {"json": schema}}
+
+
+LEARN = spec(
+    "learn",
+    "Store one self-contained fact about the user, readable on its own later.",
+    {"fact": {"type": "string"}, "supersedes": {"type": "array", "items": {"type": "integer"}}},
+    ["fact"],
+)
+STATUS = spec("flipper_status", "The Flipper Zero attached to this hub: battery, firmware.", {}, [])
+LISTEN = spec(
+    "flipper_listen",
+    "Listen with the Flipper for a while and report what it decoded.",
+    {"kind": {"type": "string", "enum": ["ir", "subghz", "nfc"]}, "seconds": {"type": "integer"}},
+    ["kind"],
+)
+OFFERED = {s["name"]: s for s in (LEARN, STATUS, LISTEN)}
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '<tool_call>\n{"name": "learn", "arguments": {"fact": "my sister is Ana"}}\n</tool_call>',
+        '```json\n{"name": "learn", "arguments": {"fact": "my sister is Ana"}}\n```',
+        '{"name": "learn", "arguments": {"fact": "my sister is Ana"}}',
+        '{{"name": "learn", "arguments": {"fact": "my sister is Ana"}}}',
+        '{"name": "learn", "arguments": "{\\"fact\\": \\"my sister is Ana\\"}"}',
+        '{"function": {"name": "learn", "arguments": {"fact": "my sister is Ana"}}}',
+        '<tool_call>\n{"name": "learn", "arguments": {"fact": "my sister is Ana"}}',
+        'Sure.\n<tool_call>{"tool": "learn", "parameters": {"fact": "my sister is Ana"}}'
+        "</tool_call>",
+    ],
+)
+def test_a_call_is_read_in_any_of_its_shapes(reply: str) -> None:
+    parsed = small_tools.parse_reply(reply, OFFERED)
+    assert parsed.call == small_tools.Call("learn", {"fact": "my sister is Ana"})
+    assert "{" not in parsed.text and "tool_call" not in parsed.text
+
+
+@pytest.mark.parametrize(
+    ("reply", "why"),
+    [
+        ('<tool_call>{"name": "joke", "arguments": {}}</tool_call>', "'joke' is not an offered"),
+        ('{"name": "flipper_listen", "arguments": {"kind": "radio"}}', "not valid"),
+        ('{"name": "flipper_listen", "arguments": {}}', "'kind' is a required property"),
+        ('{"name": "learn", "arguments": ["my sister"]}', "not a JSON object"),
+        ('{"arguments": {"fact": "x"}}', "no tool name"),
+    ],
+)
+def test_a_call_outside_the_offer_or_its_schema_is_no_call(reply: str, why: str) -> None:
+    parsed = small_tools.parse_reply(reply, OFFERED)
+    assert parsed.call is None
+    assert why in parsed.refused
+    assert parsed.text == "", "the refused call is not shown as the answer"
+
+
+def test_nulls_and_names_the_schema_does_not_list_are_dropped() -> None:
+    reply = (
+        '<tools>\n{"name": "flipper_listen", "arguments": {"kind": "ir", "seconds": null, '
+        '"battery": null, "colour": "red"}}\n</tools>'
+    )
+    parsed = small_tools.parse_reply(reply, OFFERED)
+    assert parsed.call == small_tools.Call("flipper_listen", {"kind": "ir"})
+    assert parsed.text == ""
+
+
+def test_plain_text_is_an_answer() -> None:
+    parsed = small_tools.parse_reply("Your sister is called Ana.", OFFERED)
+    assert parsed == small_tools.Parsed(None, "Your sister is called Ana.")
+    assert not small_tools.looks_like_call("Your sister")
+    assert small_tools.looks_like_call("  <tool")
+
+
+def test_the_first_valid_call_wins_over_an_invented_one() -> None:
+    reply = '{"name": "calculate", "arguments": {}}\n{"name": "flipper_status", "arguments": {}}'
+    assert small_tools.parse_reply(reply, OFFERED).call == small_tools.Call("flipper_status", {})
+
+
+def test_functions_and_the_fallback_prompt_carry_names_and_schemas() -> None:
+    functions = [small_tools.as_function(s) for s in (LEARN, LISTEN)]
+    assert functions[1]["function"]["parameters"]["required"] == ["kind"]
+    prompt = small_tools.tools_prompt(functions)
+    assert '"name": "learn"' in prompt and "<tool_call>" in prompt
+    assert "Of the hub's 41 tools, the 6" in small_tools.offer_note(6, 41)
+
+
+def test_few_tools_are_all_offered_and_many_are_chosen_by_the_message() -> None:
+    assert small_tools.choose([LEARN, STATUS], "hello", cached_embed) == [LEARN, STATUS]
+    many = [
+        LEARN,
+        spec("recall", "Search everything learned about the user by meaning.", {}, []),
+        STATUS,
+        LISTEN,
+        spec("camera_photo", "Take a photo with the webcam of this machine.", {}, []),
+        spec("set_theme", "Change the chat's colours.", {}, []),
+        spec("speak", "Say something aloud with the device's speech.", {}, []),
+        spec("open_url", "Open a web page on the user's device.", {}, []),
+    ]
+    chosen = [s["name"] for s in small_tools.choose(many, "is my Flipper charged?", cached_embed)]
+    assert len(chosen) == small_tools.OFFERED_AT_MOST
+    assert {"learn", "recall", "flipper_status"} <= set(chosen)
+    photo = small_tools.choose(many, "take a photo with the webcam", cached_embed, at_most=3)
+    assert "camera_photo" in [s["name"] for s in photo]
+
+
+def test_the_answer_turn_gives_the_result_as_plain_text() -> None:
+    flat = flatten_messages(
+        [
+            {"role": "user", "content": [{"text": "is my Flipper charged?"}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"toolUse": {"toolUseId": "t1", "name": "flipper_status", "input": {}}}
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "toolResult": {
+                            "toolUseId": "t1",
+                            "status": "success",
+                            "content": [{"text": "battery 87%"}, {"json": {"level": 87}}],
+                        }
+                    }
+                ],
+            },
+        ],
+        "be kind",
+    )
+    assert [m["role"] for m in flat] == ["system", "user"], "the result joins the question"
+    assert flat[1]["content"].startswith("is my Flipper charged?\n\nWhat the tool flipper_status")
+    assert 'battery 87% {"level": 87}' in flat[1]["content"]
+
+
+@dataclass(frozen=True)
+class ScriptedSpec(RunnerSpec):
+    """A runner spec whose process is the scripted runner."""
+
+    script: Path = Path()
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "tests.fakes.scripted_runner", str(self.script)]
+
+
+@pytest.fixture
+def emulator(tmp_path: Path) -> Iterator[FlipperEmulator]:
+    device = FlipperEmulator(FlipperState(), link=tmp_path / "flipper")
+    device.start()
+    yield device
+    device.stop()
+
+
+async def scripted_hub(
+    start_hub: StartHub, closed_port: int, tmp_path: Path, replies: list[str]
+) -> tuple[RunningServer, Path]:
+    """A hub on the embedded model with tools on, its runner scripted; the request log."""
+    server = await start_hub(
+        ollama_host=f"http://127.0.0.1:{closed_port}",
+        model_provider=c.PROVIDER_EMBEDDED,
+        embedded_tools="on",
+        flipper_port=str(tmp_path / "flipper"),
+    )
+    records = server.hub.drivers.records
+    await until(lambda: any(r["status"] == "online" for r in records()), what="flipper online")
+    log, script = tmp_path / "requests.jsonl", tmp_path / "script.json"
+    script.write_text(json.dumps({"replies": replies, "log": str(log)}))
+    spec = ScriptedSpec(Path(sys.executable), 512, 1, script=script)
+    server.hub.models._runner = RunnerSupervisor(spec)
+    return server, log
+
+
+def requests_sent(log: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+async def test_a_fenced_call_runs_the_real_tool_and_the_answer_has_no_tools(
+    start_hub: StartHub, closed_port: int, tmp_path: Path, emulator: FlipperEmulator
+) -> None:
+    call = '```json\n{"name": "flipper_status", "arguments": {}}\n```'
+    server, log = await scripted_hub(
+        start_hub, closed_port, tmp_path, [call, "Yes: your Flipper is at 87%."]
+    )
+    transcript = await post_chat(
+        server.url,
+        {"messages": [{"role": "user", "content": "is my Flipper charged?"}]},
+        owner_headers(server),
+    )
+    assert transcript.done and not transcript.of_type(c.EV_ERROR)
+    [result] = [e["toolResult"] for e in transcript.of_type(c.EV_AFTER_TOOL)]
+    assert (result["name"], result["status"]) == ("flipper_status", "success")
+    assert "battery 87" in result["content"][0]["text"], (
+        "the emulator's battery, through the driver"
+    )
+    assert transcript.text == "Yes: your Flipper is at 87%."
+    first, second = requests_sent(log)
+    offered = [f["function"]["name"] for f in first["tools"]]
+    assert "flipper_status" in offered and len(offered) == small_tools.OFFERED_AT_MOST
+    assert "most related to this message" in first["messages"][0]["content"]
+    assert "tools" not in second, "the answer is written without the tools block"
+    assert "What the tool flipper_status returned:" in second["messages"][-1]["content"]
+    assert "battery 87" in second["messages"][-1]["content"]
+
+
+async def test_an_invented_tool_is_no_call_and_a_plain_answer_follows(
+    start_hub: StartHub, closed_port: int, tmp_path: Path, emulator: FlipperEmulator
+) -> None:
+    invented = '<tool_call>\n{"name": "joke", "arguments": {}}\n</tool_call>'
+    server, log = await scripted_hub(
+        start_hub, closed_port, tmp_path, [invented, "Why did the robot nap? Low battery."]
+    )
+    transcript = await post_chat(
+        server.url,
+        {"messages": [{"role": "user", "content": "tell me a joke"}]},
+        owner_headers(server),
+    )
+    assert transcript.done and not transcript.of_type(c.EV_ERROR)
+    assert not transcript.of_type(c.EV_AFTER_TOOL)
+    assert transcript.text == "Why did the robot nap? Low battery."
+    first, second = requests_sent(log)
+    assert "tools" in first and "tools" not in second
