@@ -119,7 +119,8 @@ def check_speech(settings: Settings) -> Check:
     status = Senses.from_settings(settings).speech.status()
     name = f"speech model ({status['model']})"
     if not status["available"]:
-        return Check("FAIL", name, str(status["detail"]), "see speech.model in the README")
+        fix = "see speech.model in docs/configuration.md"
+        return Check("FAIL", name, str(status["detail"]), fix)
     return Check("OK", name, f"{status['path']}: {status['detail']}")
 
 

@@ -675,7 +675,7 @@ async def _heartbeat_rate(http: Any, url: str, devices: list[dict[str, str]]) ->
 async def _round_trips(
     http: Any, url: str, auth: dict[str, str], devices: list[dict[str, str]], runs: int
 ) -> list[float]:
-    """Invoke the first device ``runs`` times; the others behave like the seed's daemon."""
+    """Invoke the first device ``runs`` times; the others behave like the contract's daemon."""
     stop = asyncio.Event()
 
     async def daemon(creds: dict[str, str], idle_s: float) -> None:

@@ -1,9 +1,10 @@
 """Which model answers a turn, and the strands provider that talks to it.
 
-Order (seed 000, step 4): the request's ``x-tiny-model-*`` headers, else the hub's configured
-default. The default in ``auto`` mode is Ollama when it answers and has a model, else the embedded
-model. Ollama is asked which of its models can call tools (``/api/show`` capabilities); a model
-that cannot gets no tools, because such a model answers tool specs with garbage.
+Order (docs/protocol.md, turn step 4): the request's ``x-tiny-model-*`` headers, else the hub's
+configured default. The default in ``auto`` mode is Ollama when it answers and has a model, else
+the embedded model. Ollama is asked which of its models can call tools (``/api/show``
+capabilities); a model that cannot gets no tools, because such a model answers tool specs with
+garbage.
 """
 
 from __future__ import annotations
@@ -197,7 +198,8 @@ def embedded_choice(
 
 
 def choice_from_headers(headers: Mapping[str, str], default: ModelChoice) -> ModelChoice:
-    """Apply the request's x-tiny-model-* headers over the default (seed 000, step 4)."""
+    """Apply the request's x-tiny-model-* headers over the default (docs/protocol.md, turn step
+    4)."""
     provider = headers.get(c.H_MODEL_PROVIDER, "").strip().lower()
     model_id = headers.get(c.H_MODEL_ID, "").strip()
     if not provider and not model_id:
@@ -271,7 +273,8 @@ class ModelRouter:
     async def resolve(
         self, headers: Mapping[str, str], saved: SavedModel | None = None
     ) -> ModelChoice:
-        """Seed 000, step 4: request headers, then the user's saved choice, then the default."""
+        """docs/protocol.md, turn step 4: request headers, then the user's saved choice, then the
+        default."""
         default = await self.default()
         base = default if saved is None else self._from_saved(saved, default)
         choice = choice_from_headers(headers, base)

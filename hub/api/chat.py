@@ -1,4 +1,4 @@
-"""POST /api/chat: validate the body, choose the model, stream the turn as SSE (seed 000).
+"""POST /api/chat: validate the body, choose the model, stream the turn as SSE (docs/protocol.md).
 
 Frames are ``data: {json}`` separated by a blank line, each with a monotonic ``seq`` so a client
 can tell a frame was lost; ``: ping`` every 15 s keeps proxies from closing a quiet stream;
@@ -137,8 +137,9 @@ async def _compose(request: web.Request, messages: list[ChatMessage]) -> Turn:
 
 
 async def endpoint_chat(request: web.Request, body: dict[str, Any]) -> web.Response:
-    """The hub as an endpoint device (seed 001, Path A): ``{prompt}`` → ``{reply}``, for a
-    signed-in caller only (the cloud dials it with the bearer it was enrolled with)."""
+    """The hub as an endpoint device (docs/protocol.md, endpoint devices): ``{prompt}`` →
+    ``{reply}``, for a signed-in caller only (the cloud dials it with the bearer it was enrolled
+    with)."""
     user = caller(request)
     if user is None:
         raise http_error(web.HTTPUnauthorized, "Authorization: Bearer <secret> is required")

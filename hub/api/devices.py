@@ -1,4 +1,5 @@
-"""Devices over HTTP (seed 001): the owner's enrollment routes, and the dial-in protocol.
+"""Devices over HTTP (docs/protocol.md, devices): the owner's enrollment routes, and the dial-in
+protocol.
 
 It is one module on purpose: the owner's enrollment routes and the dial-in protocol are one
 resource, the device, and share its checks (ids, tokens, lengths).

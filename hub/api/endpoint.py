@@ -1,6 +1,6 @@
-"""The hub as an endpoint device (seed 001, Path A): what the cloud dials when the owner
-enrolls this hub there. Every route needs ``Authorization: Bearer <secret>`` — a token of this
-hub's users — and answers 401 without it. ``POST /api/chat {prompt}`` lives in chat.py: the
+"""The hub as an endpoint device (docs/protocol.md, endpoint devices): what the cloud dials when
+the owner enrolls this hub there. Every route needs ``Authorization: Bearer <secret>`` — a token of
+this hub's users — and answers 401 without it. ``POST /api/chat {prompt}`` lives in chat.py: the
 body's shape tells it apart from the SSE form."""
 
 from __future__ import annotations

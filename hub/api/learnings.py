@@ -1,4 +1,5 @@
-"""/learnings: the caller's own facts over HTTP (seed 003). ``userId`` may name only the caller.
+"""/learnings: the caller's own facts over HTTP (docs/protocol.md, memory). ``userId`` may name
+only the caller.
 
 Memory calls embed text and touch Chroma, so they run in a worker thread; the store is safe
 to call from one (its own connection and lock).

@@ -1,4 +1,4 @@
-"""/api/model: the caller's saved model choice (seed 000, step 4's middle rung).
+"""/api/model: the caller's saved model choice (docs/protocol.md, turn step 4's middle rung).
 
 GET shows it and the hub's default; PUT saves ``{provider, id?, baseUrl?, maxTokens?}``;
 DELETE forgets it. An API key is refused here: keys come per request or from the hub's config.

@@ -1,4 +1,4 @@
-"""Pairing a phone over HTTP (issue 9 §3); the rules live in :mod:`hub.lan.pairing`.
+"""Pairing a phone over HTTP (docs/lan.md); the rules live in :mod:`hub.lan.pairing`.
 
 ``POST /api/pair/offer`` (owner) makes a code and its QR; ``POST /api/pair`` (anonymous: the
 phone has no credential yet, the code is one) trades a code for a device token;

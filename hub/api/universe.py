@@ -1,4 +1,4 @@
-"""/list and /retrieve: the universe's readers (seed 003), open to anyone.
+"""/list and /retrieve: the universe's readers (docs/protocol.md, universe), open to anyone.
 
 Both answer public tinys only. /list pages through SQL; /retrieve asks Chroma for the nearest
 nine and keeps only those SQL still holds public, so a private tiny never appears however
