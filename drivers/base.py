@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib.metadata import EntryPoint, entry_points
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:  # annotations only: importing strands costs ~0.4 s, aiohttp ~0.1 s
     from aiohttp import web
@@ -275,6 +275,41 @@ def turn_host(tool_context: StrandsToolContext) -> DriverHost:
     in strands' invocation state, which the hub fills for every turn."""
     host: DriverHost = tool_context.invocation_state[HOST_STATE_KEY]
     return host
+
+
+AttachedDriver = TypeVar("AttachedDriver", bound="Driver")
+
+
+def first_online(host: DriverHost, kind: type[AttachedDriver]) -> AttachedDriver | None:
+    """The first running driver of class ``kind`` (its family is ``kind.name``), or None."""
+    for driver in host.online(kind.name):
+        if isinstance(driver, kind):
+            return driver
+    return None
+
+
+async def with_attached(
+    tool_context: StrandsToolContext,
+    what: str,
+    attached: Callable[[DriverHost], AttachedDriver | None],
+    missing: Callable[[DriverHost], str],
+    action: Callable[[DriverHost, AttachedDriver], Awaitable[dict[str, Any]]],
+    errors: tuple[type[Exception], ...],
+) -> dict[str, Any]:
+    """What every owner-only device tool does around its own work: refuse anyone but the owner
+    (``what`` names the device), say what is missing when no device is attached, and turn the
+    driver's own errors (``errors``) into a failure the model reads."""
+    host = turn_host(tool_context)
+    refusal = host.owner_refusal(what)
+    if refusal is not None:
+        return dict(refusal)
+    device = attached(host)
+    if device is None:
+        return dict(host.failed(missing(host)))
+    try:
+        return await action(host, device)
+    except errors as exc:
+        return dict(host.failed(str(exc)))
 
 
 RouteHandler = Callable[["web.Request", DriverHost], Awaitable["web.StreamResponse"]]

@@ -16,7 +16,7 @@ from strands import tool
 from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
-from drivers.base import DriverHost, turn_host
+from drivers.base import DriverHost, turn_host, with_attached
 from drivers.flipper import FlipperDriver, FlipperRefused, NotConnected
 from drivers.flipper_ble import FlipperBleDriver
 from drivers.flipper_cli import CliError
@@ -49,19 +49,11 @@ def _bluetooth_problem(host: DriverHost) -> str:
 
 
 async def _use(tool_context: StrandsToolContext, action: Any) -> dict[str, Any]:
-    host = turn_host(tool_context)
-    refusal = host.owner_refusal(WHAT)
-    if refusal is not None:
-        return refusal
-    flipper = _attached(host)
-    if flipper is None:
-        problem = _bluetooth_problem(host)
-        return host.failed(f"{NOT_CONNECTED} to this hub (plug it in over USB){problem}")
-    try:
-        result: dict[str, Any] = await action(host, flipper)
-    except (NotConnected, FlipperRefused, CliError) as exc:
-        return host.failed(str(exc))
-    return result
+    def missing(host: DriverHost) -> str:
+        return f"{NOT_CONNECTED} to this hub (plug it in over USB){_bluetooth_problem(host)}"
+
+    errors = (NotConnected, FlipperRefused, CliError)
+    return await with_attached(tool_context, WHAT, _attached, missing, action, errors)
 
 
 @tool(name="flipper_status", context=True)

@@ -15,7 +15,7 @@ from strands import tool
 from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
-from drivers.base import DriverHost, turn_host
+from drivers.base import DriverHost, first_online, with_attached
 from drivers.nicla_vision import NiclaError, NiclaVisionDriver
 from drivers.video import VideoError
 
@@ -25,10 +25,7 @@ Action = Callable[[NiclaVisionDriver, DriverHost], Awaitable[dict[str, Any]]]
 
 
 def _attached(host: DriverHost) -> NiclaVisionDriver | None:
-    for driver in host.online(NiclaVisionDriver.name):
-        if isinstance(driver, NiclaVisionDriver):
-            return driver
-    return None
+    return first_online(host, NiclaVisionDriver)
 
 
 def _elsewhere(host: DriverHost, capability: str) -> str:
@@ -40,17 +37,15 @@ def _elsewhere(host: DriverHost, capability: str) -> str:
 
 
 async def _use(tool_context: StrandsToolContext, action: Action) -> dict[str, Any]:
-    host = turn_host(tool_context)
-    refused = host.owner_refusal(BOARD)
-    if refused is not None:
-        return refused
-    board = _attached(host)
-    if board is None:
-        return host.failed(NOT_CONNECTED + _elsewhere(host, "nicla_vision"))
-    try:
+    def missing(host: DriverHost) -> str:
+        return NOT_CONNECTED + _elsewhere(host, "nicla_vision")
+
+    async def act(host: DriverHost, board: NiclaVisionDriver) -> dict[str, Any]:
         return await action(board, host)
-    except (NiclaError, VideoError) as exc:
-        return host.failed(str(exc))
+
+    return await with_attached(
+        tool_context, BOARD, _attached, missing, act, (NiclaError, VideoError)
+    )
 
 
 @tool(name="nicla_take_photo", context=True)

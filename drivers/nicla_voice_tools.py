@@ -18,7 +18,7 @@ from strands import tool
 from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
-from drivers.base import DriverHost, DriverHostError, ToolResult, turn_host
+from drivers.base import DriverHost, DriverHostError, ToolResult, first_online, turn_host
 from drivers.nicla_voice import NiclaVoiceDriver
 from drivers.nicla_voice_wire import NiclaVoiceError
 
@@ -28,10 +28,7 @@ RECORD_ENVELOPE = "nicla_voice_record"
 
 
 def _attached(host: DriverHost) -> NiclaVoiceDriver | None:
-    for driver in host.online(NiclaVoiceDriver.name):
-        if isinstance(driver, NiclaVoiceDriver):
-            return driver
-    return None
+    return first_online(host, NiclaVoiceDriver)
 
 
 def _owner_turn(

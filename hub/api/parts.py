@@ -115,24 +115,36 @@ async def lan_advertiser(app: web.Application) -> AsyncIterator[None]:
         await advertiser.stop()
 
 
+class Loop(Reporting, Protocol):
+    """A part with its own loop: the cloud link, memory sync."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+@contextlib.asynccontextmanager
+async def running(part: Loop | None) -> AsyncIterator[None]:
+    """Run ``part``'s loop (when there is one) for as long as the context lasts."""
+    if part is not None:
+        await part.start()
+    try:
+        yield
+    finally:
+        if part is not None:
+            await part.stop()
+
+
 async def cloud_link(app: web.Application) -> AsyncIterator[None]:
-    link = open_cloud_link(app[HUB])
-    app[PARTS].cloud = link
-    if link is not None:
-        await link.start()
-    yield
-    if link is not None:
-        await link.stop()
+    link = app[PARTS].cloud = open_cloud_link(app[HUB])
+    async with running(link):
+        yield
 
 
 async def memory_sync(app: web.Application) -> AsyncIterator[None]:
-    sync = open_memory_sync(app[HUB])
-    app[PARTS].memory_sync = sync
-    if sync is not None:
-        await sync.start()
-    yield
-    if sync is not None:
-        await sync.stop()
+    sync = app[PARTS].memory_sync = open_memory_sync(app[HUB])
+    async with running(sync):
+        yield
 
 
 def start_lan(hub: Hub, listening: Listening) -> Advertiser | None:
