@@ -4,7 +4,7 @@ field."""
 
 from __future__ import annotations
 
-import itertools
+import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
@@ -30,16 +30,18 @@ NOTIFY = json.dumps({"type": "notify", "title": "door", "body": "open"})
 
 
 class RecordingClient(CloudClient):
-    """Remembers when each pull started and what it brought."""
+    """Numbers each pull as it starts and remembers what it brought."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.pulls: list[tuple[float, list[str]]] = []
+        self.begun = 0
+        self.pulls: list[tuple[int, list[str]]] = []
 
     async def pull(self, limit: int = 10, wait_s: float | None = None) -> list[Envelope]:
-        started = time.monotonic()
+        self.begun += 1
+        number = self.begun
         pulled = await super().pull(limit, wait_s)
-        self.pulls.append((started, [e.id for e in pulled]))
+        self.pulls.append((number, [e.id for e in pulled]))
         return pulled
 
 
@@ -62,17 +64,20 @@ async def test_an_envelope_reaches_a_link_holding_a_pull_in_one_round_trip(
         owner, devices = cloud_hub.owner.id, cloud_hub.devices
         device = devices.registry.get(owner, enrolled["device_id"])
         await until(lambda: link is not None and link.status()["state"] == "online")
-        sent_at = time.monotonic()
+        await until(lambda: client.begun > len(client.pulls), what="a pull held at the cloud")
+        begun_before_send = client.begun
         sent = devices.mailbox.send(device, json.loads(NOTIFY))
         await until(lambda: devices.mailbox.reply_to(owner, sent)[0] == "answered")
-        carrying = [started for started, ids in client.pulls if sent in ids]
+        carrying = [number for number, ids in client.pulls if sent in ids]
         assert link.long_poll
     finally:
         if link is not None:
             await link.stop()
         await cloud.stop()
         cloud_hub.close()
-    assert len(carrying) == 1 and carrying[0] < sent_at, "the pull held before the send took it"
+    assert len(carrying) == 1 and carrying[0] <= begun_before_send, (
+        "the pull held before the send took it"
+    )
 
 
 @asynccontextmanager
@@ -84,7 +89,7 @@ async def fake_cloud(mode: str) -> AsyncIterator[tuple[str, list[dict[str, Any]]
 
     async def relay(request: web.Request) -> web.Response:
         body = await request.json()
-        calls.append({"method": request.method, "at": time.monotonic(), **body})
+        calls.append({"method": request.method, **body})
         if request.method == "PUT" and mode == "refuse" and "wait" in body:
             return web.json_response({"error": "unknown field: wait"}, status=400)
         if request.method == "PUT":
@@ -135,8 +140,22 @@ async def test_a_cloud_that_refuses_wait_is_polled_without_it(local: RunningServ
 async def test_a_cloud_that_ignores_wait_gets_the_idle_sleep_not_a_busy_loop(
     local: RunningServer,
 ) -> None:
+    pauses: list[float] = []
+
+    async def recorded(seconds: float) -> None:
+        """The pause the link asks for, kept; the test need not wait it out."""
+        pauses.append(seconds)
+        await asyncio.sleep(0.01)
+
+    quick = {**QUICK, "idle_poll_s": 60.0}
     async with fake_cloud("ignore") as (url, calls):
-        link = CloudLink(local.hub, CloudClient(url, "dev", "tok"), Outbox(local.hub.db), **QUICK)
+        link = CloudLink(
+            local.hub,
+            CloudClient(url, "dev", "tok"),
+            Outbox(local.hub.db),
+            **quick,
+            idle_sleep=recorded,
+        )
         await link.start()
         try:
             await until(lambda: len(pulls(calls)) >= 4, what="four pulls")
@@ -145,6 +164,7 @@ async def test_a_cloud_that_ignores_wait_gets_the_idle_sleep_not_a_busy_loop(
     made = pulls(calls)
     assert all(p["wait"] == link.long_poll_s for p in made)
     assert replies(calls) and replies(calls)[0]["inReplyTo"] == "msg_1"
-    # the first pull brought the envelope (no sleep after it); every later one came up empty
-    idle_gaps = [b["at"] - a["at"] for a, b in itertools.pairwise(made[1:])]
-    assert min(idle_gaps) >= QUICK["idle_poll_s"] * 0.9, idle_gaps
+    # the first pull brought the envelope (no pause after it); after every empty one the link
+    # asks for an idle pause, since the cloud answered at once instead of holding the pull
+    assert pauses[0] == 0, pauses
+    assert len(pauses) >= 3 and all(pause > 0 for pause in pauses[1:]), pauses

@@ -235,6 +235,7 @@ class CloudLink:
         answerer: Answerer = answer_as_owner,
         background_after_s: float = BACKGROUND_AFTER_S,
         notifier: Notifier | None = None,
+        idle_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.hub = hub
         self.client = client
@@ -252,6 +253,7 @@ class CloudLink:
         self.answerer = answerer
         self.background_after_s = background_after_s
         self.notifier = notifier
+        self.idle_sleep = idle_sleep  # the pause between pulls (a test records it)
         self.state: LinkState = "starting"
         self.since: float | None = None
         self.detail = "connecting to the cloud"
@@ -343,7 +345,7 @@ class CloudLink:
             self._online()
             # A cloud that held the pull has already waited; one that answered at once (it
             # ignores ``wait``, or polls are plain) gets the idle sleep, as before.
-            await asyncio.sleep(0 if batch else max(0.0, self.idle_poll_s - self._held_s))
+            await self.idle_sleep(0 if batch else max(0.0, self.idle_poll_s - self._held_s))
 
     async def _events_loop(self) -> None:
         """Forward the owner's device events, live, each stored in the outbox before anything
