@@ -3,9 +3,12 @@ a throwaway hub, and percentiles. Nothing here times anything."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
+import re
 import socket
+import sys
 import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -65,6 +68,50 @@ async def running_hub(**overrides: Any) -> AsyncIterator[Any]:
         finally:
             await server.stop()
             hub.close()
+
+
+SCRIPT = Path(sys.executable).with_name("tiny-hub")
+
+
+@dataclass(frozen=True)
+class ServedHub:
+    url: str
+    token: str
+    pid: int
+
+    @property
+    def auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+@contextlib.asynccontextmanager
+async def served_hub(ollama_url: str | None = None) -> AsyncIterator[ServedHub]:
+    """A real ``tiny-hub serve`` process on a free loopback port, in a throwaway data dir, so the
+    load a benchmark makes does not share its CPU time (and its memory can be read apart)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp) / "home"
+        env = hub_env(home)
+        if ollama_url:
+            env["OLLAMA_HOST"] = ollama_url
+        process = await asyncio.create_subprocess_exec(
+            *(str(SCRIPT), "serve", "--host", "127.0.0.1", "--port", "0"),
+            env=env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        assert process.stdout is not None
+        line = (await process.stdout.readline()).decode()
+        match = re.search(r":(\d+) \(model", line)
+        if not match:
+            process.terminate()
+            await process.wait()
+            raise BenchmarkFailed(f"the hub did not start: {line!r}")
+        token = (home / "owner.token").read_text().strip()
+        try:
+            yield ServedHub(f"http://127.0.0.1:{match.group(1)}", token, process.pid)
+        finally:
+            process.terminate()
+            await process.wait()
 
 
 def owner_headers(server: Any) -> dict[str, str]:

@@ -17,18 +17,14 @@ share this machine's cores. ``python -m scripts.bench_mcp [runs]`` prints them.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import re
 import sys
-import tempfile
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
-from scripts.bench_common import BenchmarkFailed, hub_env, percentile
+from scripts.bench_common import BenchmarkFailed, percentile, served_hub
 from scripts.bench_rows import run_alone
 
 SCRIPT = Path(sys.executable).with_name("tiny-hub")
@@ -38,34 +34,6 @@ FACTS = [
     f"Ada's locker number {n} holds the {colour} umbrella"
     for n, colour in enumerate(["red", "blue", "green", "yellow", "black"] * 4)
 ]
-
-
-@contextlib.asynccontextmanager
-async def served_hub() -> AsyncIterator[tuple[str, str]]:
-    """``tiny-hub serve`` on a free loopback port: its URL and the owner's token."""
-    with tempfile.TemporaryDirectory(prefix="bench-mcp-") as tmp:
-        home = Path(tmp) / "home"
-        process = await asyncio.create_subprocess_exec(
-            str(SCRIPT),
-            "serve",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-            env=hub_env(home),
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-        )
-        assert process.stdout is not None
-        line = (await process.stdout.readline()).decode()
-        match = re.search(r":(\d+) \(model", line)
-        if not match:
-            raise BenchmarkFailed(f"the hub did not start: {line!r}")
-        try:
-            yield f"http://127.0.0.1:{match.group(1)}", (home / "owner.token").read_text().strip()
-        finally:
-            process.terminate()
-            await process.wait()
 
 
 async def _checked(response: aiohttp.ClientResponse) -> Any:
@@ -170,10 +138,10 @@ async def _recalls(url: str, token: str, runs: int) -> list[float]:
 
 async def _measure(runs: int) -> dict[str, list[float]]:
     async with (
-        served_hub() as (url, token),
+        served_hub() as served,
         aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http,
     ):
-        auth = {"Authorization": f"Bearer {token}"}
+        url, token, auth = served.url, served.token, served.auth
         devices = await _enroll(http, url, auth, CROWD)
         return {
             "alone": await _round_trips(http, url, auth, devices[:1], runs),

@@ -20,16 +20,16 @@ import json
 import os
 import re
 import sys
-import tempfile
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
+from scripts.bench_common import served_hub
 from scripts.bench_rows import Row, run_alone
 from tests.fakes.ollama import FakeOllama, Reply
 
@@ -63,38 +63,6 @@ class Tally:
         for key, n in self.answered.items():
             counts[int(key.rsplit(" ", 1)[1])] += n
         return counts
-
-
-@contextlib.asynccontextmanager
-async def _served_hub(ollama_url: str) -> AsyncIterator[tuple[str, str, int]]:
-    """A ``tiny-hub serve`` process (its own memory and descriptors, measured apart from the
-    load): its URL, the owner token and its pid."""
-    with tempfile.TemporaryDirectory() as tmp:
-        home = Path(tmp) / "home"
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("TINY_HUB_", "OLLAMA_"))}
-        env.update(TINY_HUB_HOME=str(home), OLLAMA_HOST=ollama_url)
-        process = await asyncio.create_subprocess_exec(
-            str(SCRIPT),
-            "serve",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-            env=env,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-        )
-        assert process.stdout is not None
-        line = (await process.stdout.readline()).decode()
-        match = re.search(r":(\d+) \(model", line)
-        if not match:
-            raise RuntimeError(f"the hub did not start: {line!r}")
-        token = (home / "owner.token").read_text().strip()
-        try:
-            yield f"http://127.0.0.1:{match.group(1)}", token, process.pid
-        finally:
-            process.terminate()
-            await process.wait()
 
 
 def _sample(pid: int) -> tuple[int, int]:
@@ -134,7 +102,8 @@ async def _soak(minutes: float) -> Tally:
     await fake.start()
     tally = Tally()
     try:
-        async with _served_hub(fake.url) as (url, token, pid), aiohttp.ClientSession() as http:
+        async with served_hub(fake.url) as served, aiohttp.ClientSession() as http:
+            url, token, pid = served.url, served.token, served.pid
             auth = {"Authorization": f"Bearer {token}"}
             async with http.post(
                 f"{url}/api/devices", headers=auth, json={"name": "soak", "kind": "daemon"}

@@ -32,6 +32,7 @@ from scripts.bench_common import (
     owner_headers,
     percentile,
     running_hub,
+    served_hub,
 )
 from scripts.bench_embedded import bench_embedded, bench_embedded_busy
 
@@ -589,39 +590,11 @@ def bench_devices(runs: int) -> list[Figure]:
     return asyncio.run(_devices(runs))
 
 
-@contextlib.asynccontextmanager
-async def _served_hub() -> AsyncIterator[tuple[str, dict[str, str]]]:
-    """A real ``tiny-hub serve`` process, so the load generator does not share its CPU time."""
-    with tempfile.TemporaryDirectory() as tmp:
-        home = Path(tmp) / "home"
-        process = await asyncio.create_subprocess_exec(
-            str(SCRIPT),
-            "serve",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-            env=hub_env(home),
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-        )
-        assert process.stdout is not None
-        line = (await process.stdout.readline()).decode()
-        match = re.search(r":(\d+) \(model", line)
-        if not match:
-            raise RuntimeError(f"the hub did not start: {line!r}")
-        token = (home / "owner.token").read_text().strip()
-        try:
-            yield f"http://127.0.0.1:{match.group(1)}", {"Authorization": f"Bearer {token}"}
-        finally:
-            process.terminate()
-            await process.wait()
-
-
 async def _devices(runs: int) -> list[Figure]:
     import aiohttp
 
-    async with _served_hub() as (url, auth), aiohttp.ClientSession() as http:
+    async with served_hub() as served, aiohttp.ClientSession() as http:
+        url, auth = served.url, served.auth
         devices = []
         for i in range(100):
             async with http.post(
