@@ -480,7 +480,7 @@ async def test_the_hub_answers_the_seeds_endpoint_routes(
 
 # --- the contract's Node daemon, unchanged ----------------------------------------------------
 
-NODE_DAEMON = Path(__file__).parent / "fakes" / "seed_daemon.mjs"
+NODE_DAEMON = Path(__file__).parent / "fakes" / "documented_daemon.mjs"
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
--- Tiny records: who answers a chat (seed 000, create_ai / modify_ai fields).
+-- Tiny records: who answers a chat (the create_ai / modify_ai fields).
 CREATE TABLE tinys (
     name TEXT PRIMARY KEY,
     owner_id TEXT NOT NULL REFERENCES users (id),

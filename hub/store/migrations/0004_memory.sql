@@ -1,4 +1,4 @@
--- The memory graph (seed 003, "Memory: the fact graph"): facts and typed links between them.
+-- The memory graph: facts and typed links between them.
 -- Bitemporal: a row is current while valid_to IS NULL; closing stamps valid_to, and nothing is
 -- deleted except by "clear all". vec_id is NULL until the fact's vector is in Chroma.
 CREATE TABLE entity (

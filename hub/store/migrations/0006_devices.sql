@@ -1,4 +1,4 @@
--- Devices (seed 001): enrolled devices, the relay mailbox, the owner's event ring, media.
+-- Devices: enrolled devices, the relay mailbox, the owner's event ring, media.
 CREATE TABLE devices (
     id TEXT PRIMARY KEY,
     owner TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,

@@ -1,4 +1,4 @@
--- Pairing a phone (issue 9 §3). An offer's 6-digit code is kept only as an HMAC keyed by
+-- Pairing a phone. An offer's 6-digit code is kept only as an HMAC keyed by
 -- pairing.key in the data dir, so hub.db alone (a backup, a copied file) cannot be searched for
 -- it. Offers live in the database, not in memory, because `tiny-hub pair` may run in another
 -- process than the hub that answers POST /api/pair; both share this file.

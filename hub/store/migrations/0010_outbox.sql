@@ -1,4 +1,4 @@
--- The cloud outbox (issue 10 §3): every call the hub owes the cloud (replies, events, task
+-- The cloud outbox: every call the hub owes the cloud (replies, events, task
 -- results, media) is stored here before anything is acknowledged, so an outage, a restart or a
 -- SIGKILL loses nothing. `seq` is the delivery order; `idem_key` travels to the cloud as
 -- `idempotencyKey`, so a call resent after a crash between "the cloud accepted" and "we marked it

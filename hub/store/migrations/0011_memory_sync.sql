@@ -1,4 +1,4 @@
--- Memory sync (issue 10, part 4): every change to a fact or a link is stamped with a revision
+-- Memory sync: every change to a fact or a link is stamped with a revision
 -- from one counter, taken inside the writing transaction. Writers are serialised (BEGIN
 -- IMMEDIATE), so revisions grow in commit order and "everything after revision N" never skips
 -- a row that committed late -- which a wall-clock stamp could.

@@ -1,4 +1,4 @@
--- Tinys that know each other (seed 003, "Universe" and "Community").
+-- Tinys that know each other.
 --
 -- universe_index: which tinys have a vector in the universe's Chroma collection, and the
 -- updated_at of the version embedded. SQLite stays the source of truth: a tiny that is public
@@ -12,7 +12,7 @@ CREATE TABLE universe_index (
 );
 
 -- The social graph reuses the memory graph's edge table (src -> rel -> dst between user:<id>
--- and tiny:<name> nodes) with one platform owner, as seed 003 does. edge.owner references a
+-- and tiny:<name> nodes) with one platform owner, as the cloud does. edge.owner references a
 -- user, so the platform is a user row that holds no token and can never sign in; keeping its
 -- edges apart from every person's means no person's memory_graph or memory_conflicts sees them.
 INSERT OR IGNORE INTO users (id, name, role, created_at) VALUES ('platform', 'platform', 'member', 0);

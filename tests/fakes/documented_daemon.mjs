@@ -1,5 +1,5 @@
-// The daemon loop of seed 001 ("A complete daemon, Node >= 18, no dependencies"), with
-// runLocally and show defined so it runs: the rest is the seed's code, unchanged.
+// The complete daemon loop the device protocol documents (Node >= 18, no dependencies), with
+// runLocally and show defined so it runs: the rest is the documented code, unchanged.
 const APP = process.env.APP, id = process.env.DEVICE_ID, token = process.env.DEVICE_TOKEN
 const call = (method, path, body) => fetch(APP + path, {
   method, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
