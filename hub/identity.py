@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import secrets
 import time
 import uuid
@@ -22,6 +23,11 @@ log = logging.getLogger(__name__)
 
 TOKEN_PREFIX = "th_"
 Role = Literal["owner", "member"]
+LOGIN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,38}$")
+
+
+class LoginError(ValueError):
+    """A @login that is malformed or already someone's."""
 
 
 @dataclass(frozen=True)
@@ -29,6 +35,7 @@ class User:
     id: str
     name: str
     role: Role
+    login: str = ""  # unique on this hub; how other people name this one (``@login``)
 
     @property
     def is_owner(self) -> bool:
@@ -59,12 +66,38 @@ class Identity:
             raise KeyError(user_id)
         return _user(rows[0])
 
-    def add_user(self, name: str, role: Role = "member") -> User:
-        user = User(id=uuid.uuid4().hex, name=name, role=role)
+    def by_login(self, login: str) -> User | None:
+        """The person ``@login`` names (the ``@`` is optional), or None."""
+        rows = list(self._db["users"].rows_where("login = ?", [login.lstrip("@").lower()], limit=1))
+        return _user(rows[0]) if rows else None
+
+    def add_user(self, name: str, role: Role = "member", login: str | None = None) -> User:
+        """Add a person. A given ``login`` must be free (LoginError); without one, a free login
+        is made from the name (``Bea Smith`` → ``bea-smith``, then ``bea-smith-2``)."""
+        chosen = check_login(login) if login is not None else self._free_login(name)
+        if login is not None and self.by_login(chosen) is not None:
+            raise LoginError(f"@{chosen} is taken")
+        user = User(id=uuid.uuid4().hex, name=name, role=role, login=chosen)
         self._db.table("users").insert(
-            {"id": user.id, "name": user.name, "role": role, "created_at": time.time()}
+            {
+                "id": user.id,
+                "name": user.name,
+                "role": role,
+                "login": chosen,
+                "created_at": time.time(),
+            }
         )
         return user
+
+    def _free_login(self, name: str) -> str:
+        base = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:32] or "person"
+        if not base[0].isalnum():
+            base = "p" + base
+        candidate, n = base, 1
+        while self.by_login(candidate) is not None:
+            n += 1
+            candidate = f"{base}-{n}"
+        return candidate
 
     def issue_token(self, user: User, label: str) -> str:
         """Mint a token; the caller shows it once, only its hash stays here."""
@@ -82,14 +115,14 @@ class Identity:
 
     def resolve(self, token: str) -> User | None:
         row = self._db.execute(
-            "SELECT users.id, users.name, users.role, tokens.id FROM tokens"
+            "SELECT users.id, users.name, users.role, tokens.id, users.login FROM tokens"
             " JOIN users ON users.id = tokens.user_id WHERE tokens.token_hash = ?",
             (hash_token(token),),
         ).fetchone()
         if row is None:
             return None
         self._db.execute("UPDATE tokens SET last_used_at = ? WHERE id = ?", (time.time(), row[3]))
-        return User(id=row[0], name=row[1], role=row[2])
+        return User(id=row[0], name=row[1], role=row[2], login=row[4] or "")
 
     def ensure_owner(self, token_path: Path, name: str = "owner") -> User:
         """Create the owner on first start and keep a working token in ``token_path`` (0600).
@@ -110,9 +143,17 @@ class Identity:
         return owner
 
 
+def check_login(login: str) -> str:
+    """``login`` without its ``@``, lower-cased, if it is 1-39 letters, digits, ``-`` or ``_``."""
+    cleaned = login.strip().lstrip("@").lower()
+    if not LOGIN.match(cleaned):
+        raise LoginError("a login is 1-39 letters, digits, - or _, starting with a letter or digit")
+    return cleaned
+
+
 def _user(row: dict[str, str]) -> User:
     role: Role = "owner" if row["role"] == "owner" else "member"
-    return User(id=row["id"], name=row["name"], role=role)
+    return User(id=row["id"], name=row["name"], role=role, login=row.get("login") or "")
 
 
 def _read_token(path: Path) -> str | None:

@@ -4,8 +4,9 @@ import stat
 from pathlib import Path
 
 import aiohttp
+import pytest
 
-from hub.identity import Identity, hash_token
+from hub.identity import Identity, LoginError, hash_token
 from hub.runtime import Hub
 from tests.conftest import StartHub, owner_headers, settings_for
 
@@ -102,3 +103,20 @@ async def test_health_allows_anonymous_and_unknown_routes_are_json_404(
     async with http.delete(f"{server.url}/api/health") as response:
         assert response.status == 405
         assert "not allowed" in (await response.json())["error"]
+
+
+def test_every_person_has_a_unique_login(home: Path) -> None:
+    hub = Hub.open(settings_for(home))
+    assert hub.owner.login == "owner"
+    bea = hub.identity.add_user("Bea Smith")
+    again = hub.identity.add_user("bea smith")
+    assert (bea.login, again.login) == ("bea-smith", "bea-smith-2")
+    assert hub.identity.by_login("@Bea-Smith") == bea
+    assert hub.identity.by_login("platform") is None, "the platform row has no login"
+    with pytest.raises(LoginError, match="taken"):
+        hub.identity.add_user("Other", login="bea-smith")
+    with pytest.raises(LoginError, match="letters"):
+        hub.identity.add_user("Other", login="no spaces")
+    token = hub.identity.issue_token(bea, "phone")
+    assert hub.identity.resolve(token) == bea
+    hub.close()
