@@ -11,13 +11,9 @@ from __future__ import annotations
 
 import statistics
 import subprocess
-import sys
 import time
-from pathlib import Path
 
-from scripts.bench_common import BenchmarkFailed, Figure
-
-SCRIPT = Path(sys.executable).with_name("tiny-hub")
+from scripts.bench_common import SCRIPT, BenchmarkFailed, Figure
 
 
 def timed(args: list[str], expected: str) -> float:

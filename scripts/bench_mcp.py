@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -27,7 +26,6 @@ import aiohttp
 from scripts.bench_common import BenchmarkFailed, percentile, served_hub
 from scripts.bench_rows import run_alone
 
-SCRIPT = Path(sys.executable).with_name("tiny-hub")
 WAIT_S = 25
 CROWD = 100
 FACTS = [

@@ -33,7 +33,6 @@ from scripts.bench_common import served_hub
 from scripts.bench_rows import Row, run_alone
 from tests.fakes.ollama import FakeOllama, Reply
 
-SCRIPT = Path(sys.executable).with_name("tiny-hub")
 SAMPLE_EVERY_S = 5.0
 WARM_UP_S = 30.0  # RSS growth is measured from the first sample after this (caches filled)
 LEARN_EVERY_S = 0.5
