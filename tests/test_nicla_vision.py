@@ -334,7 +334,7 @@ async def test_run_prints_the_path_and_serves_until_ctrl_c(tmp_path: Path) -> No
     )
     try:
         assert process.stdout is not None
-        path = (await asyncio.wait_for(process.stdout.readline(), 30)).decode().strip()
+        path = (await asyncio.wait_for(process.stdout.readline(), 120)).decode().strip()
         assert path.startswith("/dev/pts/")
         assert await asyncio.to_thread(os.path.realpath, link) == path
         board = NiclaVisionDriver("nicla_vision:by-hand", str(link), {})
@@ -342,7 +342,7 @@ async def test_run_prints_the_path_and_serves_until_ctrl_c(tmp_path: Path) -> No
         assert decode(await board.snapshot()).shape == (240, 320, 3)
         await board.stop()
         process.send_signal(signal.SIGINT)
-        assert await asyncio.wait_for(process.wait(), 10) == 0
+        assert await asyncio.wait_for(process.wait(), 60) == 0
         assert not await asyncio.to_thread(os.path.islink, link)
     finally:
         if process.returncode is None:

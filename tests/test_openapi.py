@@ -19,6 +19,11 @@ import aiohttp
 import pytest
 import requests
 import schemathesis
+
+# Imported here, before the hub's threads start: schemathesis imports this lazily, and CPython
+# 3.11 before 3.11.8 can fail compiling a module while another thread compiles ("AST constructor
+# recursion depth mismatch").
+import schemathesis.specs.openapi.schemas
 from hypothesis import HealthCheck, Phase, settings
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,

@@ -123,7 +123,7 @@ async def test_escape_stops_the_reply_and_the_model(
     async with app.run_test() as pilot:
         chat = chat_of(app)
         await say(pilot, chat, "tell me a long story")
-        await until(lambda: "w3" in chat.query_one(ReplyMessage).source)
+        await until(lambda: any("w3" in r.source for r in chat.query(ReplyMessage)))
         await pilot.press("escape")
         await until(lambda: not chat.busy)
         await until(lambda: fake_ollama.disconnects == 1)

@@ -554,7 +554,7 @@ async def a_long_reply_started(
     fake_ollama.script(Reply(chunks=[f"w{i} " for i in range(400)], delay_s=0.02))
     chat = chat_of(pilot.app)  # type: ignore[arg-type]
     await say(pilot, chat, text)
-    await until(lambda: "w3" in chat.query_one(ReplyMessage).source)
+    await until(lambda: any("w3" in r.source for r in chat.query(ReplyMessage)))
     return chat
 
 
