@@ -44,6 +44,7 @@ from hub.api.spec import (
 from hub.devices.endpoint import EndpointError, EndpointRefused, check_endpoint_url
 from hub.devices.events import DEVICE_EVENT_KINDS, RingEvent
 from hub.devices.idempotency import idempotency_key
+from hub.devices.notify import Notice, push_notice
 from hub.devices.registry import Device, DeviceNotFound
 from hub.devices.relay import check_limit, check_wait
 from hub.devices.service import DeviceAnswer, Devices
@@ -507,13 +508,26 @@ async def task_result(request: web.Request) -> web.Response:
     detail = {"taskId": task_id, "summary": summary, "result": result, "device": device.name}
     if len(json.dumps(detail)) > c.RELAY_PAYLOAD_MAX_BYTES:
         raise http_error(web.HTTPBadRequest, f"result is over {c.RELAY_PAYLOAD_MAX_BYTES} bytes")
-    events = _devices(request).events
+    devices = _devices(request)
 
     def work() -> dict[str, Any]:
-        event = events.publish(device.owner, "task_result", device.id, detail)
+        event = devices.events.publish(device.owner, "task_result", device.id, detail)
+        push_notice(devices, device.owner, _finished(device, task_id, summary, result))
         return {"ok": True, "id": event.id}
 
     return _once(request, device, body, work)
+
+
+def _finished(device: Device, task_id: str, summary: str | None, result: Any) -> Notice:
+    """The notification a finished task is pushed to the owner's phones as."""
+    said = summary or (result if isinstance(result, str) else "")
+    if not said and result is not None:
+        said = json.dumps(result)
+    return Notice(
+        title=f"{device.name} finished a task",
+        body=said or f"Task {task_id} is done.",
+        tag=f"task:{task_id}",
+    )
 
 
 @routes.post("/api/devices/ask")
