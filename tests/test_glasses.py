@@ -203,3 +203,25 @@ async def test_the_emulate_phone_command_pairs_and_prints_what_it_is_asked(
     finally:
         process.terminate()
         await process.wait()
+
+
+async def _run_cli(*args: str) -> tuple[int, str]:
+    process = await asyncio.create_subprocess_exec(
+        str(SCRIPT), *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+    )
+    out, _ = await process.communicate()
+    return process.returncode or 0, out.decode()
+
+
+async def test_the_emulate_phone_command_says_what_is_wrong(
+    hub: RunningServer, closed_port: int
+) -> None:
+    code, said = await _run_cli("emulate", "phone", "--hub", hub.url)
+    assert code == 2 and "emulate phone needs --code" in said
+    right = await pairing_code(hub)
+    wrong = f"{(int(right) + 1) % 10**6:06d}"
+    code, said = await _run_cli("emulate", "phone", "--code", wrong, "--hub", hub.url)
+    assert code == 1 and "POST /api/pair: 403" in said, said
+    nobody = f"http://127.0.0.1:{closed_port}"
+    code, said = await _run_cli("emulate", "phone", "--code", right, "--hub", nobody)
+    assert code == 1 and f"cannot reach the hub at {nobody}" in said, said
