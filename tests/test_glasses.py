@@ -25,7 +25,7 @@ from hub.agent.tools import mount_tools
 from hub.agent.tools.context import ToolContext
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
-from tests.daemon import send
+from tests.daemon import PythonDaemon, enroll, send
 from tests.fakes.ollama import FakeOllama
 from tests.sse import tool_in_a_turn
 from tests.waits import until
@@ -135,26 +135,74 @@ async def test_an_offline_phone_is_a_clear_tool_error(
     assert hub.hub.devices.mailbox.unread(hub.hub.devices.registry.list(hub.hub.owner.id)[0]) == 0
 
 
-async def test_glasses_that_disconnect_take_their_tools_with_them(
+async def test_glasses_unpaired_from_the_phone_take_their_tools_with_them(
     hub: RunningServer, phone: EmulatedPhone
 ) -> None:
     assert mounted_names(hub) >= GLASSES_TOOLS
-    assert phone.glasses is not None
-    phone.glasses.connected = False
+    phone.glasses = None
     await phone.heartbeat()  # its capabilities no longer list meta_glasses
     assert not GLASSES_TOOLS & mounted_names(hub)
     assert "screenshot" in mounted_names(hub)
     assert mounted_names(hub, c.SESSION_ANDROID) >= GLASSES_TOOLS, "the app runs them itself"
 
 
-async def test_glasses_that_drop_mid_request_are_the_phones_error(
+async def test_disconnected_glasses_say_so_and_a_photo_is_the_phones_error(
     hub: RunningServer, fake_ollama: FakeOllama, phone: EmulatedPhone
 ) -> None:
     assert phone.glasses is not None
-    phone.glasses.connected = False  # not yet heartbeated: the hub still thinks they are there
+    phone.glasses.connected = False
+    status, _ = await tool_in_a_turn(hub, fake_ollama, "meta_glasses_status")
+    assert json.loads(status["content"][0]["text"])["connected"] is False
     result, _ = await tool_in_a_turn(hub, fake_ollama, "meta_take_photo")
     assert result["status"] == "error"
-    assert "not connected" in result["content"][0]["text"]
+    text = result["content"][0]["text"]
+    assert text == "Emulated phone: the Meta glasses are not connected to the phone"
+
+
+async def test_the_screen_and_generated_images_come_back_as_images(
+    hub: RunningServer, fake_ollama: FakeOllama
+) -> None:
+    phone = EmulatedPhone(
+        hub.url,
+        code=await pairing_code(hub),
+        platform="ios",
+        extra_capabilities=("screenshot", "generate_image"),
+        say=lambda _: None,
+    )
+    await phone.start()
+    try:
+        assert mounted_names(hub) >= {"screenshot", "generate_image"}
+        assert not GLASSES_TOOLS & mounted_names(hub)
+        for tool, arguments in (("screenshot", {}), ("generate_image", {"prompt": "a red mug"})):
+            result, _ = await tool_in_a_turn(hub, fake_ollama, tool, arguments)
+            assert result["status"] == "success", result
+            assert images_seen(fake_ollama) == [PHOTO.read_bytes()]
+        assert phone.received == [
+            {"type": "screenshot"},
+            {"type": "generate_image", "prompt": "a red mug"},
+        ]
+    finally:
+        await phone.stop()
+
+
+async def test_a_reply_pointing_outside_the_hubs_media_is_not_fetched(
+    hub: RunningServer, fake_ollama: FakeOllama, http: aiohttp.ClientSession
+) -> None:
+    enrolled = await enroll(http, hub, name="odd phone", capabilities=["meta_glasses"])
+
+    async def handle(envelope: dict[str, Any]) -> dict[str, Any]:
+        outside = [{"url": "http://169.254.169.254/media/x", "format": "jpeg"}]
+        return {"result": "here", "images": outside, "media": [{"url": "/media/none"}]}
+
+    daemon = PythonDaemon(
+        hub.url, enrolled["device_id"], enrolled["device_token"], handle, ("meta_glasses",)
+    )
+    with daemon:
+        await until(lambda: mounted_names(hub) >= GLASSES_TOOLS, what="the heartbeat")
+        result, _ = await tool_in_a_turn(hub, fake_ollama, "meta_take_photo")
+    assert result["status"] == "success", result
+    assert "(ignored 2 item(s) not on this hub's media store)" in result["content"][0]["text"]
+    assert images_seen(fake_ollama) == []
 
 
 async def test_a_finished_task_reaches_the_phone_once(

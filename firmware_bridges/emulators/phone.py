@@ -1,7 +1,7 @@
 """A phone with Meta glasses, in software: what a phone app does for the hub (docs/phone-apps.md).
 
 It pairs with a hub using a pairing code (``POST /api/pair``), heartbeats with its
-capabilities (``meta_glasses`` while its emulated glasses are connected), holds its mailbox pull
+capabilities (``meta_glasses`` while emulated glasses are paired with it), holds its mailbox pull
 open (``PUT /api/devices/relay`` with ``wait``) and answers each envelope the way an app would:
 a photo is a committed JPEG uploaded through ``POST /api/media`` and pointed at from the reply,
 audio is the committed speech recording, a video a committed MP4 with that speech as its sound
@@ -82,8 +82,10 @@ class EmulatedPhone:
 
     @property
     def capabilities(self) -> list[str]:
-        connected = self.glasses is not None and self.glasses.connected
-        return [*self.extra_capabilities, *(["meta_glasses"] if connected else [])]
+        """What the heartbeat reports: ``meta_glasses`` while glasses are paired (connected or
+        not: the status tool tells which), the rest as given."""
+        glasses = ["meta_glasses"] if self.glasses is not None else []
+        return [*self.extra_capabilities, *glasses]
 
     async def start(self) -> None:
         """Pair (when given a code), heartbeat once, then keep heartbeating and pulling."""
@@ -190,9 +192,10 @@ class EmulatedPhone:
     async def _act(self, kind: str, envelope: dict[str, Any]) -> dict[str, Any]:
         if kind == "invoke":
             return {"result": f"{self.name} is an emulated phone; it can: {self.capabilities}"}
-        if kind == "screenshot" and "screenshot" in self.capabilities:
+        if kind in ("screenshot", "generate_image") and kind in self.capabilities:
             url = await self._upload(self.media.read(self.media.photo), "image/jpeg")
-            return {"result": "The phone's screen.", "images": [{"url": url, "format": "jpeg"}]}
+            said = "The phone's screen." if kind == "screenshot" else "The image, generated."
+            return {"result": said, "images": [{"url": url, "format": "jpeg"}]}
         if kind.startswith("meta_"):
             return await self._glasses(kind, envelope)
         return {"ok": False, "error": f"unknown envelope type {kind}"}

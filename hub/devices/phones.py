@@ -2,7 +2,8 @@
 what its reply points at (docs/phone-apps.md).
 
 A phone is a dial-in device (usually paired with a code). It says what it can do in its
-heartbeat's capabilities: ``meta_glasses`` while Meta glasses are paired with it,
+heartbeat's capabilities: ``meta_glasses`` while Meta glasses are paired with it (connected or
+not: the glasses' status tool asks which),
 ``screenshot``, ``generate_image``. The hub asks through the phone's mailbox with an envelope
 whose ``type`` is the tool's name and whose other fields are the tool's arguments, and reads the
 reply ``{result, images?: [{url, format}], media?: [{url, contentType}]}`` — or ``{ok: false,
