@@ -15,9 +15,10 @@ import aiohttp
 import pytest
 
 from hub import contracts as c
+from hub.agent.models import OllamaModelInfo, OllamaProbe, choose_from_probe
 from hub.preferences import SavedModel, save_model
 from hub.server import RunningServer
-from tests.conftest import StartHub, owner_headers
+from tests.conftest import StartHub, owner_headers, settings_for
 from tests.daemon import enroll, send
 from tests.fakes.ollama import SEEING, FakeModel, FakeOllama, Reply
 from tests.sse import post_chat
@@ -244,3 +245,11 @@ async def test_a_device_ask_with_unreadable_media_is_a_clear_error(
         http, "POST", f"{hub.url}/api/devices/ask", {**creds, "mediaId": "nope"}
     )
     assert got == 404, answer
+
+
+def test_the_default_model_sees_when_ollama_says_it_has_vision() -> None:
+    settings = settings_for(Path("/nonexistent"), model_id="")
+    seeing = OllamaProbe("http://o", True, (OllamaModelInfo(SIGHTED, SEEING),))
+    blind = OllamaProbe("http://o", True, (OllamaModelInfo(BLIND, ("completion", "tools")),))
+    assert choose_from_probe(settings, seeing).vision is True
+    assert choose_from_probe(settings, blind).vision is False
