@@ -39,7 +39,7 @@ def wav_of(data: bytes, content_type: str) -> bytes:
         raise AudioError(f"{content_type} carries no sound to transcribe")
     samples = _decode(data)
     if samples.size == 0:
-        raise AudioError(f"the {content_type} has no sound track")
+        raise AudioError("its sound track is empty")
     pcm16 = (np.clip(samples, -1.0, 1.0) * 32767.0).astype("<i2").tobytes()
     return wav_bytes(Pcm(pcm16, SPEECH_RATE))
 
@@ -49,6 +49,8 @@ def _decode(data: bytes) -> np.ndarray:
 
     try:
         decoded = decode_audio(io.BytesIO(data), sampling_rate=SPEECH_RATE)
+    except IndexError:  # it takes the container's first audio stream: there is none
+        raise AudioError("it has no sound track") from None
     except Exception as exc:  # PyAV raises its own error types for every kind of bad input
         log.info("could not decode a recording: %s", exc)
         raise AudioError(f"not a recording this hub can decode: {exc}") from None

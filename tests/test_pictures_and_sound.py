@@ -12,8 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import numpy as np
 import pytest
 
+from drivers.audio import Pcm, wav_bytes
+from drivers.video import frames_to_mp4
 from hub import contracts as c
 from hub.agent.models import OllamaModelInfo, OllamaProbe, choose_from_probe
 from hub.preferences import SavedModel, save_model
@@ -227,6 +230,9 @@ async def test_a_photo_for_a_model_that_cannot_see_comes_back_with_a_notice(
     [
         (b"\x00" * 64, "audio/wav", 400, "not a PCM WAV"),
         (b"\x00" * 64, "image/png", 400, "not a readable image"),
+        (frames_to_mp4([np.zeros((48, 64, 3), np.uint8)] * 4, 2), "video/mp4", 400, "no sound"),
+        (b"ID3" + b"\x00" * 64, "audio/mpeg", 400, "not a recording this hub can decode"),
+        (wav_bytes(Pcm(b"\x00\x00" * 16_000, 16_000)), "audio/wav", 400, "no speech was heard"),
     ],
 )
 async def test_a_device_ask_with_unreadable_media_is_a_clear_error(
