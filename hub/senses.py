@@ -8,10 +8,12 @@ is needed for the hub to start; each says why it is unavailable.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 from drivers.camera import Camera
 from drivers.microphone import Microphone
+from drivers.soundtrack import wav_of
 from drivers.speech import SpeechEngine, Transcript
 from hub.config import Settings
 from hub.devices.media import MediaStore
@@ -91,3 +93,13 @@ async def transcribe_recording(
         media_key=key,
     )
     return record, heard
+
+
+async def transcribe_media(
+    speech: SpeechEngine, data: bytes, content_type: str, *, source: str = ""
+) -> Transcript:
+    """What was said in a recording or a clip of any type with sound (a phone's WAV, the MP4
+    its glasses filmed). Raises AudioError for one without readable sound, SpeechUnavailable
+    when the model cannot be had."""
+    wav = await asyncio.to_thread(wav_of, data, content_type)
+    return await speech.transcribe(wav, source=source)

@@ -448,7 +448,8 @@ async def test_a_device_asks_its_owners_tiny(
     status, answer = await send(
         http, "POST", f"{server.url}/api/devices/ask", {**creds, "text": "weather?"}
     )
-    assert (status, answer) == (200, {"text": "It is sunny."})
+    card = {"title": "weather?", "body": "It is sunny."}
+    assert (status, answer) == (200, {"text": "It is sunny.", "card": card})
     assert (
         "(from your device laptop) weather?" in fake_ollama.requests[-1]["messages"][-1]["content"]
     )

@@ -59,6 +59,9 @@ WEB_BUILTINS = {
 }
 
 
+GLASSES_TOOLS = {"meta_take_photo", "meta_record_video", "meta_listen", "meta_glasses_status"}
+
+
 @pytest.fixture
 def hub(home: Any) -> Any:
     opened = Hub.open(settings_for(home))
@@ -194,16 +197,44 @@ def test_suggest_followups_takes_two_to_four(hub: Hub) -> None:
     assert good["content"][1]["json"] == {"suggestions": ["Tell me more", "Thanks"]}
 
 
-def test_native_tools_check_their_input(hub: Hub) -> None:
-    tools = {t.tool_name: t for t in mount_tools(context(hub, hub.owner, c.SESSION_IOS)).tools}
-    assert tools["meta_record_video"](seconds=0)["status"] == "error"  # type: ignore[operator]
-    sent = tools["meta_record_video"](seconds=5)  # type: ignore[operator]
+async def test_native_tools_check_their_input(hub: Hub) -> None:
+    ctx = context(hub, hub.owner, c.SESSION_IOS)
+    tools = {t.tool_name: t for t in mount_tools(ctx).tools}
+    assert (await call_tool(tools["meta_record_video"], ctx, seconds=0))["status"] == "error"
+    sent = await call_tool(tools["meta_record_video"], ctx, seconds=5)
     assert sent["content"][1]["json"] == {
         "clientAction": "meta_record_video",
         "request": {"seconds": 5},
     }
     assert tools["customize_page"](css="x" * 9000)["status"] == "error"  # type: ignore[operator]
-    assert tools["generate_image"](prompt="  ")["status"] == "error"  # type: ignore[operator]
+    assert (await call_tool(tools["generate_image"], ctx, prompt="  "))["status"] == "error"
+
+
+def test_a_paired_phone_mounts_the_tools_it_reports_for_its_owner(hub: Hub) -> None:
+    alice = member(hub)
+    phone, _token = hub.devices.registry.enroll(
+        alice.id, name="Pixel", kind="daemon", capabilities=["meta_glasses", "screenshot"]
+    )
+    web = set(mount_tools(context(hub, alice)).names)
+    assert web == WEB_BUILTINS | {"screenshot", *GLASSES_TOOLS}
+    assert set(mount_tools(context(hub, hub.owner)).names).isdisjoint(GLASSES_TOOLS)
+    assert set(mount_tools(context(hub, None)).names).isdisjoint(GLASSES_TOOLS)
+    hub.devices.registry.heartbeat(phone, ["screenshot", "generate_image"])
+    web = set(mount_tools(context(hub, alice)).names)
+    assert web == WEB_BUILTINS | {"screenshot", "generate_image"}
+
+
+def test_an_endpoint_device_mounts_no_phone_tools(hub: Hub) -> None:
+    alice = member(hub)
+    hub.devices.registry.enroll(
+        alice.id,
+        name="robot",
+        kind="endpoint",
+        capabilities=["meta_glasses"],
+        url="https://robot.example",
+        secret="s" * 12,
+    )
+    assert set(mount_tools(context(hub, alice)).names) == WEB_BUILTINS
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,9 @@ from typing import Any
 from strands.types.tools import AgentTool
 
 from hub import contracts as c
+from hub.agent.attachments import Attachment, take_in
 from hub.agent.mcp import plan_for_turn
+from hub.agent.models import ModelChoice
 from hub.agent.prompt import system_prompt
 from hub.agent.tools import mount_tools
 from hub.agent.tools.context import STATE_KEY, ToolContext
@@ -46,6 +48,7 @@ async def compose_turn(
     )
     choice = await hub.models.resolve(headers, saved_model(hub.db, user))
     model = hub.models.build(choice)
+    messages, notices = await _taken_in(hub, messages, choice)
     memory, related, operations = await asyncio.gather(
         preload(hub, user, messages),
         related_for_turn(hub, tiny, _last_user_text(messages), with_tools=choice.tools),
@@ -77,7 +80,31 @@ async def compose_turn(
         invocation_state={STATE_KEY: context},
         mcp=plan_for_turn(hub, user, headers, mounted, tiny.mcp_servers) if mounted else None,
         time_limit_s=hub.settings.turn_timeout_s,
+        notices=notices,
     )
+
+
+async def _taken_in(
+    hub: Hub, messages: Sequence[ChatMessage], choice: ModelChoice
+) -> tuple[list[ChatMessage], tuple[str, ...]]:
+    """The messages with their audio transcribed and their images kept for a model that sees
+    (described for one that does not), and what the person is told about it."""
+    taken: list[ChatMessage] = []
+    notices: list[str] = []
+    for message in messages:
+        if not message.attachments:
+            taken.append(message)
+            continue
+        got = await take_in(
+            hub.senses.speech,
+            message.texts,
+            message.attachments,
+            sees=choice.vision,
+            model_id=choice.model_id,
+        )
+        taken.append(ChatMessage(message.role, got.texts, got.images))
+        notices += got.notices
+    return taken, tuple(notices)
 
 
 def _last_user_text(messages: Sequence[ChatMessage]) -> str:
@@ -121,25 +148,34 @@ class Picture:
 class Answer:
     text: str
     images: tuple[Picture, ...] = ()
+    notices: tuple[str, ...] = ()  # what the turn told the person (an image it could not see)
 
 
 async def answer_with_images(
-    hub: Hub, user: User, prompt: str, headers: Mapping[str, str] | None = None
+    hub: Hub,
+    user: User,
+    prompt: str,
+    headers: Mapping[str, str] | None = None,
+    attachments: Sequence[Attachment] = (),
 ) -> Answer:
     """One turn, its text and the pictures its tools produced: a caller that passes the answer
-    on (the cloud's ``invoke`` reply) can show what the agent saw, not only what it said."""
-    turn = await compose_turn(hub, user, [ChatMessage("user", (prompt,))], headers or {})
-    text, errors, images = [], [], []
+    on (the cloud's ``invoke`` reply) can show what the agent saw, not only what it said.
+    ``attachments``: images (and audio) that go with the prompt."""
+    asked = ChatMessage("user", (prompt,), tuple(attachments))
+    turn = await compose_turn(hub, user, [asked], headers or {})
+    text, errors, images, notices = [], [], [], []
     async for event in run_turn(turn):
         text.append(event.get(c.DELTA_TEXT, "") if event["type"] == c.EV_BLOCK_DELTA else "")
         if event["type"] == c.EV_AFTER_TOOL:
             images.extend(_pictures(event["toolResult"]))
         if event["type"] == c.EV_ERROR:
             errors.append(str(event["error"]))
+        if event["type"] == c.EV_NOTICE:
+            notices.append(str(event["message"]))
     reply = "".join(text).strip()
     if not reply and errors:
         raise AnswerFailed(errors[-1])
-    return Answer(reply, tuple(images))
+    return Answer(reply, tuple(images), tuple(notices))
 
 
 def _pictures(result: Mapping[str, Any]) -> list[Picture]:

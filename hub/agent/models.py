@@ -67,6 +67,9 @@ class ModelChoice:
     region: str = ""
     max_tokens: int | None = None
     additional_fields: dict[str, Any] = field(default_factory=dict)
+    # Whether it can look at images: Ollama says so per model (``vision``); the cloud providers'
+    # chat APIs all take images (a model that cannot answers with the provider's own error).
+    vision: bool = False
 
     def describe(self) -> dict[str, Any]:
         """The public part, for /api/health and the log (never the key)."""
@@ -86,6 +89,10 @@ class OllamaModelInfo:
     @property
     def tools(self) -> bool:
         return "tools" in self.capabilities
+
+    @property
+    def vision(self) -> bool:
+        return "vision" in self.capabilities
 
 
 @dataclass(frozen=True)
@@ -125,14 +132,22 @@ async def _capabilities(http: aiohttp.ClientSession, base: str, name: str) -> tu
 async def ollama_can_call_tools(host: str, name: str, guard: Allowance | None = None) -> bool:
     """Whether one Ollama model lists the ``tools`` capability; False when Ollama cannot say.
     ``guard``: what a host that is not the owner's own may reach (see model_access)."""
+    return "tools" in await ollama_capabilities(host, name, guard)
+
+
+async def ollama_capabilities(
+    host: str, name: str, guard: Allowance | None = None
+) -> tuple[str, ...]:
+    """What one Ollama model lists it can do (``tools``, ``vision``); none when Ollama cannot
+    say."""
     base = host if "://" in host else f"http://{host}"
     timeout = aiohttp.ClientTimeout(total=OLLAMA_PROBE_TIMEOUT_S)
     connector = model_access.guarded_aiohttp_connector(guard) if guard is not None else None
     try:
         async with aiohttp.ClientSession(timeout=timeout, connector=connector) as http:
-            return "tools" in await _capabilities(http, base, name)
+            return await _capabilities(http, base, name)
     except (aiohttp.ClientError, TimeoutError, TypeError, ValueError):
-        return False
+        return ()
 
 
 def _describe_error(exc: BaseException) -> str:
@@ -154,6 +169,7 @@ def choose_from_probe(settings: Settings, probe: OllamaProbe) -> ModelChoice:
             reason=f"configured: model.provider = {settings.model_provider}",
             api_key=settings.model_api_key,
             base_url=settings.model_base_url,
+            vision=True,
         )
     if not probe.answering:
         return embedded_choice(f"Ollama is not answering at {probe.host} ({probe.error})", embedded)
@@ -173,6 +189,7 @@ def choose_from_probe(settings: Settings, probe: OllamaProbe) -> ModelChoice:
         model_id=picked.name,
         tools=picked.tools,
         reason=f"Ollama answers at {probe.host}; {why} model {picked.name} {tools_note}",
+        vision=picked.vision,
     )
 
 
@@ -233,6 +250,7 @@ def choice_from_headers(headers: Mapping[str, str], default: ModelChoice) -> Mod
         region=headers.get(c.H_MODEL_REGION, "").strip(),
         max_tokens=int(max_tokens) if max_tokens else None,
         additional_fields=additional,
+        vision=default.vision if same_provider and not model_id else provider in c.CLOUD_PROVIDERS,
     )
 
 
@@ -253,7 +271,7 @@ class ModelRouter:
         self._chosen_at = 0.0
         self._lock = asyncio.Lock()
         self._runner: RunnerSupervisor | None = None
-        self._tool_support: dict[tuple[str, str], bool] = {}
+        self._capabilities: dict[tuple[str, str], tuple[str, ...]] = {}
 
     async def default(self) -> ModelChoice:
         async with self._lock:
@@ -290,13 +308,13 @@ class ModelRouter:
         if choice.provider != c.PROVIDER_OLLAMA:
             return choice
         if choice.model_id == default.model_id and not choice.base_url:
-            return replace(choice, tools=default.tools)
+            return replace(choice, tools=default.tools, vision=default.vision)
         host = choice.base_url or self._settings.ollama_host
-        known = self._tool_support.get((host, choice.model_id))
-        tools = known or await ollama_can_call_tools(host, choice.model_id, guard)
-        if tools:  # only a yes is kept: a model pulled later must not stay tool-less
-            self._tool_support[(host, choice.model_id)] = True
-        return replace(choice, tools=tools)
+        known = self._capabilities.get((host, choice.model_id))
+        capabilities = known or await ollama_capabilities(host, choice.model_id, guard)
+        if capabilities:  # only an answer is kept: a model pulled later must not stay unknown
+            self._capabilities[(host, choice.model_id)] = capabilities
+        return replace(choice, tools="tools" in capabilities, vision="vision" in capabilities)
 
     def _from_saved(self, saved: SavedModel, default: ModelChoice) -> ModelChoice:
         if saved.provider == default.provider and saved.model_id in ("", default.model_id):
@@ -313,6 +331,7 @@ class ModelRouter:
             api_key=self._settings.model_api_key if configured_key else "",
             base_url=saved.base_url,
             max_tokens=saved.max_tokens,
+            vision=saved.provider in c.CLOUD_PROVIDERS,
         )
 
     def embedded_runner(self) -> RunnerSupervisor:

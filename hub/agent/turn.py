@@ -29,6 +29,7 @@ from strands.types.exceptions import ContextWindowOverflowException, MaxTokensRe
 from strands.types.tools import AgentTool
 
 from hub import contracts as c
+from hub.agent.attachments import Attachment
 from hub.agent.mcp import McpPlan, mcp_session, notice_event
 from hub.agent.stream import Event, StreamNormaliser, error_event
 
@@ -48,10 +49,19 @@ Role = Literal["user", "assistant", "system"]
 
 @dataclass(frozen=True)
 class ChatMessage:
-    """One message of the request body, its content reduced to text blocks."""
+    """One message of the request body: its text blocks, and its images and audio
+    (agent/attachments.py takes those in before the turn: only images reach the model)."""
 
     role: Role
     texts: tuple[str, ...]
+    attachments: tuple[Attachment, ...] = ()
+
+    def content(self) -> list[ContentBlock]:
+        blocks = [ContentBlock(text=t) for t in self.texts]
+        for image in (a for a in self.attachments if a.kind == "image"):
+            source: Any = {"bytes": image.data}
+            blocks.append(ContentBlock(image={"format": image.image_format, "source": source}))  # type: ignore[typeddict-item]
+        return blocks
 
 
 @dataclass
@@ -66,6 +76,8 @@ class Turn:
     # MCP servers, started when the turn starts and stopped when it ends (agent/mcp.py).
     mcp: McpPlan | None = None
     time_limit_s: float = DEFAULT_TIME_LIMIT_S
+    # Said to the person when the turn starts (an image the model cannot see, say).
+    notices: tuple[str, ...] = ()
 
 
 def to_strands(messages: Sequence[ChatMessage]) -> tuple[str, Messages, list[ContentBlock]]:
@@ -73,10 +85,10 @@ def to_strands(messages: Sequence[ChatMessage]) -> tuple[str, Messages, list[Con
     system = "\n\n".join("\n".join(m.texts) for m in messages if m.role == "system")
     dialogue = [m for m in messages if m.role != "system"]
     history: Messages = [
-        Message(role=m.role, content=[ContentBlock(text=t) for t in m.texts])  # type: ignore[typeddict-item]
+        Message(role=m.role, content=m.content())  # type: ignore[typeddict-item]
         for m in dialogue[:-1]
     ]
-    prompt = [ContentBlock(text=t) for t in dialogue[-1].texts]
+    prompt = dialogue[-1].content()
     return system, history, prompt
 
 
@@ -117,7 +129,7 @@ async def run_turn(turn: Turn) -> AsyncGenerator[Event, None]:
 
 async def _with_mcp(turn: Turn) -> AsyncGenerator[Event, None]:
     async with mcp_session(turn.mcp) as mcp:
-        for notice in mcp.notices:
+        for notice in (*turn.notices, *mcp.notices):
             yield notice_event(notice)
         if mcp.tools:
             turn = dataclasses.replace(turn, tools=[*turn.tools, *mcp.tools])

@@ -17,6 +17,7 @@ from typing import Any
 from aiohttp import web
 
 from hub import contracts as c
+from hub.agent.attachments import Attachment, BlockError, read_block
 from hub.agent.compose import AnswerFailed, answer, compose_turn
 from hub.agent.models import ModelUnavailable
 from hub.agent.stream import Event, error_event
@@ -83,23 +84,31 @@ def _parse_message(index: int, item: Any) -> ChatMessage:
             web.HTTPBadRequest, f"{where}.role must be one of {', '.join(c.CHAT_ROLES)}"
         )
     content = item.get("content")
-    texts: tuple[str, ...]
+    blocks: list[str | Attachment]
     if isinstance(content, str):
-        texts = (content,)
+        blocks = [content]
     elif isinstance(content, list):
-        texts = tuple(_block_text(f"{where}.content[{i}]", b) for i, b in enumerate(content))
-        texts = tuple(t for t in texts if t)
+        blocks = [_block(f"{where}.content[{i}]", b) for i, b in enumerate(content)]
     else:
         raise http_error(web.HTTPBadRequest, f"{where}.content must be a string or an array")
-    if not any(t.strip() for t in texts):
-        raise http_error(web.HTTPBadRequest, f"{where}.content has no text")
-    return ChatMessage(role=role, texts=texts)
+    texts = tuple(b for b in blocks if isinstance(b, str) and b)
+    attachments = tuple(b for b in blocks if isinstance(b, Attachment))
+    if not any(t.strip() for t in texts) and not attachments:
+        raise http_error(web.HTTPBadRequest, f"{where}.content has no text, image or audio")
+    return ChatMessage(role=role, texts=texts, attachments=attachments)
 
 
-def _block_text(where: str, block: Any) -> str:
-    """Text of one content block ({type: "text", text} or {text}); other kinds carry none yet."""
+def _block(where: str, block: Any) -> str | Attachment:
+    """One content block: its text ({type: "text", text} or {text}), its image or audio
+    (agent/attachments.py), or "" for a kind that carries neither."""
     if not isinstance(block, dict):
         raise http_error(web.HTTPBadRequest, f"{where} must be an object")
+    try:
+        attachment = read_block(where, block)
+    except BlockError as exc:
+        raise http_error(web.HTTPBadRequest, str(exc)) from None
+    if attachment is not None:
+        return attachment
     text = block.get("text")
     if text is None:
         return ""

@@ -19,8 +19,11 @@ from typing import Any
 import sqlite_utils
 from aiohttp import web
 
+from drivers.audio import AudioError
+from drivers.speech import SpeechUnavailable
 from hub import contracts as c
-from hub.agent.compose import AnswerFailed, answer
+from hub.agent.asking import Question, card, question_from
+from hub.agent.compose import AnswerFailed, answer_with_images
 from hub.api.auth import Access, access, caller
 from hub.api.body import query_int, read_json_body
 from hub.api.errors import http_error
@@ -44,6 +47,7 @@ from hub.api.spec import (
 from hub.devices.endpoint import EndpointError, EndpointRefused, check_endpoint_url
 from hub.devices.events import DEVICE_EVENT_KINDS, RingEvent
 from hub.devices.idempotency import idempotency_key
+from hub.devices.notify import Notice, push_notice
 from hub.devices.registry import Device, DeviceNotFound
 from hub.devices.relay import check_limit, check_wait
 from hub.devices.service import DeviceAnswer, Devices
@@ -507,13 +511,27 @@ async def task_result(request: web.Request) -> web.Response:
     detail = {"taskId": task_id, "summary": summary, "result": result, "device": device.name}
     if len(json.dumps(detail)) > c.RELAY_PAYLOAD_MAX_BYTES:
         raise http_error(web.HTTPBadRequest, f"result is over {c.RELAY_PAYLOAD_MAX_BYTES} bytes")
-    events = _devices(request).events
+    devices = _devices(request)
 
     def work() -> dict[str, Any]:
-        event = events.publish(device.owner, "task_result", device.id, detail)
+        event = devices.events.publish(device.owner, "task_result", device.id, detail)
+        notice = _finished(device, task_id, summary, result)
+        push_notice(devices, device.owner, notice, source=device.id)
         return {"ok": True, "id": event.id}
 
     return _once(request, device, body, work)
+
+
+def _finished(device: Device, task_id: str, summary: str | None, result: Any) -> Notice:
+    """The notification a finished task is pushed to the owner's phones as."""
+    said = summary or (result if isinstance(result, str) else "")
+    if not said and result is not None:
+        said = json.dumps(result)
+    return Notice(
+        title=f"{device.name} finished a task",
+        body=said or f"Task {task_id} is done.",
+        tag=f"task:{task_id}",
+    )
 
 
 @routes.post("/api/devices/ask")
@@ -521,25 +539,51 @@ async def task_result(request: web.Request) -> web.Response:
 @documented(
     Operation(
         "ask the owner's tiny",
-        answers={200: obj({"text": STRING})},
+        answers={200: obj({"text": STRING, "card": obj({"title": STRING, "body": STRING})})},
         body=obj({"deviceId": STRING, "token": STRING}, text=STRING, mediaId=STRING),
-        errors=(404, 502),
+        errors=(404, 502, 503),
     )
 )
 async def ask(request: web.Request) -> web.Response:
-    """A device asks its owner's tiny: ``{text}`` or ``{mediaId}`` → ``{text}``."""
+    """A device asks its owner's tiny: ``{text}``, ``{mediaId}`` (a recording is transcribed, a
+    picture shown to a model that can see) or both → ``{text, card, heard?, notices?}``."""
     device, body = await _dial_in(request)
     hub = request.app[HUB]
     text, media_id = body.get("text"), body.get("mediaId")
-    if isinstance(media_id, str) and text is None:
-        data, content_type = await _run(lambda: hub.devices.media.get(device.owner, media_id))
-        text = f"[{device.name} sent {content_type}, {len(data)} bytes]"
-    if not isinstance(text, str) or not text.strip() or len(text) > MAX_TEXT:
+    if text is not None and (not isinstance(text, str) or len(text) > MAX_TEXT):
+        raise http_error(web.HTTPBadRequest, f"text must be 1-{MAX_TEXT} characters (or mediaId)")
+    if media_id is not None and not isinstance(media_id, str):
+        raise http_error(web.HTTPBadRequest, "mediaId must be the key POST /api/media returned")
+    if media_id:
+        question = await _question(request, device, text.strip() if text else None, media_id)
+    elif text and text.strip():
+        question = Question(text)
+    else:
         raise http_error(web.HTTPBadRequest, f"text must be 1-{MAX_TEXT} characters (or mediaId)")
     owner = hub.identity.user(device.owner)
-    prompt = f"(from your device {device.name}) {text}"
+    prompt = f"(from your device {device.name}) {question.text}"
     try:
-        reply_text = await answer(hub, owner, prompt)
+        answered = await answer_with_images(hub, owner, prompt, attachments=question.attachments)
     except AnswerFailed as exc:
         raise http_error(web.HTTPBadGateway, str(exc)) from None
-    return web.json_response({"text": reply_text})
+    answer_body: dict[str, Any] = {
+        "text": answered.text,
+        "card": card(question.text, answered.text),
+    }
+    if question.heard is not None:
+        answer_body["heard"] = question.heard
+    if answered.notices:
+        answer_body["notices"] = list(answered.notices)
+    return web.json_response(answer_body)
+
+
+async def _question(
+    request: web.Request, device: Device, text: str | None, media_id: str
+) -> Question:
+    """The question in the device's media: a recording's words, or a picture to look at."""
+    try:
+        return await question_from(request.app[HUB], device, text, media_id)
+    except AudioError as exc:
+        raise http_error(web.HTTPBadRequest, f"media {media_id}: {exc}") from None
+    except SpeechUnavailable as exc:
+        raise http_error(web.HTTPServiceUnavailable, str(exc)) from None

@@ -1,14 +1,18 @@
-"""``tiny-hub emulate flipper|nicla-vision|nicla-voice``: a software device to try the drivers
-without hardware, and the command that points a hub at it; ``tiny-hub capture``: the real
-device's bytes, recorded for the emulators to be checked against."""
+"""``tiny-hub emulate flipper|nicla-vision|nicla-voice|phone``: a software device to try the
+drivers (or a phone app's side of the hub) without hardware, and the command that points a hub
+at it; ``tiny-hub capture``: the real device's bytes, recorded for the emulators to be checked
+against."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 from pathlib import Path
 
-from hub.cli.common import settings_of
+import aiohttp
+
+from hub.cli.common import local_url, settings_of
 from hub.config import Settings
 from hub.logs import setup_logging
 
@@ -25,7 +29,7 @@ def emulate_command(args: argparse.Namespace) -> int:
     if args.device == "flipper":
         from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
 
-        state = FlipperState(name=args.name, nfc_style=args.nfc_style)
+        state = FlipperState(name=args.name or "Unyana", nfc_style=args.nfc_style)
         FlipperEmulator(state, link=link).serve(NEXT_STEP["flipper"])
         return 0
     if args.device == "nicla-vision":
@@ -35,7 +39,36 @@ def emulate_command(args: argparse.Namespace) -> int:
         return 0
     settings = settings_of(args)
     setup_logging(settings.log_level)
+    if args.device == "phone":
+        return asyncio.run(run_phone(local_url(settings, args.hub), args))
     return asyncio.run(serve_with_emulated_voice(settings, args.wake_every))
+
+
+async def run_phone(hub_url: str, args: argparse.Namespace) -> int:
+    """An emulated phone paired with the hub at ``hub_url``, until Ctrl-C."""
+    from firmware_bridges.emulators.phone import EmulatedPhone, Glasses, PhoneError
+
+    if not args.code:
+        print("emulate phone needs --code: make one with  tiny-hub pair  (or POST /api/pair/offer)")
+        return 2
+    phone = EmulatedPhone(
+        hub_url,
+        code=args.code,
+        name=args.name or "Emulated phone",
+        glasses=Glasses() if args.glasses else None,
+        say=functools.partial(print, flush=True),
+    )
+    glasses = "with" if args.glasses else "without"
+    print(f"emulated phone for {hub_url}: {glasses} Meta glasses", flush=True)
+    try:
+        await phone.run()
+    except PhoneError as exc:
+        print(f"emulate phone: {exc}")
+        return 1
+    except (OSError, aiohttp.ClientError) as exc:
+        print(f"emulate phone: cannot reach the hub at {hub_url}: {exc}")
+        return 1
+    return 0
 
 
 async def serve_with_emulated_voice(settings: Settings, wake_every_s: float) -> int:

@@ -97,10 +97,12 @@ def build_parser() -> argparse.ArgumentParser:
         "pseudo-terminal; its path is printed (point the hub at it with drivers.<name>.port, "
         "e.g. TINY_HUB_FLIPPER_PORT). nicla-voice: Bluetooth cannot be emulated across "
         "processes, so this starts a hub (like serve) with an emulated Nicla Voice attached, "
-        "which says a wake word every --wake-every seconds.",
+        "which says a wake word every --wake-every seconds. phone: a phone paired with a "
+        "running hub by a pairing code (--code), with emulated Meta glasses (--glasses); it "
+        "prints the actions and notifications the hub sends it.",
     )
     emulate.add_argument(
-        "device", choices=["flipper", "nicla-vision", "nicla-voice"], help="which device"
+        "device", choices=["flipper", "nicla-vision", "nicla-voice", "phone"], help="which device"
     )
     emulate.add_argument(
         "--wake-every",
@@ -111,7 +113,12 @@ def build_parser() -> argparse.ArgumentParser:
     emulate.add_argument("--host", help="nicla-voice: the hub's address (as for serve)")
     emulate.add_argument("--port", type=int, help="nicla-voice: the hub's port (as for serve)")
     emulate.add_argument("--link", help="keep a symlink here to the current pseudo-terminal")
-    emulate.add_argument("--name", default="Unyana", help="the Flipper's name")
+    emulate.add_argument(
+        "--name", help="the Flipper's name (Unyana) or the phone's (Emulated phone)"
+    )
+    emulate.add_argument("--code", help="phone: the pairing code the hub shows (tiny-hub pair)")
+    emulate.add_argument("--glasses", action="store_true", help="phone: with Meta glasses")
+    emulate.add_argument("--hub", help="phone: the hub's URL (default: this machine's hub)")
     emulate.add_argument(
         "--nfc-style",
         choices=["detect", "scanner", "shell"],

@@ -45,14 +45,16 @@ class Delivery:
     message_ids: tuple[str, ...]  # one per dial-in device the envelope was queued for
 
 
-def push_notice(devices: Devices, owner: str, notice: Notice) -> Delivery:
+def push_notice(
+    devices: Devices, owner: str, notice: Notice, *, source: str | None = None
+) -> Delivery:
     """Publish ``notice`` on ``owner``'s ring and queue it for each of their dial-in devices,
-    once each."""
+    once each; not for ``source``, the id of the device the news came from (it knows)."""
     envelope = notice.envelope()
     event = devices.events.publish(owner, NOTIFY_KIND, None, envelope)
     sent = tuple(
         devices.mailbox.send(device, envelope)
         for device in devices.registry.list(owner)
-        if device.dial_in
+        if device.dial_in and device.id != source
     )
     return Delivery(event, sent)

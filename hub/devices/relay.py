@@ -118,6 +118,11 @@ class Mailbox:
             await asyncio.wait_for(arrival.wait(), wait_s)
         return [] if gone() else self.pull(device, limit)
 
+    def holding(self, device_id: str) -> bool:
+        """Whether a pull of the device is held open now (its presence was counted when the
+        pull began)."""
+        return device_id in self._arrivals
+
     def put_back(self, device: Device, envelopes: list[Envelope]) -> None:
         """Envelopes pulled for a caller that hung up before it got them: undelivered again,
         and any pull held for the device woken to take them."""

@@ -108,7 +108,7 @@ class Devices:
         images = parsed.get("images") if isinstance(parsed, dict) else None
         for image in images if isinstance(images, list) else []:
             url = image.get("url") if isinstance(image, dict) else None
-            loaded = self._own_media(owner, url)
+            loaded = self.own_image(owner, url)
             if loaded is None:
                 answer.refused.append(str(url))
             else:
@@ -123,7 +123,9 @@ class Devices:
             raise DeviceUnreachable(f"{device.name}: {exc}") from None
         return DeviceAnswer(device.name, text=reply)
 
-    def _own_media(self, owner: str, url: Any) -> tuple[bytes, str] | None:
+    def own_media(self, owner: str, url: Any) -> tuple[bytes, str] | None:
+        """The bytes and content type of ``url`` when it points at ``owner``'s media on this
+        hub's own ``/media/`` store (read from the store, never fetched); None otherwise."""
         if not isinstance(url, str):
             return None
         parsed = urlparse(url)
@@ -132,8 +134,12 @@ class Devices:
         if not parsed.path.startswith("/media/") or parsed.query:
             return None
         try:
-            data, content_type = self.media.get(owner, parsed.path.removeprefix("/media/"))
+            return self.media.get(owner, parsed.path.removeprefix("/media/"))
         except DeviceNotFound:
             return None
-        image_format = IMAGE_FORMATS.get(content_type)
-        return (data, image_format) if image_format else None
+
+    def own_image(self, owner: str, url: Any) -> tuple[bytes, str] | None:
+        """``own_media`` when it is an image: its bytes and strands' image format."""
+        loaded = self.own_media(owner, url)
+        image_format = IMAGE_FORMATS.get(loaded[1]) if loaded else None
+        return (loaded[0], image_format) if loaded and image_format else None

@@ -44,6 +44,10 @@ class FakeModel:
     capabilities: tuple[str, ...] = ("completion", "tools")
 
 
+# What Ollama's /api/show lists for a model that can see (llava, qwen2.5vl, gemma3).
+SEEING = ("completion", "tools", "vision")
+
+
 class FakeOllama:
     def __init__(self, models: list[FakeModel] | None = None) -> None:
         self.models = models if models is not None else [FakeModel("qwen3:latest")]
@@ -56,6 +60,11 @@ class FakeOllama:
         self.disconnected = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self.url = ""
+
+    @staticmethod
+    def images_in(request: dict[str, Any]) -> list[str]:
+        """The images (base64, as Ollama receives them) in one recorded /api/chat request."""
+        return [image for m in request["messages"] for image in m.get("images") or []]
 
     def script(self, *replies: Reply) -> None:
         self.replies.extend(replies)

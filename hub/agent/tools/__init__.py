@@ -24,6 +24,7 @@ from hub.agent.tools import (
     memory,
     native,
     operations,
+    phone,
     senses,
     skills,
     spawn,
@@ -62,6 +63,7 @@ BUILTIN: tuple[ToolGroup, ...] = (
     devices.tools,
     driver_tools,  # every installed driver's tools: Flipper, Nicla Vision, Nicla Voice, others
     senses.tools,
+    phone.tools,  # the paired phone's: its Meta glasses, its screen, its image generator
     native.tools,
 )
 FORGED: tuple[ToolGroup, ...] = ()
