@@ -516,7 +516,7 @@ async def task_result(request: web.Request) -> web.Response:
     def work() -> dict[str, Any]:
         event = devices.events.publish(device.owner, "task_result", device.id, detail)
         notice = _finished(device, task_id, summary, result)
-        push_notice(devices, device.owner, notice, source=device.id)
+        push_notice(devices, device.owner, notice, source=device.id, on_ring=False)
         return {"ok": True, "id": event.id}
 
     return _once(request, device, body, work)

@@ -41,17 +41,24 @@ class Notice:
 
 @dataclass(frozen=True)
 class Delivery:
-    event: RingEvent
+    event: RingEvent | None  # None when the news already has its own ring event
     message_ids: tuple[str, ...]  # one per dial-in device the envelope was queued for
 
 
 def push_notice(
-    devices: Devices, owner: str, notice: Notice, *, source: str | None = None
+    devices: Devices,
+    owner: str,
+    notice: Notice,
+    *,
+    source: str | None = None,
+    on_ring: bool = True,
 ) -> Delivery:
     """Publish ``notice`` on ``owner``'s ring and queue it for each of their dial-in devices,
-    once each; not for ``source``, the id of the device the news came from (it knows)."""
+    once each; not for ``source``, the id of the device the news came from (it knows). News
+    that is on the ring already (a ``task_result``) passes ``on_ring=False``: one event, one
+    push."""
     envelope = notice.envelope()
-    event = devices.events.publish(owner, NOTIFY_KIND, None, envelope)
+    event = devices.events.publish(owner, NOTIFY_KIND, None, envelope) if on_ring else None
     sent = tuple(
         devices.mailbox.send(device, envelope)
         for device in devices.registry.list(owner)
