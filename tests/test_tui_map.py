@@ -6,7 +6,6 @@ play_sound says which output it used, and what a terminal has no hardware for is
 from __future__ import annotations
 
 import io
-import os
 import stat
 import wave
 from pathlib import Path
@@ -168,7 +167,9 @@ def recording_player(folder: Path) -> Path:
     """A real program called aplay that keeps the WAV file it is asked to play."""
     program = folder / "aplay"
     kept = folder / "played.wav"
-    program.write_text(f'#!/bin/sh\nfor last; do :; done\ncp "$last" "{kept}"\n')
+    program.write_text(
+        f'#!/bin/sh\nfor last; do :; done\ncp "$last" "{kept}"\necho "$last" > "{kept}.path"\n'
+    )
     program.chmod(program.stat().st_mode | stat.S_IEXEC)
     return program
 
@@ -197,7 +198,9 @@ async def test_play_sound_says_which_output_it_used(
             seconds = sum(length for _, length in NOTES["chime"])
             assert played.getnframes() == sum(int(RATE * s) for _, s in NOTES["chime"])
             assert abs(played.getnframes() / RATE - seconds) < 0.01
-        assert not [p for p in Path(os.environ.get("TMPDIR", "/tmp")).glob("tiny-sound-*")]
+        given = Path((tmp_path / "played.wav.path").read_text().strip())
+        assert given.name.startswith("tiny-sound-")
+        await until(lambda: not given.exists(), what="the temporary WAV is removed")
         tools.which = lambda name: None
         await say(pilot, chat, "alert")
         await turn_done(chat, 4)
