@@ -96,7 +96,7 @@ class MapScreen(Screen[None]):
     DEFAULT_CSS = """
     MapScreen #map-main { height: 1fr; }
     MapScreen #world { border: round $panel; }
-    MapScreen #side { width: 38; border-left: solid $panel; }
+    MapScreen #side { width: 32; border-left: solid $panel; }
     MapScreen #side Label { color: $text-muted; padding: 0 1; }
     MapScreen #markers { height: 1fr; border: none; }
     MapScreen #note { height: auto; max-height: 8; padding: 0 1; color: $text-muted; }
