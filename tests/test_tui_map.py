@@ -250,3 +250,32 @@ def test_an_unreadable_map_file_is_kept_aside_not_overwritten(tmp_path: Path) ->
     assert list(MapBoard(path).markers) == ["rome"]
     path.write_text('{"markers": [{"id": "x", "lat": 95, "lon": 0, "title": "bad"}]}')
     assert MapBoard(path).markers == {}  # a hand-edited marker off the globe is left out
+
+
+async def test_the_map_keys_zoom_return_to_the_world_and_fly_to_a_listed_marker(
+    closed_port: int, tmp_path: Path
+) -> None:
+    config = TuiConfig(tmp_path)
+    kept = MapBoard(config.map_path)
+    kept.add(Marker(**PARIS))
+    kept.add(Marker(**TOKYO))
+    app = TinyApp(HubClient(f"http://127.0.0.1:{closed_port}", None), config)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await open_map(app, pilot)
+        board = app.map_board
+        assert screen.listed_titles == ["Paris", "Tokyo"]
+        await pilot.press("plus", "plus")
+        assert board.view.zoom == 3
+        await pilot.press("minus")
+        assert board.view.zoom == 2
+        options = screen.query_one("#markers", OptionList)
+        options.focus()
+        options.highlighted = 1  # the second marker
+        await pilot.press("enter")
+        await until(lambda: board.view.label == "Tokyo")
+        assert (board.view.lat, board.view.lon, board.view.zoom) == (35.6762, 139.6503, 2)
+        await pilot.pause()
+        assert str(screen.query_one("#note").render()) == ""  # Tokyo has no note
+        await pilot.press("0")
+        assert board.view == View(zoom=1.0)
+    assert MapBoard(config.map_path).view == View(zoom=1.0)  # kept for next time
