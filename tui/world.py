@@ -92,44 +92,50 @@ def draw(
     across, down = (2, 4) if braille else (1, 2)  # a terminal cell is about twice as tall
     dots_wide, dots_high = columns * across, rows * down
     step = frame.degrees_per_dot(dots_wide)
-    lines = []
-    for row in range(rows):
-        chars = []
-        for column in range(columns):
-            if braille:
-                chars.append(_braille_cell(mask, frame, step, column, row, dots_wide, dots_high))
-            else:
-                centre = _point(frame, step, column + 0.5, row * 2 + 1, 1, dots_wide, dots_high)
-                chars.append("#" if centre and mask.is_land(*centre) else " ")
-        lines.append("".join(chars))
+    land = _land_dots(mask, frame, step, dots_wide, dots_high)
+    if braille:
+        lines = [_braille_row(land[row * 4 : row * 4 + 4], columns) for row in range(rows)]
+    else:  # one character a cell: the lower of its two dots
+        lines = ["".join("#" if d else " " for d in land[row * 2 + 1]) for row in range(rows)]
     placed = _place(frame, step, pins, columns, rows, across, down)
     for (column, row), label in placed.items():
         lines[row] = lines[row][:column] + label + lines[row][column + 1 :]
     return Drawing(lines, placed)
 
 
-def _point(
-    frame: Frame, step: float, x: float, y: float, scale: int, wide: int, high: int
-) -> tuple[float, float] | None:
-    """The (lat, lon) at dot (x, y), or None off the poles."""
-    lat = frame.lat - (y * scale - high / 2) * step
-    if not -90.0 <= lat <= 90.0:
-        return None
-    lon = (frame.lon + (x * scale - wide / 2) * step + 180.0) % 360.0 - 180.0
-    return lat, lon
+def _land_dots(mask: LandMask, frame: Frame, step: float, wide: int, high: int) -> list[list[bool]]:
+    """Land or not at the middle of every dot. The mask's column of each dot's longitude and
+    row of each dot's latitude are found once, so a drawing is one bit test a dot."""
+    mask_columns = [
+        int(((frame.lon + (x + 0.5 - wide / 2) * step + 180.0) % 360.0) * CELLS_PER_DEGREE)
+        % MASK_COLUMNS
+        for x in range(wide)
+    ]
+    bits = mask.bits
+    dots = []
+    for y in range(high):
+        lat = frame.lat - (y + 0.5 - high / 2) * step
+        if not -90.0 <= lat <= 90.0:
+            dots.append([False] * wide)
+            continue
+        base = min(MASK_ROWS - 1, int((90.0 - lat) * CELLS_PER_DEGREE)) * MASK_COLUMNS
+        dots.append(
+            [bool(bits[(base + c) >> 3] >> (7 - ((base + c) & 7)) & 1) for c in mask_columns]
+        )
+    return dots
 
 
-def _braille_cell(
-    mask: LandMask, frame: Frame, step: float, column: int, row: int, wide: int, high: int
-) -> str:
-    code = 0
-    for dx in range(2):
-        for dy in range(4):
-            x, y = column * 2 + dx + 0.5, row * 4 + dy + 0.5
-            point = _point(frame, step, x, y, 1, wide, high)
-            if point is not None and mask.is_land(*point):
-                code |= BRAILLE_DOTS[dx][dy]
-    return chr(BRAILLE_BASE + code) if code else " "
+def _braille_row(four: list[list[bool]], columns: int) -> str:
+    chars = []
+    for column in range(columns):
+        code = 0
+        for dx in range(2):
+            x = column * 2 + dx
+            for dy in range(4):
+                if four[dy][x]:
+                    code |= BRAILLE_DOTS[dx][dy]
+        chars.append(chr(BRAILLE_BASE + code) if code else " ")
+    return "".join(chars)
 
 
 def _place(
