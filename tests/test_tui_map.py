@@ -279,3 +279,24 @@ async def test_the_map_keys_zoom_return_to_the_world_and_fly_to_a_listed_marker(
         await pilot.press("0")
         assert board.view == View(zoom=1.0)
     assert MapBoard(config.map_path).view == View(zoom=1.0)  # kept for next time
+
+
+async def test_a_tour_skips_a_marker_removed_on_the_way_and_a_new_tour_replaces_it(
+    tmp_path: Path,
+) -> None:
+    board = MapBoard(TuiConfig(tmp_path).map_path)
+    stops = [Marker(n, n.title(), float(i), float(i)) for i, n in enumerate(["a", "b", "c"])]
+    for marker in stops:
+        board.add(marker)
+    seen: list[str] = []
+    board.subscribe(lambda: seen.append(board.view.label) if board.touring else None)
+    board.start_tour(stops, 0.05)
+    board.remove("b")  # before the tour's first step runs
+    await until(lambda: board.touring is None and seen != [])
+    assert [label for i, label in enumerate(seen) if i == 0 or seen[i - 1] != label] == ["A", "C"]
+    board.start_tour(stops, 30)
+    await until(lambda: board.view.label == "A")
+    board.start_tour([stops[2]], 0.05)  # the long tour ends here
+    await until(lambda: board.view.label == "C" and board.touring is None)
+    assert MapBoard(board.path).view.label == "C"  # each stop is kept
+    board.close()

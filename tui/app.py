@@ -77,4 +77,5 @@ class TinyApp(App[None]):
         self.model_headers = message.headers
 
     async def on_unmount(self) -> None:
+        self.map_board.close()  # a tour is a task on this loop, which is ending
         await self.client.close()

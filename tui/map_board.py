@@ -172,6 +172,11 @@ class MapBoard:
         self.stop_tour()
         self._tour = asyncio.get_running_loop().create_task(self._run_tour(stops, dwell_s))
 
+    def close(self) -> None:
+        """The app is ending: nobody listens any more, and a running tour stops."""
+        self._listeners.clear()
+        self.stop_tour()
+
     def stop_tour(self) -> None:
         if self._tour is not None and not self._tour.done():
             self._tour.cancel()
@@ -183,6 +188,8 @@ class MapBoard:
     async def _run_tour(self, stops: list[Marker], dwell_s: float) -> None:
         try:
             for number, marker in enumerate(stops, start=1):
+                if marker.id not in self.markers:  # removed since the tour began
+                    continue
                 self.touring = (number, len(stops))
                 self.look_at(self.view_of(marker), from_tour=True)
                 await asyncio.sleep(dwell_s)
