@@ -43,6 +43,20 @@ CHAT_HEADERS: Final = (
     H_X402_SETTLED,
 )
 
+# The hub's own additions (docs/page-tools.md, what a client can do): a client names itself
+# ("terminal") and lists the device actions it can carry out, so the page tools answer "this
+# terminal has no flashlight" instead of sending a request nothing will act on.
+H_CLIENT: Final = "x-tiny-client"
+H_CLIENT_CAN: Final = "x-tiny-client-can"
+CAN_MAP: Final = "map"
+CAN_SOUND: Final = "sound"
+CAN_VIBRATE: Final = "vibrate"
+CAN_FLASHLIGHT: Final = "flashlight"
+CAN_BRIGHTNESS: Final = "brightness"
+CLIENT_CAPABILITIES: Final = (CAN_MAP, CAN_SOUND, CAN_VIBRATE, CAN_FLASHLIGHT, CAN_BRIGHTNESS)
+# play_sound's fixed set: every client maps each name to a sound of its own.
+SOUNDS: Final = ("beep", "chime", "success", "error", "alert")
+
 # Native apps identify themselves through x-tiny-session.
 NATIVE_SESSIONS: Final = ("tiny-ios", "tiny-android")
 

@@ -56,6 +56,16 @@ WEB_BUILTINS = {
     "open_url",
     "speak",
     "render_ui",
+    "add_map_marker",
+    "remove_map_marker",
+    "fly_to_marker",
+    "fly_to_location",
+    "clear_map_markers",
+    "tour_markers",
+    "vibrate",
+    "flashlight",
+    "set_brightness",
+    "play_sound",
 }
 
 

@@ -1,7 +1,7 @@
 """The terminal UI: one Textual app with a screen per part of the hub, talking to it only over
 its HTTP API (``tui/client.py``) — the reference client of the API the phones use.
 
-Screens are Textual modes (chat, devices, memory, settings), each built once and kept, so
+Screens are Textual modes (chat, devices, memory, settings, map), each built once and kept, so
 switching away from a streaming reply does not stop it. Every binding has an id; ``[keys]`` in
 ``tui.toml`` rebinds any of them (``tui/config.py``).
 """
@@ -20,10 +20,12 @@ from tui.client import HubClient
 from tui.client_tools import register_themes
 from tui.config import TuiConfig
 from tui.devices import DevicesScreen
+from tui.map import MapScreen
+from tui.map_board import MapBoard
 from tui.memory import MemoryScreen
 from tui.settings import SettingsScreen
 
-SCREENS_IN_ORDER = ("chat", "devices", "memory", "settings")
+SCREENS_IN_ORDER = ("chat", "devices", "memory", "settings", "map")
 
 
 class TinyApp(App[None]):
@@ -33,6 +35,7 @@ class TinyApp(App[None]):
         Binding("f2", "switch_mode('devices')", "Devices", id="show_devices"),
         Binding("f3", "switch_mode('memory')", "Memory", id="show_memory"),
         Binding("f4", "switch_mode('settings')", "Settings", id="show_settings"),
+        Binding("f5", "switch_mode('map')", "Map", id="show_map"),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
     ]
 
@@ -46,6 +49,8 @@ class TinyApp(App[None]):
         self.model_headers: dict[str, str] = {}
         """x-tiny-model-* headers for this session (a cloud key lives here, in memory only:
         the hub does not store keys, and the TUI never writes one down)."""
+        self.map_board = MapBoard(config.map_path)
+        """The live map: the chat's map actions change it, the Map screen draws it."""
 
     def on_mount(self) -> None:
         self.client.open()  # one session, one connection pool, for every screen's requests
@@ -53,6 +58,7 @@ class TinyApp(App[None]):
         self.add_mode("devices", lambda: DevicesScreen(self.client))
         self.add_mode("memory", lambda: MemoryScreen(self.client))
         self.add_mode("settings", lambda: SettingsScreen(self.client))
+        self.add_mode("map", lambda: MapScreen(self.map_board))
         register_themes(self)  # the presets set_theme offers, before the saved theme is applied
         if self.config.keys:
             self.set_keymap(self.config.keys)
@@ -71,4 +77,5 @@ class TinyApp(App[None]):
         self.model_headers = message.headers
 
     async def on_unmount(self) -> None:
+        self.map_board.close()  # a tour is a task on this loop, which is ending
         await self.client.close()

@@ -64,6 +64,8 @@ from tui.widgets import (
 __all__ = ["ChatScreen", "Notice", "ReplyMessage", "UserMessage"]
 
 CHIPS = Binding.Group("Chip")
+CLIENT_KIND = "terminal"
+CLIENT_CAN = (c.CAN_MAP, c.CAN_SOUND)
 STOPPED = "stopped (closing the stream stops the model too); what arrived is kept"
 
 
@@ -228,7 +230,9 @@ class ChatScreen(Screen[None]):
 
     async def on_mount(self) -> None:
         self.store = ConversationStore(self.config.conversations_dir)
-        self.client_tools = ClientTools(self.app, self.config)
+        self.client_tools = ClientTools(
+            self.app, self.config, board=getattr(self.app, "map_board", None)
+        )
         register_themes(self.app)
         if self.config.theme and self.app.theme != self.config.theme:
             restore_theme(self.app, self.config.theme)
@@ -322,9 +326,12 @@ class ChatScreen(Screen[None]):
     # --- one turn ---------------------------------------------------------------------------
 
     def turn_headers(self) -> dict[str, str]:
-        """Which tiny (chosen on the settings screen) and, for this session, which model."""
+        """Which tiny (chosen on the settings screen), for this session which model, and what
+        this client can do: a map and sounds (the bell at least), no phone hardware."""
         return {
             c.H_NAME: getattr(self.app, "tiny_name", c.DEFAULT_TINY),
+            c.H_CLIENT: CLIENT_KIND,
+            c.H_CLIENT_CAN: ", ".join(CLIENT_CAN),
             **getattr(self.app, "model_headers", {}),
         }
 

@@ -1,9 +1,10 @@
-"""Acting on the hub's client tools (``hub/agent/tools/client.py``) in a terminal.
+"""Acting on the hub's client tools (``hub/agent/tools/client.py`` and ``page.py``) in a terminal.
 
 The hub runs these tools by handing them to the client: their result carries
 ``{"clientAction": name, "request": {...}}``. The TUI does what a terminal can and says so
-honestly when it cannot (no speech program, a clipboard that depends on the terminal). Notes
-and conversation edits stay on this machine: nothing here talks to the hub.
+honestly when it cannot (no speech program, a clipboard that depends on the terminal, no
+flashlight). Notes, conversation edits and the map (``tui/map_board.py``) stay on this machine:
+nothing here talks to the hub.
 
 Each action returns an :class:`Outcome` the chat screen shows; the screen does the mounting
 and asking, so this module has no knowledge of the screen's layout.
@@ -12,6 +13,7 @@ and asking, so this module has no knowledge of the screen's layout.
 from __future__ import annotations
 
 import asyncio
+import functools
 import shutil
 import subprocess
 import webbrowser
@@ -26,9 +28,18 @@ from textual.widget import Widget
 
 from tui.config import TuiConfig
 from tui.conversations import Message, Notes, message_text
+from tui.map_board import MapBoard, Marker, View, marker_from
+from tui.sounds import NOTES, SoundPlayer
 from tui.widgets import build_component
 
 SPEECH_PROGRAMS = ("espeak-ng", "espeak", "say", "spd-say")
+SEE_THE_MAP = "the Map screen shows it"
+# The device actions a terminal has no hardware for, and how the chat says so.
+CANNOT = {
+    "vibrate": "this terminal cannot vibrate",
+    "flashlight": "this terminal has no flashlight",
+    "set_brightness": "this terminal cannot change the screen's brightness",
+}
 CLIPBOARD_CAVEAT = (
     "sent with the terminal's OSC 52 sequence: it reaches the clipboard only if your terminal "
     "supports it (macOS Terminal does not; tmux needs set-clipboard on)"
@@ -190,12 +201,15 @@ class ClientTools:
         *,
         opener: Opener = webbrowser.open,
         which: Callable[[str], str | None] = shutil.which,
+        board: MapBoard | None = None,
     ) -> None:
         self.app = app
         self.config = config
         self.notes = Notes(config.notes_path)
+        self.board = board if board is not None else MapBoard(config.map_path)
         self.opener = opener
         self.which = which
+        self.sounds = SoundPlayer(app.bell, which=lambda name: self.which(name))
         self.speaking: set[asyncio.Task[int]] = set()
         self._handlers: dict[str, Callable[[dict[str, Any], list[Message]], Awaitable[Outcome]]]
         self._handlers = {
@@ -207,6 +221,14 @@ class ClientTools:
             "open_url": self._open_url,
             "speak": self._speak,
             "render_ui": self._render_ui,
+            "add_map_marker": self._add_marker,
+            "remove_map_marker": self._remove_marker,
+            "fly_to_marker": self._fly_to_marker,
+            "fly_to_location": self._fly_to_location,
+            "clear_map_markers": self._clear_markers,
+            "tour_markers": self._tour,
+            "play_sound": self._play_sound,
+            **{action: functools.partial(self._cannot, action) for action in CANNOT},
         }
 
     async def run(self, action: str, request: dict[str, Any], messages: list[Message]) -> Outcome:
@@ -322,6 +344,84 @@ class ClientTools:
         except ValueError as exc:
             return Outcome(f"render_ui {component}: {exc}", "warning")
         return Outcome("", widget=widget)  # the drawing says it all
+
+    # --- the map and the device actions ---------------------------------------------------
+
+    async def _add_marker(self, request: dict[str, Any], messages: list[Message]) -> Outcome:
+        marker = marker_from(request)
+        if marker is None:
+            return Outcome("add_map_marker: the marker was incomplete; nothing added", "warning")
+        verb = "replaced" if self.board.add(marker) else "added"
+        return Outcome(f"map: {verb} “{marker.title}” at {marker.where} ({SEE_THE_MAP})")
+
+    def _missing(self, marker_id: str) -> Outcome:
+        known = ", ".join(self.board.markers) or "none yet"
+        return Outcome(f"map: no marker {marker_id!r} here (markers: {known})", "warning")
+
+    async def _remove_marker(self, request: dict[str, Any], messages: list[Message]) -> Outcome:
+        marker_id = str(request.get("id", ""))
+        gone = self.board.remove(marker_id)
+        if gone is None:
+            return self._missing(marker_id)
+        return Outcome(f"map: removed “{gone.title}”")
+
+    async def _fly_to_marker(self, request: dict[str, Any], messages: list[Message]) -> Outcome:
+        marker = self.board.markers.get(str(request.get("id", "")))
+        if marker is None:
+            return self._missing(str(request.get("id", "")))
+        self.board.look_at(self.board.view_of(marker, _zoom(request)))
+        return Outcome(f"map: centred on “{marker.title}” at {marker.where}, {self._zoom_words()}")
+
+    async def _fly_to_location(self, request: dict[str, Any], messages: list[Message]) -> Outcome:
+        place = marker_from({**request, "id": "-", "title": str(request.get("label") or "")})
+        if place is None:
+            return Outcome("fly_to_location: the place was incomplete; the map stays", "warning")
+        label = str(request.get("label") or "")
+        self.board.look_at(
+            View(place.lat, place.lon, _zoom(request) or self.board.view.zoom, label)
+        )
+        named = f"“{label}” at {place.where}" if label else place.where
+        return Outcome(f"map: centred on {named}, {self._zoom_words()}")
+
+    def _zoom_words(self) -> str:
+        return f"zoom {self.board.view.zoom:g} ({SEE_THE_MAP})"
+
+    async def _clear_markers(self, request: dict[str, Any], messages: list[Message]) -> Outcome:
+        count = self.board.clear()
+        return Outcome(f"map: cleared {count} marker{'s' if count != 1 else ''}")
+
+    async def _tour(self, request: dict[str, Any], messages: list[Message]) -> Outcome:
+        ids = request.get("ids")
+        wanted = [str(i) for i in ids] if isinstance(ids, list) else list(self.board.markers)
+        stops: list[Marker] = [self.board.markers[i] for i in wanted if i in self.board.markers]
+        missing = [i for i in wanted if i not in self.board.markers]
+        if not stops:
+            return Outcome("tour_markers: no markers on the map to visit", "warning")
+        dwell = float(request.get("dwellSeconds") or 4.0)
+        self.board.start_tour(stops, dwell)
+        route = " → ".join(m.title for m in stops)
+        skipped = f"; not on the map: {', '.join(missing)}" if missing else ""
+        return Outcome(
+            f"map: touring {len(stops)} markers, {dwell:g} s each: {route} ({SEE_THE_MAP}){skipped}"
+        )
+
+    async def _play_sound(self, request: dict[str, Any], messages: list[Message]) -> Outcome:
+        sound = str(request.get("sound", ""))
+        if sound not in NOTES:
+            return Outcome(f"play_sound: this terminal has no sound called {sound!r}", "warning")
+        return Outcome(await self.sounds.play(sound))
+
+    async def _cannot(
+        self, action: str, request: dict[str, Any], messages: list[Message]
+    ) -> Outcome:
+        return Outcome(f"{CANNOT[action]}: nothing was done", "warning")
+
+
+def _zoom(request: dict[str, Any]) -> float | None:
+    zoom = request.get("zoom")
+    if isinstance(zoom, int | float) and not isinstance(zoom, bool) and 1 <= zoom <= 20:
+        return float(zoom)
+    return None
 
 
 def shorten_words(text: str, words: int) -> str:

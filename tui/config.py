@@ -1,4 +1,5 @@
-"""What the TUI keeps on this machine: its data dir (conversations, notes) and its settings file.
+"""What the TUI keeps on this machine: its data dir (conversations, notes, the map) and its settings
+file.
 
 ``tui.toml`` in the data dir holds the key bindings (``[keys]``: binding id = key, e.g.
 ``send = "ctrl+s"``) and the theme (``theme = "nord"``). Nothing here is ever sent to the hub:
@@ -39,6 +40,11 @@ class TuiConfig:
     @property
     def notes_path(self) -> Path:
         return self.data_dir / "notes.json"
+
+    @property
+    def map_path(self) -> Path:
+        """The Map screen's markers and view (``tui/map_board.py``)."""
+        return self.data_dir / "map.json"
 
     @property
     def settings_path(self) -> Path:

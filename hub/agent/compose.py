@@ -22,6 +22,7 @@ from hub.agent.mcp import plan_for_turn
 from hub.agent.models import ModelChoice
 from hub.agent.prompt import system_prompt
 from hub.agent.tools import mount_tools
+from hub.agent.tools.client_caps import client_caps
 from hub.agent.tools.context import STATE_KEY, ToolContext
 from hub.agent.tools.operations import tiny_operation_tools
 from hub.agent.tools.universe import related_for_turn
@@ -42,7 +43,9 @@ class AnswerFailed(Exception):
 async def compose_turn(
     hub: Hub, user: User | None, messages: Sequence[ChatMessage], headers: Mapping[str, str]
 ) -> Turn:
-    """Raises TinyError (no such tiny, or private) and ModelUnavailable before anything runs."""
+    """Raises TinyError (no such tiny, or private), ClientHeaderInvalid and ModelUnavailable
+    before anything runs."""
+    client = client_caps(headers)
     tiny = hub.tinys.resolve(
         headers.get(c.H_NAME, "").strip() or c.DEFAULT_TINY, user, headers.get(c.H_KEY)
     )
@@ -62,6 +65,7 @@ async def compose_turn(
         related=related.tools,
         operations=tuple(operations),
         model=model,
+        client=client,
     )
     mounted = mount_tools(context) if choice.tools else None
     return Turn(

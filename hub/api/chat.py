@@ -21,6 +21,7 @@ from hub.agent.attachments import Attachment, BlockError, read_block
 from hub.agent.compose import AnswerFailed, answer, compose_turn
 from hub.agent.models import ModelUnavailable
 from hub.agent.stream import Event, error_event
+from hub.agent.tools.client_caps import ClientHeaderInvalid
 from hub.agent.turn import ChatMessage, Turn, run_turn
 from hub.api.auth import Access, access, caller, loopback_anonymous
 from hub.api.body import read_json_body
@@ -141,7 +142,7 @@ async def chat(request: web.Request) -> web.StreamResponse:
 async def _compose(request: web.Request, messages: list[ChatMessage]) -> Turn:
     try:
         return await compose_turn(request.app[HUB], caller(request), messages, request.headers)
-    except ModelUnavailable as exc:
+    except (ModelUnavailable, ClientHeaderInvalid) as exc:
         raise http_error(web.HTTPBadRequest, str(exc)) from None
 
 
@@ -157,7 +158,7 @@ async def endpoint_chat(request: web.Request, body: dict[str, Any]) -> web.Respo
         raise http_error(web.HTTPBadRequest, "prompt must be a non-empty string")
     try:
         reply = await answer(request.app[HUB], user, prompt, request.headers)
-    except ModelUnavailable as exc:
+    except (ModelUnavailable, ClientHeaderInvalid) as exc:
         raise http_error(web.HTTPBadRequest, str(exc)) from None
     except AnswerFailed as exc:
         raise http_error(web.HTTPBadGateway, str(exc)) from None

@@ -24,6 +24,7 @@ from hub.agent.tools import (
     memory,
     native,
     operations,
+    page,
     phone,
     senses,
     skills,
@@ -65,6 +66,7 @@ BUILTIN: tuple[ToolGroup, ...] = (
     senses.tools,
     phone.tools,  # the paired phone's: its Meta glasses, its screen, its image generator
     native.tools,
+    page.tools,  # the live map and the phone's device actions
 )
 FORGED: tuple[ToolGroup, ...] = ()
 DYNAMIC: tuple[ToolGroup, ...] = (skills.tools, operations.tools, universe.mounted_related)

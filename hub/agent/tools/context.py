@@ -10,6 +10,7 @@ from strands.types.tools import ToolContext as StrandsToolContext
 
 from drivers.base import HOST_STATE_KEY
 from hub import contracts as c
+from hub.agent.tools.client_caps import SILENT, ClientCaps
 from hub.agent.tools.host import HubHost
 from hub.agent.tools.results import failed, ok, with_image
 from hub.identity import User
@@ -46,6 +47,8 @@ class ToolContext(HubHost):
     # The tiny's own OpenAPI operations, fetched before the (synchronous) mount: see
     # agent/tools/operations.py.
     operations: tuple[AgentTool, ...] = ()
+    # What the client said it can do (x-tiny-client, x-tiny-client-can): see client_caps.py.
+    client: ClientCaps = SILENT
 
     @property
     def native_app(self) -> bool:
