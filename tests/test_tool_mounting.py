@@ -56,6 +56,9 @@ WEB_BUILTINS = {
     "open_url",
     "speak",
     "render_ui",
+    "schedule",
+    "schedule_alert",
+    "cancel_alerts",
 }
 
 

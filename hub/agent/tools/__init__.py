@@ -24,6 +24,7 @@ from hub.agent.tools import (
     memory,
     native,
     operations,
+    schedule,
     senses,
     skills,
     spawn,
@@ -63,6 +64,7 @@ BUILTIN: tuple[ToolGroup, ...] = (
     driver_tools,  # every installed driver's tools: Flipper, Nicla Vision, Nicla Voice, others
     senses.tools,
     native.tools,
+    schedule.tools,
 )
 FORGED: tuple[ToolGroup, ...] = ()
 DYNAMIC: tuple[ToolGroup, ...] = (skills.tools, operations.tools, universe.mounted_related)
