@@ -43,7 +43,7 @@ def _job_line(job: Scheduled) -> str:
 
 
 @tool(name="schedule", context=True)
-def schedule(
+async def schedule(
     tool_context: StrandsToolContext,
     action: str = "list",
     prompt: str = "",
@@ -110,7 +110,7 @@ def _alert_time(now: float, in_seconds: int | None, in_minutes: int | None, at: 
 
 
 @tool(name="schedule_alert", context=True)
-def schedule_alert(
+async def schedule_alert(
     title: str,
     tool_context: StrandsToolContext,
     message: str = "",
@@ -146,7 +146,7 @@ def schedule_alert(
 
 
 @tool(name="cancel_alerts", context=True)
-def cancel_alerts(tool_context: StrandsToolContext, id: str = "") -> dict[str, Any]:
+async def cancel_alerts(tool_context: StrandsToolContext, id: str = "") -> dict[str, Any]:
     """Cancel the user's pending alerts: all of them, or one by id.
 
     Args:
