@@ -388,3 +388,27 @@ def test_a_daily_time_is_utc_with_the_local_time_beside_it() -> None:
     assert daily.describe(zone_offset_s=-8 * 3600) == "daily at 07:00 UTC (23:00 local)"
     with pytest.raises(BadSchedule, match="daily@HH:MM"):
         parse_every("daily@7:00")
+
+
+async def test_an_alert_is_not_held_up_by_a_long_job_and_stopping_records_the_cut_run(
+    start_hub: StartHub, fake_ollama: FakeOllama
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url, scheduler_tick_s=0.05)
+    fake_ollama.script(Reply(first_delay_s=120))  # a turn that thinks for two minutes
+    job = await make_job(server, run_in_minutes=1, prompt="Think hard")
+    await use_tool(server, schedule_alert, title="Meanwhile", in_seconds=61)
+    clock(server).advance(MINUTE)
+    await asyncio.wait_for(fake_ollama.chat_seen.wait(), 30)
+    clock(server).advance(1)
+    owner = server.hub.owner.id
+    await until(
+        lambda: any(e.kind == "notify" for e in server.hub.devices.events.recent(owner)),
+        what="the alert, with the job still running",
+    )
+    assert job["id"] in scheduler(server)._running
+
+    await scheduler(server).stop()
+    row = server.hub.db.execute(
+        "SELECT last_status, last_error, next_run FROM scheduled WHERE id = ?", [job["id"]]
+    ).fetchone()
+    assert row == ("error", "the hub stopped during this run", None)

@@ -27,6 +27,8 @@ from hub.scheduler.store import Scheduled, ScheduleStore
 log = logging.getLogger(__name__)
 
 TICK_S = 1.0
+FORGET_EVERY_TICKS = 600  # finished one-shots older than a week go, now and then
+STOPPED = "the hub stopped during this run"
 
 
 class Desktop(Protocol):
@@ -51,6 +53,7 @@ class Scheduler:
     ran: int = 0
     failed: int = 0
     _running: set[str] = field(default_factory=set)
+    _ticking: set[asyncio.Task[None]] = field(default_factory=set)
     _task: asyncio.Task[None] | None = None
 
     @property
@@ -62,10 +65,13 @@ class Scheduler:
         self._task = asyncio.create_task(self._loop(), name="scheduler")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
+        """Stop looking, and end the runs still going (each is recorded as cut short)."""
+        tasks = [task for task in (self._task, *self._ticking) if task is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+                await task
         if self.desktop is not None:
             await self.desktop.close()
 
@@ -73,12 +79,19 @@ class Scheduler:
         return {"ticks": self.ticks, "ran": self.ran, "failed": self.failed}
 
     async def _loop(self) -> None:
+        """Look every ``tick_s``; a tick's runs go on in its own task, so a job's long turn
+        never holds up an alert due meanwhile."""
         while True:
-            try:
-                await self.tick()
-            except Exception:
-                log.warning("scheduler tick failed", exc_info=True)
+            ticking = asyncio.create_task(self._tick_logged(), name="scheduler-tick")
+            self._ticking.add(ticking)  # a task nobody references may be collected mid-run
+            ticking.add_done_callback(self._ticking.discard)
             await asyncio.sleep(self.tick_s)
+
+    async def _tick_logged(self) -> None:
+        try:
+            await self.tick()
+        except Exception:
+            log.warning("scheduler tick failed", exc_info=True)
 
     async def tick(self) -> list[Outcome]:
         """Run everything due now and return how each ended."""
@@ -90,16 +103,19 @@ class Scheduler:
             for item in store.due(now)
             if item.id not in self._running and store.claim(item, now)
         ]
-        if self.ticks % 600 == 1:
+        self._running.update(item.id for item in claimed)
+        if self.ticks % FORGET_EVERY_TICKS == 1:
             store.forget_done(now)
         if not claimed:
             return []
         return list(await asyncio.gather(*(self._run(item) for item in claimed)))
 
     async def _run(self, item: Scheduled) -> Outcome:
-        self._running.add(item.id)
         try:
             outcome = await (self._job(item) if item.kind == "job" else self._alert(item))
+        except asyncio.CancelledError:
+            self.store.record(item.id, STOPPED)
+            raise
         finally:
             self._running.discard(item.id)
         self.store.record(item.id, outcome.error)
