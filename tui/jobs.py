@@ -50,14 +50,14 @@ def in_words(seconds: float) -> str:
 
 
 def when_text(stamp: Any, now: float) -> str:
-    """A run time as ``14:05 (13:05 UTC)``, the date too when it is not today, and how far it
-    is when it is ahead."""
+    """A run time as ``14:05 (13:05 UTC)`` (``13:05 UTC`` where local time is UTC), the date
+    too when it is not today, and how far it is when it is ahead."""
     if not isinstance(stamp, int | float):
         return "—"
     local, utc = datetime.fromtimestamp(stamp).astimezone(), datetime.fromtimestamp(stamp, UTC)
     same_day = local.date() == datetime.fromtimestamp(now).astimezone().date()
     shown = f"{local:%H:%M}" if same_day else f"{local:%m-%d %H:%M}"
-    shown += f" ({utc:%H:%M} UTC)"
+    shown += " UTC" if local.utcoffset() == utc.utcoffset() else f" ({utc:%H:%M} UTC)"
     return f"{shown}, {in_words(stamp - now)}" if stamp > now else shown
 
 
@@ -76,7 +76,7 @@ def job_cells(item: Mapping[str, Any], now: float) -> Cells:
     label = item.get("title") or item.get("prompt") or item.get("message") or "?"
     return (
         one_line(f"{'alert: ' if is_alert else ''}{label}", WHAT_CHARS),
-        "once" if is_alert else str(item.get("schedule", "")),
+        "once" if is_alert else str(item.get("every") or "once"),
         when_text(item.get("nextRun"), now),
         when_text(item.get("lastRun"), now) if item.get("runs") else "never",
         status_cell(item),
@@ -142,9 +142,10 @@ class JobsScreen(Screen[None]):
             table.add_row(*job_cells(item, now), key=key)
         jobs = sum(1 for item in answer.get("jobs", []) if item.get("nextRun") is not None)
         alerts = len(answer.get("alerts", []))
+        hint = "" if listed else " · ask the companion to schedule one"
         self.say(
             f"{jobs} of {answer.get('limit', '?')} jobs, {alerts} pending alert(s) · "
-            f"updated {datetime.now():%H:%M:%S} · ask the companion to schedule one"
+            f"updated {datetime.now():%H:%M:%S}{hint}"
         )
 
     def say(self, text: str, *, problem: bool = False) -> None:
