@@ -245,6 +245,7 @@ async def test_a_failing_run_is_recorded_and_retried_by_its_schedule_not_in_a_lo
         ({"prompt": "x"}, "not both"),
         ({"every": "*/5m", "prompt": "  "}, "prompt is empty"),
         ({"run_in_minutes": 0, "prompt": "x"}, "run_in_minutes must be"),
+        ({"every": "*/5m", "prompt": "x" * 2001}, "over 2000 characters"),
     ],
 )
 async def test_bad_jobs_are_refused_clearly(
@@ -252,6 +253,22 @@ async def test_bad_jobs_are_refused_clearly(
 ) -> None:
     refused = await use_tool(server, schedule, action="create", **arguments)
     assert refused["status"] == "error" and problem in result_text(refused)
+
+
+async def test_deleting_needs_an_id_and_an_unknown_action_is_named(server: RunningServer) -> None:
+    no_id = await use_tool(server, schedule, action="delete")
+    assert no_id["status"] == "error" and "give the id" in result_text(no_id)
+    unknown = await use_tool(server, schedule, action="pause")
+    assert unknown["status"] == "error" and "create, list, delete" in result_text(unknown)
+
+
+async def test_finished_one_shots_are_kept_newest_twenty(server: RunningServer) -> None:
+    for number in range(25):
+        await make_job(server, run_in_minutes=1, prompt=f"once {number}")
+        assert len(await tick_after(server, MINUTE)) == 1
+    listed = (await use_tool(server, schedule, action="list"))["content"][1]["json"]["jobs"]
+    assert len(listed) == 21  # the newest 20 kept when the last was made, and that one
+    assert listed[0]["prompt"] == "once 24"
 
 
 async def test_jobs_are_each_persons_own(

@@ -116,6 +116,9 @@ class Scheduler:
         except asyncio.CancelledError:
             self.store.record(item.id, STOPPED)
             raise
+        except Exception as exc:  # a run's failure is recorded, never the scheduler's
+            log.warning("%s %s (%s) failed", item.kind, item.id, item.label, exc_info=True)
+            outcome = Outcome(item, error=str(exc) or type(exc).__name__)
         finally:
             self._running.discard(item.id)
         self.store.record(item.id, outcome.error)
@@ -128,14 +131,9 @@ class Scheduler:
         return Outcome(item, item.text)
 
     async def _job(self, item: Scheduled) -> Outcome:
-        try:
-            user = self.hub.identity.user(item.owner)
-            headers = {c.H_NAME: item.tiny} if item.tiny else {}
-            text = await answer(self.hub, user, item.text, headers)
-        except Exception as exc:  # a job's failure is recorded, never the scheduler's
-            error = str(exc) or type(exc).__name__
-            log.warning("job %s (%s) failed: %s", item.id, item.label, error)
-            return Outcome(item, error=error)
+        user = self.hub.identity.user(item.owner)
+        headers = {c.H_NAME: item.tiny} if item.tiny else {}
+        text = await answer(self.hub, user, item.text, headers)
         self._tell(item.owner, Notice(item.label, text or "(no answer)", tag=f"job:{item.id}"))
         return Outcome(item, text)
 

@@ -25,7 +25,8 @@ MAX_ALERTS = 50  # per person, pending
 TEXT_MAX = 2000
 TITLE_MAX = 120
 ERROR_MAX = 500
-KEEP_DONE_S = 7 * 86_400.0  # a finished one-shot stays listed (with its result) a week
+KEEP_DONE_S = 7 * 86_400.0  # a finished one-shot stays listed (with its result) a week,
+KEEP_DONE = 20  # the newest 20 of them
 _COLUMNS = (
     "id, owner, kind, every, text, title, tiny, created_at, next_run, last_run, last_status,"
     " last_error, runs"
@@ -122,6 +123,7 @@ class ScheduleStore:
             if not 1 <= run_in_minutes <= MAX_ONE_SHOT_MINUTES:
                 raise ScheduleRefused(f"run_in_minutes must be 1 to {MAX_ONE_SHOT_MINUTES}")
             first = now + run_in_minutes * 60.0
+        self._trim_done(owner)
         if self.pending(owner, "job") >= MAX_JOBS:
             raise ScheduleRefused(
                 f"you already have {MAX_JOBS} jobs, the most one person may have: delete one "
@@ -230,6 +232,15 @@ class ScheduleStore:
         self._db.execute(
             "DELETE FROM scheduled WHERE id = ? AND kind = 'alert' AND next_run IS NULL",
             [item_id],
+        )
+
+    def _trim_done(self, owner: str) -> None:
+        """Keep a person's newest finished one-shots only, however many they make."""
+        self._db.execute(
+            "DELETE FROM scheduled WHERE owner = ? AND next_run IS NULL AND id NOT IN ("
+            " SELECT id FROM scheduled WHERE owner = ? AND next_run IS NULL"
+            " ORDER BY last_run DESC LIMIT ?)",
+            [owner, owner, KEEP_DONE],
         )
 
     def forget_done(self, now: float) -> int:

@@ -79,6 +79,8 @@ async def schedule(
             )
             return ok(f"Scheduled {_job_line(job)}.", job=job.as_json())
         if action == "delete":
+            if not id.strip():
+                return failed("give the id of the job to delete (schedule action list shows it)")
             gone = store.delete(ctx.caller.id, id.strip(), "job")
             return ok(f"Deleted job [{gone.id}] {gone.label}.", job=gone.as_json())
     except Refused as exc:
