@@ -10,6 +10,7 @@ import json
 import stat
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,9 @@ import aiohttp
 import pytest
 
 from hub.agent.tools.schedule import cancel_alerts, schedule, schedule_alert
+from hub.api.parts import open_scheduler
 from hub.cloud.notify import DesktopNotifier
+from hub.config import load_settings
 from hub.devices.registry import AdjustableClock
 from hub.runtime import Hub
 from hub.scheduler.runner import Outcome, Scheduler
@@ -33,7 +36,8 @@ from tests.waits import until
 
 MINUTE = 60.0
 # The loop looks once at start and then not again within a test: the tests tick themselves.
-QUIET = {"scheduler_tick_s": 60.0}
+# Nothing pops up on the desktop of whoever runs the tests (one test brings its own notifier).
+QUIET = {"scheduler_tick_s": 60.0, "scheduler_desktop_notifications": False}
 
 
 def clock(server: RunningServer) -> AdjustableClock:
@@ -410,7 +414,7 @@ def test_a_daily_time_is_utc_with_the_local_time_beside_it() -> None:
 async def test_an_alert_is_not_held_up_by_a_long_job_and_stopping_records_the_cut_run(
     start_hub: StartHub, fake_ollama: FakeOllama
 ) -> None:
-    server = await start_hub(ollama_host=fake_ollama.url, scheduler_tick_s=0.05)
+    server = await start_hub(ollama_host=fake_ollama.url, **{**QUIET, "scheduler_tick_s": 0.05})
     fake_ollama.script(Reply(first_delay_s=120))  # a turn that thinks for two minutes
     job = await make_job(server, run_in_minutes=1, prompt="Think hard")
     await use_tool(server, schedule_alert, title="Meanwhile", in_seconds=61)
@@ -429,3 +433,10 @@ async def test_an_alert_is_not_held_up_by_a_long_job_and_stopping_records_the_cu
         "SELECT last_status, last_error, next_run FROM scheduled WHERE id = ?", [job["id"]]
     ).fetchone()
     assert row == ("error", "the hub stopped during this run", None)
+
+
+async def test_desktop_notices_follow_their_setting(server: RunningServer) -> None:
+    assert scheduler(server).desktop is None  # QUIET turns them off
+    hub = server.hub
+    on = load_settings(home=hub.settings.home, environ={})
+    assert isinstance(open_scheduler(replace(hub, settings=on)).desktop, DesktopNotifier)

@@ -31,7 +31,9 @@ from tui.widgets import ConfirmScreen
 
 @pytest.fixture
 async def server(start_hub: StartHub, fake_ollama: FakeOllama) -> RunningServer:
-    return await start_hub(ollama_host=fake_ollama.url, scheduler_tick_s=60.0)
+    return await start_hub(
+        ollama_host=fake_ollama.url, scheduler_tick_s=60.0, scheduler_desktop_notifications=False
+    )
 
 
 def app_for(server: RunningServer, tmp_path: Path) -> TinyApp:
