@@ -31,6 +31,7 @@ from hub.server import RunningServer, start_server
 from tests.conftest import StartHub, owner_headers, settings_for
 from tests.daemon import enroll, send
 from tests.fakes.ollama import FakeOllama, Reply
+from tests.sse import tool_in_a_turn
 from tests.toolcall import result_text, use_tool
 from tests.waits import until
 
@@ -440,3 +441,18 @@ async def test_desktop_notices_follow_their_setting(server: RunningServer) -> No
     hub = server.hub
     on = load_settings(home=hub.settings.home, environ={})
     assert isinstance(open_scheduler(replace(hub, settings=on)).desktop, DesktopNotifier)
+
+
+async def test_the_model_schedules_a_job_in_a_real_turn(
+    server: RunningServer, fake_ollama: FakeOllama, http: aiohttp.ClientSession
+) -> None:
+    arguments = {"action": "create", "every": "daily@07:00", "prompt": "Weather?", "title": "AM"}
+    result, _ = await tool_in_a_turn(server, fake_ollama, "schedule", arguments)
+    assert result["status"] == "success", result
+    assert "daily at 07:00 UTC" in result["content"][0]["text"]
+    (listed,) = (await jobs(server, http))["jobs"]
+    assert (listed["title"], listed["every"], listed["tiny"]) == ("AM", "daily@07:00", "tiny")
+    alert, _ = await tool_in_a_turn(
+        server, fake_ollama, "schedule_alert", {"title": "T", "in_minutes": 5}
+    )
+    assert alert["status"] == "success", alert
