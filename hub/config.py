@@ -365,6 +365,22 @@ class Settings:
         10.0,
         "seconds a connection may take to send a complete request head before it is closed",
     )
+    # --- jobs and alerts (see docs/scheduler.md) ------------------------------------------------
+    scheduler_tick_s: float = _setting(
+        "scheduler",
+        "tick_s",
+        "TINY_HUB_SCHEDULER_TICK_S",
+        1.0,
+        "seconds between the scheduler's looks for due jobs and alerts (one indexed query each)",
+    )
+    scheduler_desktop_notifications: bool = _setting(
+        "scheduler",
+        "desktop_notifications",
+        "TINY_HUB_SCHEDULER_DESKTOP_NOTIFICATIONS",
+        True,
+        "show the owner's job results and alerts on this machine's desktop too (notify-send on "
+        "Linux, osascript on macOS), where it has one; they reach the event ring and phones anyway",
+    )
 
     @property
     def cloud_token_path(self) -> Path:
@@ -605,6 +621,8 @@ def _validate(settings: Settings, path: Path, env: Mapping[str, str]) -> None:
         fail("turn_timeout_s", "must be more than 0 seconds")
     if settings.header_timeout_s <= 0:
         fail("header_timeout_s", "must be more than 0 seconds")
+    if not 0.05 <= settings.scheduler_tick_s <= 60:
+        fail("scheduler_tick_s", "must be 0.05 to 60 seconds")
     if settings.mcp_start_timeout_s <= 0:
         fail("mcp_start_timeout_s", "must be more than 0 seconds")
     for name, server in settings.mcp_servers.items():

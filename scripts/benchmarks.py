@@ -68,6 +68,7 @@ BENCHMARKS: dict[str, tuple[Callable[[int], list[Figure]], int]] = {
     "memory_sync": (rows_of("scripts.bench_memory_sync"), 3),
     "mcp": (rows_of("scripts.bench_mcp"), 30),
     "glasses": (rows_of("scripts.bench_glasses"), 10),
+    "scheduler": (rows_of("scripts.bench_scheduler"), 50),
     "offline_agent": (rows_of("scripts.bench_agent_eval"), 1),
     "page": (rows_of("scripts.bench_page"), 20),
 }

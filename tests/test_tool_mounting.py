@@ -66,6 +66,9 @@ WEB_BUILTINS = {
     "flashlight",
     "set_brightness",
     "play_sound",
+    "schedule",
+    "schedule_alert",
+    "cancel_alerts",
 }
 
 

@@ -1,8 +1,8 @@
 """The terminal UI: one Textual app with a screen per part of the hub, talking to it only over
 its HTTP API (``tui/client.py``) — the reference client of the API the phones use.
 
-Screens are Textual modes (chat, devices, memory, settings, map), each built once and kept, so
-switching away from a streaming reply does not stop it. Every binding has an id; ``[keys]`` in
+Screens are Textual modes (chat, devices, memory, settings, map, jobs), each built once and
+kept, so switching away from a streaming reply does not stop it. Every binding has an id; ``[keys]`` in
 ``tui.toml`` rebinds any of them (``tui/config.py``).
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from textual import on
+from textual import on, work
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.reactive import reactive
@@ -20,12 +20,14 @@ from tui.client import HubClient
 from tui.client_tools import register_themes
 from tui.config import TuiConfig
 from tui.devices import DevicesScreen
+from tui.jobs import JobsScreen
 from tui.map import MapScreen
 from tui.map_board import MapBoard
 from tui.memory import MemoryScreen
+from tui.notices import follow_notices
 from tui.settings import SettingsScreen
 
-SCREENS_IN_ORDER = ("chat", "devices", "memory", "settings", "map")
+SCREENS_IN_ORDER = ("chat", "devices", "memory", "settings", "map", "jobs")
 
 
 class TinyApp(App[None]):
@@ -36,6 +38,7 @@ class TinyApp(App[None]):
         Binding("f3", "switch_mode('memory')", "Memory", id="show_memory"),
         Binding("f4", "switch_mode('settings')", "Settings", id="show_settings"),
         Binding("f5", "switch_mode('map')", "Map", id="show_map"),
+        Binding("f8", "switch_mode('jobs')", "Jobs", id="show_jobs"),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
     ]
 
@@ -59,6 +62,7 @@ class TinyApp(App[None]):
         self.add_mode("memory", lambda: MemoryScreen(self.client))
         self.add_mode("settings", lambda: SettingsScreen(self.client))
         self.add_mode("map", lambda: MapScreen(self.map_board))
+        self.add_mode("jobs", lambda: JobsScreen(self.client))
         register_themes(self)  # the presets set_theme offers, before the saved theme is applied
         if self.config.keys:
             self.set_keymap(self.config.keys)
@@ -67,6 +71,18 @@ class TinyApp(App[None]):
         self.switch_mode("chat")
         for problem in self.config.problems:
             self.notify(problem, severity="warning", timeout=10)
+        if self.client.token:  # the ring is a signed-in person's; an anonymous client has none
+            self.follow_notices()
+
+    @work(group="notices", exclusive=True)
+    async def follow_notices(self) -> None:
+        """A toast for every notice on the person's ring (a job ran, an alert fired)."""
+        await follow_notices(self.client, self.show_notice)
+
+    def show_notice(self, title: str, body: str) -> None:
+        self.notify(body or title, title=title, timeout=10)
+        if isinstance(self.screen, JobsScreen):
+            self.screen.action_refresh()  # a job just ran: its last run changed
 
     @on(SettingsScreen.TinyChosen)
     def _tiny_chosen(self, message: SettingsScreen.TinyChosen) -> None:

@@ -1,7 +1,8 @@
 """The long-lived parts of a running hub, started and stopped by the application's
 ``cleanup_ctx`` in one order: start-up repairs and the mailbox sweeper, the drivers, the LAN
-advertiser, the cloud link, memory sync — and they stop in the reverse order (the cloud first,
-goodbyes on the LAN before the drivers let go of their ports). The model runner, started on the
+advertiser, the cloud link, memory sync, the scheduler — and they stop in the reverse order (no
+job starts while the rest stop, the cloud next, goodbyes on the LAN before the drivers let go of
+their ports). The model runner, started on the
 first embedded turn, is the last to stop.
 
 Each part that may be absent (no cloud joined, no user token, a loopback-only hub) is held in
@@ -27,6 +28,7 @@ from hub.cloud.memory_sync import MemorySync
 from hub.lan.address import is_loopback_host, lan_url
 from hub.lan.advertise import Advertiser, hub_id, hub_name
 from hub.runtime import Hub
+from hub.scheduler.runner import Scheduler
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +67,7 @@ class Parts:
     cloud: Reporting | None = None
     memory_sync: Reporting | None = None
     advertiser: Advertiser | None = None
+    scheduler: Scheduler | None = None
     repairs: Repairs = field(default_factory=Repairs)
 
 
@@ -76,7 +79,15 @@ def add_parts(app: web.Application) -> None:
     """Register every part's context, in start order."""
     app[PARTS] = Parts()
     app.cleanup_ctx.extend(
-        [model_runner, background_work, drivers, lan_advertiser, cloud_link, memory_sync]
+        [
+            model_runner,
+            background_work,
+            drivers,
+            lan_advertiser,
+            cloud_link,
+            memory_sync,
+            scheduler,
+        ]
     )
 
 
@@ -145,6 +156,26 @@ async def memory_sync(app: web.Application) -> AsyncIterator[None]:
     sync = app[PARTS].memory_sync = open_memory_sync(app[HUB])
     async with running(sync):
         yield
+
+
+async def scheduler(app: web.Application) -> AsyncIterator[None]:
+    """Jobs and alerts: started last, so a job's turn finds every part it may use; stopped
+    first, so no run starts while the others stop."""
+    part = app[PARTS].scheduler = open_scheduler(app[HUB])
+    async with running(part):
+        yield
+
+
+def open_scheduler(hub: Hub) -> Scheduler:
+    from hub.cloud.notify import DesktopNotifier
+
+    settings = hub.settings
+    desktop = (
+        DesktopNotifier(about="job results and alerts", setting="scheduler.desktop_notifications")
+        if settings.scheduler_desktop_notifications
+        else None
+    )
+    return Scheduler(hub, desktop, tick_s=settings.scheduler_tick_s)
 
 
 def start_lan(hub: Hub, listening: Listening) -> Advertiser | None:

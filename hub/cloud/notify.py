@@ -57,8 +57,11 @@ class DesktopNotifier:
         timeout_s: float = SHOW_TIMEOUT_S,
         which: Which = shutil.which,
         platform: str = sys.platform,
+        about: str = "the cloud's notifications",
+        setting: str = "cloud.desktop_notifications",
     ) -> None:
         self.timeout_s = timeout_s
+        self.about, self.setting = about, setting  # what the one warning names
         self._which = which
         self._platform = platform
         self._tasks: set[asyncio.Task[None]] = set()
@@ -117,7 +120,9 @@ class DesktopNotifier:
             return
         self._warned = True
         log.warning(
-            "cannot show desktop notifications (%s); the cloud's notifications still reach the "
-            "event ring and the TUI. Set cloud.desktop_notifications = false to stop trying",
+            "cannot show desktop notifications (%s); %s still reach the event ring and the "
+            "TUI. Set %s = false to stop trying",
             reason,
+            self.about,
+            self.setting,
         )

@@ -26,6 +26,7 @@ from hub.agent.tools import (
     operations,
     page,
     phone,
+    schedule,
     senses,
     skills,
     spawn,
@@ -67,6 +68,7 @@ BUILTIN: tuple[ToolGroup, ...] = (
     phone.tools,  # the paired phone's: its Meta glasses, its screen, its image generator
     native.tools,
     page.tools,  # the live map and the phone's device actions
+    schedule.tools,
 )
 FORGED: tuple[ToolGroup, ...] = ()
 DYNAMIC: tuple[ToolGroup, ...] = (skills.tools, operations.tools, universe.mounted_related)

@@ -1,0 +1,186 @@
+"""The jobs screen: your scheduled jobs and pending alerts, with next and last run, kept live.
+
+Jobs are made by talking to the companion (its ``schedule`` and ``schedule_alert`` tools); this
+screen shows them as ``GET /api/jobs`` gives them and deletes one with ``d``
+(``DELETE /api/jobs/{id}``, after a yes). Times are shown on this machine's clock with UTC
+beside them, because a daily job's time is UTC. It re-fetches on a beat, on ``r`` and when a
+notice arrives (a job ran, an alert fired); a hub that is away is said in one line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.css.query import NoMatches
+from textual.screen import Screen
+from textual.widgets import DataTable, Header, Static
+
+from tui.client import HubClient, HubError
+from tui.widgets import ConfirmScreen, KeysFooter
+
+COLUMNS = ("what", "schedule", "next run", "last run", "status")
+WHAT_CHARS = 28
+STATUS_CHARS = 40
+
+Cells = tuple[str | Text, ...]
+
+
+def one_line(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def in_words(seconds: float) -> str:
+    """ "in 5 min", "in 2 h", "now": how far away a run is."""
+    if seconds < 60:
+        return "now" if seconds < 1 else f"in {int(seconds)} s"
+    for unit, size in (("d", 86_400), ("h", 3_600), ("min", 60)):
+        if seconds >= size:
+            return f"in {int(seconds / size + 0.5)} {unit}"  # 4 min 59 s is "in 5 min"
+    return "now"  # unreachable: the loop ends at minutes
+
+
+def when_text(stamp: Any, now: float) -> str:
+    """A run time as ``14:05 (13:05 UTC)`` (``13:05 UTC`` where local time is UTC), the date
+    too when it is not today, and how far it is when it is ahead."""
+    if not isinstance(stamp, int | float):
+        return "—"
+    local, utc = datetime.fromtimestamp(stamp).astimezone(), datetime.fromtimestamp(stamp, UTC)
+    same_day = local.date() == datetime.fromtimestamp(now).astimezone().date()
+    shown = f"{local:%H:%M}" if same_day else f"{local:%m-%d %H:%M}"
+    shown += " UTC" if local.utcoffset() == utc.utcoffset() else f" ({utc:%H:%M} UTC)"
+    return f"{shown}, {in_words(stamp - now)}" if stamp > now else shown
+
+
+def status_cell(item: Mapping[str, Any]) -> Text:
+    if item.get("lastStatus") == "error":
+        return Text(one_line(f"failed: {item.get('lastError')}", STATUS_CHARS), style="bold red")
+    if item.get("nextRun") is None:
+        return Text("done", style="dim")
+    if item.get("lastStatus") == "ok":
+        return Text(f"ok · {item.get('runs', 0)} run(s)", style="green")
+    return Text("waiting", style="dim")
+
+
+def job_cells(item: Mapping[str, Any], now: float) -> Cells:
+    is_alert = item.get("kind") == "alert"
+    label = item.get("title") or item.get("prompt") or item.get("message") or "?"
+    return (
+        one_line(f"{'alert: ' if is_alert else ''}{label}", WHAT_CHARS),
+        "once" if is_alert else str(item.get("every") or "once"),
+        when_text(item.get("nextRun"), now),
+        when_text(item.get("lastRun"), now) if item.get("runs") else "never",
+        status_cell(item),
+    )
+
+
+class JobsScreen(Screen[None]):
+    DEFAULT_CSS = """
+    JobsScreen #status { height: auto; padding: 0 1; color: $text-muted; }
+    JobsScreen #status.problem { color: $error; }
+    JobsScreen #jobs { height: 1fr; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("r", "refresh", "Refresh", id="jobs_refresh"),
+        Binding("d", "delete", "Delete", id="jobs_delete"),
+    ]
+
+    refresh_every_s: ClassVar[float] = 10.0
+
+    def __init__(self, client: HubClient) -> None:
+        super().__init__(name="jobs")
+        self.client = client
+        self.items: dict[str, Mapping[str, Any]] = {}
+        self._wake = asyncio.Event()
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("loading…", id="status")
+        yield DataTable(id="jobs", cursor_type="row", zebra_stripes=True)
+        yield KeysFooter()
+
+    def on_mount(self) -> None:
+        self.query_one("#jobs", DataTable).add_columns(*((name, name) for name in COLUMNS))
+        self.poll()
+
+    def action_refresh(self) -> None:
+        self._wake.set()
+
+    @work(exclusive=True, group="jobs")
+    async def poll(self) -> None:
+        with contextlib.suppress(NoMatches):  # the screen is closing: its widgets are gone
+            while True:
+                await self.load()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self.refresh_every_s)
+                self._wake.clear()
+
+    async def load(self) -> None:
+        try:
+            answer = await self.client.call("GET", "/api/jobs")
+        except (HubError, TimeoutError) as exc:
+            self.say(f"{exc or 'the hub did not answer in time'}; r to retry", problem=True)
+            return
+        self.show(answer)
+
+    def show(self, answer: Mapping[str, Any]) -> None:
+        now = float(answer.get("now") or 0.0)
+        listed = [*answer.get("jobs", []), *answer.get("alerts", [])]
+        self.items = {str(item.get("id")): item for item in listed}
+        table = self.query_one("#jobs", DataTable)
+        table.clear()
+        for key, item in self.items.items():
+            table.add_row(*job_cells(item, now), key=key)
+        jobs = sum(1 for item in answer.get("jobs", []) if item.get("nextRun") is not None)
+        alerts = len(answer.get("alerts", []))
+        hint = "" if listed else " · ask the companion to schedule one"
+        self.say(
+            f"{jobs} of {answer.get('limit', '?')} jobs, {alerts} pending alert(s) · "
+            f"updated {datetime.now():%H:%M:%S}{hint}"
+        )
+
+    def say(self, text: str, *, problem: bool = False) -> None:
+        status = self.query_one("#status", Static)
+        status.update(Text(text))
+        status.set_class(problem, "problem")
+
+    def action_delete(self) -> None:
+        table = self.query_one("#jobs", DataTable)
+        if not table.row_count:
+            return
+        key = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+        item = self.items.get(key, {})
+        label = item.get("title") or item.get("prompt") or item.get("message") or key
+        question = Text(f"Delete {item.get('kind', 'job')} “{one_line(str(label), 60)}”?")
+        self.app.push_screen(
+            ConfirmScreen(question, "Delete", "Keep", danger=True), partial(self._answered, key)
+        )
+
+    def _answered(self, key: str, yes: bool | None) -> None:
+        if yes:
+            self.delete(key)
+
+    @work(group="jobs-delete")
+    async def delete(self, key: str) -> None:
+        try:
+            await self.client.call("DELETE", f"/api/jobs/{key}")
+        except HubError as exc:
+            self.say(str(exc), problem=True)
+            return
+        self._wake.set()
+
+    @on(DataTable.RowSelected, "#jobs")
+    def _chosen(self, event: DataTable.RowSelected) -> None:
+        item = self.items.get(str(event.row_key.value))
+        if item is not None:
+            text = item.get("prompt") or item.get("message") or ""
+            self.notify(str(text) or "(no text)", title=str(item.get("title") or "job"))
