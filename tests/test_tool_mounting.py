@@ -56,6 +56,8 @@ WEB_BUILTINS = {
     "open_url",
     "speak",
     "render_ui",
+    "send_message",
+    "read_messages",
 }
 
 
