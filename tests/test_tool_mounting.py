@@ -58,6 +58,8 @@ WEB_BUILTINS = {
     "render_ui",
     "send_message",
     "read_messages",
+    "telegram",
+    "use_telegram",
 }
 
 

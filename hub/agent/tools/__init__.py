@@ -28,6 +28,7 @@ from hub.agent.tools import (
     senses,
     skills,
     spawn,
+    telegram,
     tinys,
     universe,
 )
@@ -65,6 +66,7 @@ BUILTIN: tuple[ToolGroup, ...] = (
     senses.tools,
     native.tools,
     messages.tools,
+    telegram.tools,
 )
 FORGED: tuple[ToolGroup, ...] = ()
 DYNAMIC: tuple[ToolGroup, ...] = (skills.tools, operations.tools, universe.mounted_related)

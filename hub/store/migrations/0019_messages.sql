@@ -20,13 +20,16 @@ CREATE INDEX messages_unread ON messages (recipient_id) WHERE read_at IS NULL;
 
 -- telegram_bots: one bot per person, answering as one tiny. The token is not here: it is kept
 -- in a 0600 file in the data dir, so a copied database never carries a working bot token.
--- update_offset is the next getUpdates offset, so an update is handled once across restarts.
+-- update_offset is the next getUpdates offset, so an update is handled once across restarts;
+-- state and detail are what the poller last found (polling, offline...), for the status.
 CREATE TABLE telegram_bots (
     user_id TEXT PRIMARY KEY REFERENCES users (id) ON DELETE CASCADE,
     tiny TEXT NOT NULL,
     bot_username TEXT NOT NULL DEFAULT '',
     enabled INTEGER NOT NULL DEFAULT 1,
     update_offset INTEGER NOT NULL DEFAULT 0,
+    state TEXT NOT NULL DEFAULT 'starting',
+    detail TEXT NOT NULL DEFAULT '',
     created_at REAL NOT NULL
 );
 
