@@ -14,10 +14,12 @@ from hub.agent.tools.messages import read_messages, send_message_tool
 from hub.devices.notify import NOTIFY_KIND
 from hub.identity import User
 from hub.messages.graph import MESSAGED, user_node
-from hub.messages.store import MAX_TEXT
+from hub.messages.store import MAX_TEXT, Inbox
 from hub.server import RunningServer
 from hub.tinys.social import PLATFORM
 from tests.conftest import StartHub, owner_headers
+from tests.fakes.ollama import FakeOllama
+from tests.sse import tool_in_a_turn
 from tests.toolcall import call_tool, result_text
 
 
@@ -212,3 +214,18 @@ async def test_the_inbox_routes_refuse_bad_input_with_a_sentence(start_hub: Star
                 assert why in answer["error"], (method, where, answer)
         async with http.get(url) as response:
             assert response.status == 401
+
+
+async def test_send_message_works_in_a_chat_turn(
+    fake_ollama: FakeOllama, start_hub: StartHub
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url)
+    bea, _ = person(server, "Bea", "bea")
+    call = {"to": "@bea", "text": "Dinner at eight"}
+    result, _ = await tool_in_a_turn(server, fake_ollama, "send_message", call)
+    assert result["status"] == "success", result
+    (line,) = Inbox(server.hub.db).overview(bea.id)
+    assert (line.login, line.unread, line.last.text) == ("owner", 1, "Dinner at eight")
+    result, _ = await tool_in_a_turn(server, fake_ollama, "read_messages", {"limit": 5})
+    assert result["status"] == "success", result
+    assert "1 conversation(s), 0 unread message(s)." in json.dumps(result)

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from strands.types.tools import AgentTool
 
+from hub import contracts as c
 from hub.agent.tools.context import ToolContext
 from hub.agent.tools.telegram import telegram, use_telegram
 from hub.api.parts import PARTS
@@ -24,6 +25,7 @@ from hub.telegram.poller import MAX_BACKOFF_S, backoff_s
 from tests.conftest import StartHub
 from tests.fakes.ollama import FakeOllama, Reply
 from tests.fakes.telegram import TOKEN, FakeTelegram
+from tests.sse import tool_in_a_turn
 from tests.toolcall import call_tool, result_text
 from tests.waits import until
 
@@ -245,3 +247,19 @@ async def test_the_token_appears_in_no_log_answer_or_database(
     assert TOKEN not in "\n".join(server.hub.db.conn.iterdump())
     secret = TOKEN.split(":", 1)[1]
     assert secret not in caplog.text and secret not in json.dumps(answers, default=str)
+
+
+async def test_the_tools_work_in_a_chat_turn_and_its_results_never_carry_the_token(
+    fake_telegram: FakeTelegram, fake_ollama: FakeOllama, start_hub: StartHub
+) -> None:
+    server, _ = await hub_with_bot_api(start_hub, fake_ollama, fake_telegram.url)
+    setup = {"action": "setup", "token": TOKEN, "tiny": "tiny"}
+    result, transcript = await tool_in_a_turn(server, fake_ollama, "telegram", setup)
+    assert result["status"] == "success", result
+    assert "Connected @tiny_test_bot to the tiny tiny" in json.dumps(result)
+    after = transcript.of_type(c.EV_AFTER_TOOL) + transcript.of_type("toolResultBlock")
+    assert after and TOKEN not in json.dumps(after) and TOKEN not in transcript.text
+    send = {"method": "sendMessage", "params": {"chat_id": 7, "text": "from a turn"}}
+    result, _ = await tool_in_a_turn(server, fake_ollama, "use_telegram", send)
+    assert result["status"] == "success", result
+    assert fake_telegram.sent_to(7) == ["from a turn"]
