@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static
 
@@ -17,7 +18,7 @@ from tests.waits import until
 from tui.app import TinyApp
 from tui.client import HubClient
 from tui.config import TuiConfig
-from tui.inbox import InboxScreen, addressed, conversation_text
+from tui.inbox import InboxScreen, addressed, conversation_text, message_from
 
 
 def signed_in_as(server: RunningServer, name: str, login: str) -> tuple[User, str]:
@@ -106,6 +107,27 @@ async def test_a_line_starting_with_a_login_starts_a_conversation_and_errors_kee
         assert Inbox(server.hub.db).unread(server.hub.owner.id) == 1
 
 
+async def test_a_message_arriving_shows_at_once_and_in_the_open_conversation_is_read(
+    start_hub: StartHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(InboxScreen, "refresh_s", 3600.0)  # only the event ring can tell it
+    server = await start_hub()
+    ann, _ = signed_in_as(server, "Ann", "ann")
+    bea, token = signed_in_as(server, "Bea", "bea")
+    app = TinyApp(HubClient(server.url, token), TuiConfig(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await inbox_screen(app, pilot)
+        await until(lambda: status_line(screen) == "0 conversation(s), 0 unread")
+        send_message(server.hub, ann, "@bea", "Knock knock")
+        await until(lambda: rows(screen) == [("@ann", "1")], what="the new message, unread")
+        await pilot.press("enter")
+        await until(lambda: rows(screen) == [("@ann", "")], what="read once opened")
+        send_message(server.hub, ann, "@bea", "Who is there?")
+        await until(lambda: "Who is there?" in thread(screen), what="in the open conversation")
+        await until(lambda: Inbox(server.hub.db).unread(bea.id) == 0, what="read as it came")
+        assert rows(screen) == [("@ann", "")]
+
+
 def test_how_a_line_is_addressed_and_a_conversation_reads() -> None:
     assert addressed("@ann see you") == ("@ann", "see you")
     assert addressed("see you @ann") is None
@@ -121,3 +143,7 @@ def test_how_a_line_is_addressed_and_a_conversation_reads() -> None:
     )
     assert "@ann → chef: hi" in shown and "@bea: hello" in shown
     assert "No messages with @ann yet" in str(conversation_text("@ann", []))
+    notice = {"kind": "notify", "detail": {"tag": "message:ann", "title": "Message from @ann"}}
+    assert message_from(notice) == "@ann"
+    assert message_from({"kind": "notify", "detail": {"tag": "job:3"}}) is None
+    assert message_from({"kind": "device_online", "detail": {"tag": "message:ann"}}) is None

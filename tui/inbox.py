@@ -3,12 +3,16 @@ conversation at a time, and a reply line.
 
 Everything goes through ``/api/messages`` exactly as a phone would. Opening a conversation
 (Enter on its row) reads it, which marks it read at the hub. The reply line writes to the open
-conversation; a line that starts with ``@login`` starts (or continues) that one instead. The
-list is fetched again on every visit, every ``REFRESH_S`` while shown, after a send, and on ``r``.
+conversation; a line that starts with ``@login`` starts (or continues) that one instead.
+
+The list is fetched again when a message arrives (the hub puts a ``notify`` notice tagged
+``message:<login>`` on the person's event ring, which the screen follows), on every visit,
+every ``refresh_s`` while shown (a stream lost without notice), after a send, and on ``r``.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, ClassVar
@@ -21,12 +25,13 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Header, Input, Static
 
-from tui.client import HubClient, HubError
+from tui.client import Event, HubClient, HubError
 from tui.widgets import KeysFooter
 
-REFRESH_S = 15.0
 LAST_CHARS = 48
 SHOWN_MESSAGES = 100
+MESSAGE_TAG = "message:"
+MAX_RETRY_S = 30.0
 
 
 def one_line(text: str, limit: int) -> str:
@@ -56,6 +61,15 @@ def conversation_text(login: str, messages: Sequence[Mapping[str, Any]]) -> Text
     return text
 
 
+def message_from(event: Event) -> str | None:
+    """The ``@login`` a ring event says a message came from, or None for any other event."""
+    detail = event.get("detail")
+    tag = detail.get("tag") if event.get("kind") == "notify" and isinstance(detail, dict) else None
+    if isinstance(tag, str) and tag.startswith(MESSAGE_TAG):
+        return "@" + tag.removeprefix(MESSAGE_TAG)
+    return None
+
+
 def addressed(line: str) -> tuple[str, str] | None:
     """``@login the text`` as (``@login``, the text), or None for a plain reply."""
     head, _, rest = line.strip().partition(" ")
@@ -79,6 +93,7 @@ class InboxScreen(Screen[None]):
         Binding("escape", "focus_list", "List", id="inbox_list", show=False),
     ]
     AUTO_FOCUS = "#conversations"
+    refresh_s: ClassVar[float] = 15.0
 
     def __init__(self, client: HubClient) -> None:
         super().__init__(name="inbox")
@@ -100,7 +115,8 @@ class InboxScreen(Screen[None]):
         self.query_one("#conversations", DataTable).add_columns(
             ("with", "with"), ("unread", "unread"), ("last", "last")
         )
-        self.set_interval(REFRESH_S, self._refresh_when_shown)
+        self.set_interval(self.refresh_s, self._refresh_when_shown)
+        self.follow()
 
     def on_screen_resume(self) -> None:
         self.load()
@@ -108,6 +124,31 @@ class InboxScreen(Screen[None]):
     def _refresh_when_shown(self) -> None:
         if self.is_current:
             self.load()
+
+    @work(group="events")
+    async def follow(self) -> None:
+        """Follow the person's event ring for as long as the screen lives, again after a lost
+        stream (waiting 1 s, then twice as long each time, up to ``MAX_RETRY_S``)."""
+        after, retry_s = 0, 1.0
+        while True:
+            try:
+                async for event in self.client.follow_events(after):
+                    event_id, retry_s = event.get("id"), 1.0
+                    after = max(after, event_id) if isinstance(event_id, int) else after
+                    sender = message_from(event)
+                    if sender is not None:
+                        self.arrived(sender)
+            except (HubError, TimeoutError):
+                pass
+            await asyncio.sleep(retry_s)
+            retry_s = min(retry_s * 2, MAX_RETRY_S)
+
+    def arrived(self, sender: str) -> None:
+        """A message came: the list shows it; the open conversation too, when it is from
+        the person being looked at (reading it there marks it read, as they are reading)."""
+        self.load()
+        if self.is_current and sender == self.open_with:
+            self.open(sender)
 
     # --- the overview -----------------------------------------------------------------------
 

@@ -1,9 +1,12 @@
 """The hub's Telegram bots, polled while the hub runs: one long-polling ``getUpdates`` loop per
-enabled bot, the offset kept in the database so each update is handled once.
+enabled bot, the offset kept in the database and moved past each update once it is handled, so
+a restart does not handle it again (one the hub was handling when it stopped is handled again:
+better a second answer than none).
 
 An allowed chat gets the tiny's answer: a one-shot turn as the bot's person, as if they had
-asked it themselves. A chat that is not allowed gets nothing; its person is told once an hour
-(a notice on their ring and phones), so they can allow it by id. Without internet the loop
+asked it themselves. A chat that is not allowed gets nothing; its person is told (a notice on
+their ring and phones) when it first writes and again after an hour of quiet, so they can allow
+it by id. Without internet the loop
 backs off, doubling from 1 s to a minute, and the status says why.
 
 The loops are started and stopped by a supervisor that reads the bots table every few seconds:
