@@ -35,7 +35,7 @@ PEOPLE = 20  # the reader and 19 others
 WARM_UP = 20
 
 
-def seed(hub: Any, reader: User, others: list[User]) -> None:
+def fill_inbox(hub: Any, reader: User, others: list[User]) -> None:
     """10,000 messages to and from ``reader``: a quarter with the first other person, the rest
     spread over everyone; a third sent by the reader; all but the newest 500 read."""
     now = time.time() - MESSAGES
@@ -81,7 +81,7 @@ async def _bench(runs: int) -> list[Row]:
         people = [hub.identity.add_user(f"Person {n}", login=f"p{n}") for n in range(PEOPLE)]
         reader, others = people[0], people[1:]
         headers = {"Authorization": f"Bearer {hub.identity.issue_token(reader, 'bench')}"}
-        seed(hub, reader, others)
+        fill_inbox(hub, reader, others)
         overview_url = f"{server.url}/api/messages?limit=50"
         conversation_url = f"{server.url}/api/messages/{others[0].login}?limit=50"
         overview, conversation, store = [], [], []
