@@ -273,6 +273,20 @@ class Settings:
         "seconds between memory sync rounds with the cloud (a fact learned here goes out within "
         "5 s anyway); sync runs when tiny-hub cloud memory saved a user token",
     )
+    telegram_api_url: str = _setting(
+        "telegram",
+        "api_url",
+        "TINY_HUB_TELEGRAM_API_URL",
+        "https://api.telegram.org",
+        "the Telegram Bot API the telegram tools and the bot poller call",
+    )
+    telegram_long_poll_s: int = _setting(
+        "telegram",
+        "long_poll_s",
+        "TINY_HUB_TELEGRAM_LONG_POLL_S",
+        50,
+        "seconds one getUpdates call waits for a message before it asks again",
+    )
     http_allow_hosts: tuple[str, ...] = _setting(
         "http",
         "allow_hosts",
@@ -637,6 +651,10 @@ def _validate(settings: Settings, path: Path, env: Mapping[str, str]) -> None:
         )
     if settings.lan_url and not re.match(r"https?://[^/]+", settings.lan_url):
         fail("lan_url", f"{settings.lan_url!r} is not an http:// or https:// URL")
+    if not re.match(r"https?://[^/]+", settings.telegram_api_url):
+        fail("telegram_api_url", f"{settings.telegram_api_url!r} is not an http:// or https:// URL")
+    if not 1 <= settings.telegram_long_poll_s <= 600:
+        fail("telegram_long_poll_s", "must be 1-600 seconds")
 
 
 def _describe_syntax_error(path: Path, text: str, exc: tomllib.TOMLDecodeError) -> str:

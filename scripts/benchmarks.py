@@ -69,6 +69,7 @@ BENCHMARKS: dict[str, tuple[Callable[[int], list[Figure]], int]] = {
     "mcp": (rows_of("scripts.bench_mcp"), 30),
     "glasses": (rows_of("scripts.bench_glasses"), 10),
     "scheduler": (rows_of("scripts.bench_scheduler"), 50),
+    "messages": (rows_of("scripts.bench_messages"), 200),
     "offline_agent": (rows_of("scripts.bench_agent_eval"), 1),
     "page": (rows_of("scripts.bench_page"), 20),
 }

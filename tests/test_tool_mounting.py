@@ -69,6 +69,10 @@ WEB_BUILTINS = {
     "schedule",
     "schedule_alert",
     "cancel_alerts",
+    "send_message",
+    "read_messages",
+    "telegram",
+    "use_telegram",
 }
 
 

@@ -26,13 +26,14 @@ from tui.client import HubClient
 from tui.config import TuiConfig
 
 SIZES = [(80, 24), (120, 40)]
-SCREENS = ["chat", "devices", "memory", "settings", "map"]
+SCREENS = ["chat", "devices", "memory", "settings", "map", "inbox"]
 LOADED = {  # what each screen shows once the hub has answered
     "chat": "embedded model",
     "devices": "live ·",
     "memory": "facts",
     "settings": "hub: http://",
     "map": "no markers yet",
+    "inbox": "conversation(s)",
 }
 
 

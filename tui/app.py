@@ -1,9 +1,9 @@
 """The terminal UI: one Textual app with a screen per part of the hub, talking to it only over
 its HTTP API (``tui/client.py``) — the reference client of the API the phones use.
 
-Screens are Textual modes (chat, devices, memory, settings, map, jobs), each built once and
-kept, so switching away from a streaming reply does not stop it. Every binding has an id; ``[keys]`` in
-``tui.toml`` rebinds any of them (``tui/config.py``).
+Screens are Textual modes (chat, devices, memory, settings, map, inbox, jobs), each built once
+and kept, so switching away from a streaming reply does not stop it. Every binding has an id;
+``[keys]`` in ``tui.toml`` rebinds any of them (``tui/config.py``).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from tui.client import HubClient
 from tui.client_tools import register_themes
 from tui.config import TuiConfig
 from tui.devices import DevicesScreen
+from tui.inbox import InboxScreen
 from tui.jobs import JobsScreen
 from tui.map import MapScreen
 from tui.map_board import MapBoard
@@ -27,7 +28,7 @@ from tui.memory import MemoryScreen
 from tui.notices import follow_notices
 from tui.settings import SettingsScreen
 
-SCREENS_IN_ORDER = ("chat", "devices", "memory", "settings", "map", "jobs")
+SCREENS_IN_ORDER = ("chat", "devices", "memory", "settings", "map", "inbox", "jobs")
 
 
 class TinyApp(App[None]):
@@ -38,6 +39,7 @@ class TinyApp(App[None]):
         Binding("f3", "switch_mode('memory')", "Memory", id="show_memory"),
         Binding("f4", "switch_mode('settings')", "Settings", id="show_settings"),
         Binding("f5", "switch_mode('map')", "Map", id="show_map"),
+        Binding("f6", "switch_mode('inbox')", "Inbox", id="show_inbox"),
         Binding("f8", "switch_mode('jobs')", "Jobs", id="show_jobs"),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
     ]
@@ -62,6 +64,7 @@ class TinyApp(App[None]):
         self.add_mode("memory", lambda: MemoryScreen(self.client))
         self.add_mode("settings", lambda: SettingsScreen(self.client))
         self.add_mode("map", lambda: MapScreen(self.map_board))
+        self.add_mode("inbox", lambda: InboxScreen(self.client))
         self.add_mode("jobs", lambda: JobsScreen(self.client))
         register_themes(self)  # the presets set_theme offers, before the saved theme is applied
         if self.config.keys:

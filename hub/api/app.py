@@ -14,6 +14,7 @@ from hub.api import (
     health,
     jobs,
     learnings,
+    messages,
     model,
     openapi,
     pair,
@@ -64,6 +65,7 @@ def create_app(
     app.add_routes(drivers.routes)
     app.add_routes(pair.routes)
     app.add_routes(jobs.routes)
+    app.add_routes(messages.routes)
     app.add_routes(mcp_http.routes)
     driver_routes.add_driver_routes(app)  # after the hub's own: a driver never shadows one
     app.add_routes(openapi.routes)

@@ -1,9 +1,9 @@
 """The long-lived parts of a running hub, started and stopped by the application's
 ``cleanup_ctx`` in one order: start-up repairs and the mailbox sweeper, the drivers, the LAN
-advertiser, the cloud link, memory sync, the scheduler — and they stop in the reverse order (no
-job starts while the rest stop, the cloud next, goodbyes on the LAN before the drivers let go of
-their ports). The model runner, started on the
-first embedded turn, is the last to stop.
+advertiser, the cloud link, memory sync, the Telegram bots, the scheduler — and they stop in the
+reverse order (no job starts while the rest stop, the bots and the cloud next, goodbyes on the
+LAN before the drivers let go of their ports). The model runner, started on the first embedded
+turn, is the last to stop.
 
 Each part that may be absent (no cloud joined, no user token, a loopback-only hub) is held in
 :class:`Parts` under the typed key :data:`PARTS`, so handlers read what runs, never a field
@@ -29,6 +29,7 @@ from hub.lan.address import is_loopback_host, lan_url
 from hub.lan.advertise import Advertiser, hub_id, hub_name
 from hub.runtime import Hub
 from hub.scheduler.runner import Scheduler
+from hub.telegram.poller import TelegramPoller
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,7 @@ class Parts:
     memory_sync: Reporting | None = None
     advertiser: Advertiser | None = None
     scheduler: Scheduler | None = None
+    telegram: Reporting | None = None
     repairs: Repairs = field(default_factory=Repairs)
 
 
@@ -86,6 +88,7 @@ def add_parts(app: web.Application) -> None:
             lan_advertiser,
             cloud_link,
             memory_sync,
+            telegram_bots,
             scheduler,
         ]
     )
@@ -155,6 +158,13 @@ async def cloud_link(app: web.Application) -> AsyncIterator[None]:
 async def memory_sync(app: web.Application) -> AsyncIterator[None]:
     sync = app[PARTS].memory_sync = open_memory_sync(app[HUB])
     async with running(sync):
+        yield
+
+
+async def telegram_bots(app: web.Application) -> AsyncIterator[None]:
+    """The people's Telegram bots: each enabled one long-polled, its allowed chats answered."""
+    poller = app[PARTS].telegram = TelegramPoller(app[HUB])
+    async with running(poller):
         yield
 
 

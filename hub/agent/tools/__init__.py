@@ -22,6 +22,7 @@ from hub.agent.tools import (
     followups,
     manage,
     memory,
+    messages,
     native,
     operations,
     page,
@@ -30,6 +31,7 @@ from hub.agent.tools import (
     senses,
     skills,
     spawn,
+    telegram,
     tinys,
     universe,
 )
@@ -69,6 +71,8 @@ BUILTIN: tuple[ToolGroup, ...] = (
     native.tools,
     page.tools,  # the live map and the phone's device actions
     schedule.tools,
+    messages.tools,
+    telegram.tools,
 )
 FORGED: tuple[ToolGroup, ...] = ()
 DYNAMIC: tuple[ToolGroup, ...] = (skills.tools, operations.tools, universe.mounted_related)

@@ -1,0 +1,1 @@
+"""Direct messages between the people of this hub: the inbox store, addressing, delivery."""
