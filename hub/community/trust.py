@@ -32,7 +32,8 @@ class Ranked:
     owner_id: str
 
     def as_json(self, owner_login: str) -> dict[str, Any]:
-        return {"tiny": self.tiny, "trust": round(self.score, 6), "builder": owner_login}
+        builder = f"@{owner_login}" if owner_login else ""
+        return {"tiny": self.tiny, "trust": round(self.score, 6), "builder": builder}
 
 
 def pagerank(
