@@ -1,7 +1,7 @@
 """The terminal UI: one Textual app with a screen per part of the hub, talking to it only over
 its HTTP API (``tui/client.py``) — the reference client of the API the phones use.
 
-Screens are Textual modes (chat, devices, memory, settings), each built once and kept, so
+Screens are Textual modes (chat, devices, memory, settings, community), each built once and kept, so
 switching away from a streaming reply does not stop it. Every binding has an id; ``[keys]`` in
 ``tui.toml`` rebinds any of them (``tui/config.py``).
 """
@@ -18,12 +18,13 @@ from textual.reactive import reactive
 from tui.chat import ChatScreen
 from tui.client import HubClient
 from tui.client_tools import register_themes
+from tui.community import CommunityScreen
 from tui.config import TuiConfig
 from tui.devices import DevicesScreen
 from tui.memory import MemoryScreen
 from tui.settings import SettingsScreen
 
-SCREENS_IN_ORDER = ("chat", "devices", "memory", "settings")
+SCREENS_IN_ORDER = ("chat", "devices", "memory", "settings", "community")
 
 
 class TinyApp(App[None]):
@@ -33,6 +34,7 @@ class TinyApp(App[None]):
         Binding("f2", "switch_mode('devices')", "Devices", id="show_devices"),
         Binding("f3", "switch_mode('memory')", "Memory", id="show_memory"),
         Binding("f4", "switch_mode('settings')", "Settings", id="show_settings"),
+        Binding("f7", "switch_mode('community')", "Community", id="show_community"),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
     ]
 
@@ -53,6 +55,7 @@ class TinyApp(App[None]):
         self.add_mode("devices", lambda: DevicesScreen(self.client))
         self.add_mode("memory", lambda: MemoryScreen(self.client))
         self.add_mode("settings", lambda: SettingsScreen(self.client))
+        self.add_mode("community", lambda: CommunityScreen(self.client))
         register_themes(self)  # the presets set_theme offers, before the saved theme is applied
         if self.config.keys:
             self.set_keymap(self.config.keys)
