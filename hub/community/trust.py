@@ -10,7 +10,6 @@ the ranks sum to 1.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -40,35 +39,35 @@ def pagerank(
     edges: Iterable[WeightedEdge], iterations: int = ITERATIONS, damping: float = DAMPING
 ) -> dict[str, float]:
     """Rank of every node of ``edges`` (src, dst, weight) after ``iterations`` steps."""
-    out_weight: dict[str, float] = defaultdict(float)
-    incoming: dict[str, list[tuple[str, float]]] = defaultdict(list)
-    nodes: dict[str, None] = {}
+    index: dict[str, int] = {}
+    links: list[tuple[int, int, float]] = []
     for src, dst, weight in edges:
-        nodes.setdefault(src)
-        nodes.setdefault(dst)
-        out_weight[src] += weight
-        incoming[dst].append((src, weight))
-    count = len(nodes)
+        links.append((index.setdefault(src, len(index)), index.setdefault(dst, len(index)), weight))
+    count = len(index)
     if not count:
         return {}
-    rank = dict.fromkeys(nodes, 1.0 / count)
-    dangling = [n for n in nodes if out_weight[n] == 0.0]
+    out_weight = [0.0] * count
+    for src_at, _, weight in links:
+        out_weight[src_at] += weight
+    # each edge's share of its source's rank, damped: the inner loop is then one multiply-add
+    shares = [(s, d, damping * w / out_weight[s]) for s, d, w in links]
+    dangling = [i for i in range(count) if out_weight[i] == 0.0]
+    rank = [1.0 / count] * count
     for _ in range(iterations):
-        spread = damping * sum(rank[n] for n in dangling) / count + (1.0 - damping) / count
-        rank = {
-            node: spread
-            + damping * sum(rank[src] * w / out_weight[src] for src, w in incoming[node])
-            for node in nodes
-        }
-    return rank
+        spread = (damping * sum(rank[i] for i in dangling) + 1.0 - damping) / count
+        step = [spread] * count
+        for src_at, dst_at, share in shares:
+            step[dst_at] += rank[src_at] * share
+        rank = step
+    return {node: rank[at] for node, at in index.items()}
 
 
 def consulted_edges(db: sqlite_utils.Database) -> list[WeightedEdge]:
     """The current consulted edges between public tinys, as (src, dst, weight)."""
     rows = db.execute(
         "SELECT e.src, e.dst, e.weight FROM edge e"
-        " JOIN tinys a ON e.src = 'tiny:' || a.name AND a.visibility = 'public'"
-        " JOIN tinys b ON e.dst = 'tiny:' || b.name AND b.visibility = 'public'"
+        " JOIN tinys a ON a.name = substr(e.src, 6) AND a.visibility = 'public'"
+        " JOIN tinys b ON b.name = substr(e.dst, 6) AND b.visibility = 'public'"
         " WHERE e.owner = ? AND e.rel = ? AND e.valid_to IS NULL AND e.visibility = 'public'",
         [PLATFORM, CONSULTED],
     )
@@ -78,6 +77,14 @@ def consulted_edges(db: sqlite_utils.Database) -> list[WeightedEdge]:
 def ranking(db: sqlite_utils.Database, limit: int = 50) -> list[Ranked]:
     """The public tinys in the consulted graph, most trusted first."""
     ranks = pagerank(consulted_edges(db))
-    owners = dict(db.execute("SELECT 'tiny:' || name, owner_id FROM tinys").fetchall())
     ordered = sorted(ranks.items(), key=lambda item: (-item[1], item[0]))[:limit]
-    return [Ranked(node.removeprefix(TINY_PREFIX), score, owners[node]) for node, score in ordered]
+    names = [node.removeprefix(TINY_PREFIX) for node, _ in ordered]
+    owners = dict(
+        db.execute(
+            f"SELECT name, owner_id FROM tinys WHERE name IN ({','.join('?' * len(names))})",
+            names,
+        ).fetchall()
+    )
+    return [
+        Ranked(name, score, owners[name]) for name, (_, score) in zip(names, ordered, strict=True)
+    ]
