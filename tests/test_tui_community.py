@@ -80,7 +80,7 @@ async def test_the_screen_shows_follows_trust_and_standing_and_follows_from_the_
         assert status_line(screen) == (
             "@owner · reputation 10 (follow received 10, mutual follow 0)"
         )
-        assert column(screen, "following") == ["nobody yet: f follows"]
+        assert column(screen, "following") == ["nobody yet"]
         await answer_follow(app, pilot, "@bea")
         await until(lambda: column(screen, "following") == ["@bea"], what="the follow")
         # Bea followed first, so this follow completed a mutual one: both are paid

@@ -26,12 +26,13 @@ from tui.client import HubClient
 from tui.config import TuiConfig
 
 SIZES = [(80, 24), (120, 40)]
-SCREENS = ["chat", "devices", "memory", "settings"]
+SCREENS = ["chat", "devices", "memory", "settings", "community"]
 LOADED = {  # what each screen shows once the hub has answered
     "chat": "embedded model",
     "devices": "live ·",
     "memory": "facts",
     "settings": "hub: http://",
+    "community": "reputation",
 }
 
 

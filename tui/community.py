@@ -111,7 +111,7 @@ class CommunityScreen(Screen[None]):
             target = str(row.get("target", ""))
             table.add_row(target, str(row.get("kind", "")), key=target)
         if not rows:
-            table.add_row(Text("nobody yet: f follows", style="dim"), "", key="")
+            table.add_row(Text("nobody yet", style="dim"), "", key="")
 
     def show_trust(self, rows: Sequence[Mapping[str, Any]]) -> None:
         table = self.query_one("#trust", DataTable)
@@ -124,7 +124,7 @@ class CommunityScreen(Screen[None]):
                 f"{trust:.3f}" if isinstance(trust, int | float) else "",
             )
         if not rows:
-            table.add_row(Text("no tiny has consulted another yet", style="dim"), "", "")
+            table.add_row(Text("none yet", style="dim"), "", "")
 
     def selected_target(self) -> str | None:
         table = self.query_one("#following", DataTable)
