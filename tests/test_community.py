@@ -528,3 +528,19 @@ async def test_sync_merges_only_the_persons_own_gestures(sides: Sides) -> None: 
     ) as response:
         assert response.status == 400
         assert "social[0].rel" in (await response.json())["error"]
+
+
+async def test_the_kept_ranking_follows_new_consults_and_a_tiny_made_private(
+    hub: RunningServer,
+) -> None:
+    owner = hub.hub.owner
+    for name in ("alpha", "beta", "gamma"):
+        hub.hub.tinys.create(owner, {"name": name})
+    record_consulted(hub.hub.db, "alpha", "beta")
+    community = hub.hub.community
+    assert community.ranking()[0]["tiny"] == "beta"
+    for _ in range(3):
+        record_consulted(hub.hub.db, "beta", "gamma")
+    assert community.ranking()[0]["tiny"] == "gamma"
+    hub.hub.tinys.modify(owner, "gamma", {"visibility": "private"})
+    assert [r["tiny"] for r in community.ranking()] == ["beta", "alpha"]

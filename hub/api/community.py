@@ -20,9 +20,9 @@ from hub.api.errors import http_error
 from hub.api.keys import HUB
 from hub.api.spec import BOOLEAN, INTEGER, STRING, Operation, array, closed, documented, obj
 from hub.community.follows import ACTIONS, CommunityRefused
+from hub.community.trust import MAX_RANKED
 
 routes = web.RouteTableDef()
-MAX_RANKING = 200
 FOLLOW_BODY = closed({}, action={"enum": list(ACTIONS)}, login=STRING, tiny=STRING)
 STANDING = obj({"score": INTEGER, "breakdown": obj()})
 
@@ -100,11 +100,11 @@ async def visit(request: web.Request) -> web.Response:
         answers={
             200: obj({"trust": array(obj()), "builders": array(obj())}, following=array(obj()))
         },
-        query={"limit": {"type": "integer", "minimum": 1, "maximum": MAX_RANKING}},
+        query={"limit": {"type": "integer", "minimum": 1, "maximum": MAX_RANKED}},
     )
 )
 async def community(request: web.Request) -> web.Response:
-    limit = query_int(request, "limit", 50, 1, MAX_RANKING)
+    limit = query_int(request, "limit", 50, 1, MAX_RANKED)
     hub, user = request.app[HUB], caller(request)
 
     def read() -> dict[str, Any]:

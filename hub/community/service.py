@@ -62,6 +62,7 @@ class Community:
         self.allowance = allowance
         self._last_notice: dict[str, float] = {}
         self._notice_lock = threading.Lock()
+        self._ranked: tuple[tuple[Any, ...], list[trust.Ranked]] | None = None
 
     @property
     def clock(self) -> Callable[[], float]:
@@ -131,7 +132,23 @@ class Community:
 
     def ranking(self, limit: int = 50) -> list[dict[str, Any]]:
         logins = self._logins()
-        return [r.as_json(logins.get(r.owner_id, "")) for r in trust.ranking(self.db, limit)]
+        return [r.as_json(logins.get(r.owner_id, "")) for r in self._ranking()[:limit]]
+
+    def _ranking(self) -> list[trust.Ranked]:
+        """The whole ranking, computed again only when a consult or a tiny changed: PageRank
+        walks every consulted edge, and /community is read far more often than it changes."""
+        # every write of an edge takes a new revision, and every change of a tiny a new stamp
+        version = self.db.execute(
+            "SELECT (SELECT MAX(rev) FROM edge WHERE owner = ? AND rel = ?),"
+            " (SELECT MAX(updated_at) FROM tinys), (SELECT COUNT(*) FROM tinys)",
+            [PLATFORM, CONSULTED],
+        ).fetchone()
+        cached = self._ranked
+        if cached is not None and cached[0] == tuple(version):
+            return cached[1]
+        ranked = trust.ranking(self.db, trust.MAX_RANKED)
+        self._ranked = (tuple(version), ranked)
+        return ranked
 
     def builders(self) -> list[dict[str, Any]]:
         """Everyone with a public tiny, with their tinys and their reputation score."""

@@ -20,6 +20,7 @@ from hub.tinys.social import CONSULTED, PLATFORM, TINY_PREFIX
 
 ITERATIONS = 10
 DAMPING = 0.85
+MAX_RANKED = 200  # the longest ranking anyone asks for (GET /community?limit=)
 
 WeightedEdge = tuple[str, str, float]
 

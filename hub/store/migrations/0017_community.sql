@@ -22,7 +22,8 @@ CREATE TABLE chat_allowance (
     PRIMARY KEY (caller, day)
 );
 
--- Who follows a node, and what a person's sync sends: the social graph read by its far end
--- and by revision.
+-- Who follows a node, what a person's sync sends, and whether the consults changed since the
+-- trust ranking was computed: the social graph read by its far end and by revision.
 CREATE INDEX edge_social_dst ON edge (owner, rel, dst) WHERE valid_to IS NULL;
 CREATE INDEX edge_social_rev ON edge (owner, src, rev);
+CREATE INDEX edge_rel_rev ON edge (owner, rel, rev);
