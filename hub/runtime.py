@@ -94,10 +94,11 @@ class Hub:
             devices.events.publish(owner.id, kind, device_id, detail)
 
         drivers = build_manager(settings, audit, on_event, **dict(hardware or {}))
+        clock = AdjustableClock()
         allowance = ChatAllowance(
-            db, settings.anonymous_daily_chats, settings.member_daily_chats, AdjustableClock()
+            db, settings.anonymous_daily_chats, settings.member_daily_chats, clock
         )
-        community = Community(db, identity, tinys, devices, allowance)
+        community = Community(db, identity, tinys, devices, allowance, clock)
         restrict_data_dir(settings.home)
         return cls(
             settings,

@@ -322,7 +322,7 @@ async def test_a_visit_tells_the_owner_once_per_window(
     hub.hub.tinys.create(bea.user, {"name": "chef"})
     _, key = hub.hub.tinys.create(bea.user, {"name": "vault", "visibility": "private"})
     clock = AdjustableClock()
-    hub.hub.community.allowance.clock = clock
+    hub.hub.community.clock = clock
     events = hub.hub.devices.events
 
     def notices() -> list[str]:

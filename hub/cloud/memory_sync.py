@@ -68,7 +68,9 @@ class MemoryCloud:
     async def push(self, changes: Changes) -> dict[str, Any]:
         """POST /learnings/sync: the cloud merges a page of this hub's changes."""
         body = changes.as_json()
-        page = {"facts": body["facts"], "edges": body["edges"], "social": body["social"]}
+        page = {"facts": body["facts"], "edges": body["edges"]}
+        if changes.social:  # only then: a cloud that predates the community still takes facts
+            page["social"] = body["social"]
         return await self._call("POST", SYNC_PATH, json=page)
 
     async def _call(self, method: str, path: str, **request: Any) -> dict[str, Any]:
