@@ -494,6 +494,20 @@ async def test_sync_carries_a_follow_both_ways_and_an_unfollow_closes_it_there(
     assert closed == 1
     again = await sync.sync_once()
     assert (again.pushed, again.pulled) == (0, 0)  # nothing left to carry either way
+    # visits and the consults of one's own tinys travel too, with their weights
+    local.community.visit(local.owner, "chef", None)
+    for _ in range(2):
+        record_consulted(local.db, "tiny", "chef")
+    await sync.sync_once()
+    arrived = cloud.db.execute(
+        "SELECT src, rel, weight FROM edge WHERE owner = ? AND dst = 'tiny:chef'"
+        " AND rel IN ('visited', 'consulted')",
+        [PLATFORM],
+    ).fetchall()
+    assert sorted(arrived) == [
+        ("tiny:tiny", "consulted", 2.0),
+        (user_node(cloud.owner.id), "visited", 1.0),
+    ]
 
 
 async def test_sync_merges_only_the_persons_own_gestures(sides: Sides) -> None:  # noqa: F811
