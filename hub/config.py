@@ -395,6 +395,22 @@ class Settings:
         "show the owner's job results and alerts on this machine's desktop too (notify-send on "
         "Linux, osascript on macOS), where it has one; they reach the event ring and phones anyway",
     )
+    # --- the community's daily chat allowance (see docs/community.md) ----------------------------
+    anonymous_daily_chats: int = _setting(
+        "community",
+        "anonymous_daily_chats",
+        "TINY_HUB_ANONYMOUS_DAILY_CHATS",
+        30,
+        "chat requests a day for each anonymous address (the day is UTC); 0 means none",
+    )
+    member_daily_chats: int = _setting(
+        "community",
+        "member_daily_chats",
+        "TINY_HUB_MEMBER_DAILY_CHATS",
+        100,
+        "chat requests a day for each signed-in person but the owner (who has no limit), "
+        "before reputation adds 5 per point, at most 200",
+    )
 
     @property
     def cloud_token_path(self) -> Path:
@@ -637,6 +653,9 @@ def _validate(settings: Settings, path: Path, env: Mapping[str, str]) -> None:
         fail("header_timeout_s", "must be more than 0 seconds")
     if not 0.05 <= settings.scheduler_tick_s <= 60:
         fail("scheduler_tick_s", "must be 0.05 to 60 seconds")
+    for name in ("anonymous_daily_chats", "member_daily_chats"):
+        if getattr(settings, name) < 0:
+            fail(name, "must be 0 or more chat requests a day")
     if settings.mcp_start_timeout_s <= 0:
         fail("mcp_start_timeout_s", "must be more than 0 seconds")
     for name, server in settings.mcp_servers.items():

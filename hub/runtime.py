@@ -14,8 +14,11 @@ import sqlite_utils
 
 from hub import __version__
 from hub.agent.models import ModelRouter
+from hub.community.allowance import ChatAllowance
+from hub.community.service import Community
 from hub.config import Settings
 from hub.devices.endpoint import EndpointPolicy
+from hub.devices.registry import AdjustableClock
 from hub.devices.service import Devices
 from hub.devices.transcripts import TranscriptStore
 from hub.drivers import DriverManager
@@ -45,6 +48,7 @@ class Hub:
     senses: Senses
     transcripts: TranscriptStore
     universe: Universe
+    community: Community
     version: str = __version__
     started_at: float = field(default_factory=time.monotonic)
     lan: LanInfo = field(default_factory=LanInfo)  # set by start_server
@@ -90,6 +94,11 @@ class Hub:
             devices.events.publish(owner.id, kind, device_id, detail)
 
         drivers = build_manager(settings, audit, on_event, **dict(hardware or {}))
+        clock = AdjustableClock()
+        allowance = ChatAllowance(
+            db, settings.anonymous_daily_chats, settings.member_daily_chats, clock
+        )
+        community = Community(db, identity, tinys, devices, allowance, clock)
         restrict_data_dir(settings.home)
         return cls(
             settings,
@@ -105,6 +114,7 @@ class Hub:
             senses or Senses.from_settings(settings),
             transcripts,
             universe,
+            community,
         )
 
     @property

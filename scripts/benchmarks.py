@@ -70,6 +70,7 @@ BENCHMARKS: dict[str, tuple[Callable[[int], list[Figure]], int]] = {
     "glasses": (rows_of("scripts.bench_glasses"), 10),
     "scheduler": (rows_of("scripts.bench_scheduler"), 50),
     "messages": (rows_of("scripts.bench_messages"), 200),
+    "community": (rows_of("scripts.bench_community"), 3),
     "offline_agent": (rows_of("scripts.bench_agent_eval"), 1),
     "page": (rows_of("scripts.bench_page"), 20),
 }

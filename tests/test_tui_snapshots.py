@@ -26,7 +26,7 @@ from tui.client import HubClient
 from tui.config import TuiConfig
 
 SIZES = [(80, 24), (120, 40)]
-SCREENS = ["chat", "devices", "memory", "settings", "map", "inbox"]
+SCREENS = ["chat", "devices", "memory", "settings", "map", "inbox", "community"]
 LOADED = {  # what each screen shows once the hub has answered
     "chat": "embedded model",
     "devices": "live ·",
@@ -34,6 +34,7 @@ LOADED = {  # what each screen shows once the hub has answered
     "settings": "hub: http://",
     "map": "no markers yet",
     "inbox": "conversation(s)",
+    "community": "reputation",
 }
 
 

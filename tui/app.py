@@ -1,9 +1,9 @@
 """The terminal UI: one Textual app with a screen per part of the hub, talking to it only over
 its HTTP API (``tui/client.py``) — the reference client of the API the phones use.
 
-Screens are Textual modes (chat, devices, memory, settings, map, inbox, jobs), each built once
-and kept, so switching away from a streaming reply does not stop it. Every binding has an id;
-``[keys]`` in ``tui.toml`` rebinds any of them (``tui/config.py``).
+Screens are Textual modes (chat, devices, memory, settings, map, inbox, community, jobs), each
+built once and kept, so switching away from a streaming reply does not stop it. Every binding has
+an id; ``[keys]`` in ``tui.toml`` rebinds any of them (``tui/config.py``).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from textual.reactive import reactive
 from tui.chat import ChatScreen
 from tui.client import HubClient
 from tui.client_tools import register_themes
+from tui.community import CommunityScreen
 from tui.config import TuiConfig
 from tui.devices import DevicesScreen
 from tui.inbox import InboxScreen
@@ -28,7 +29,7 @@ from tui.memory import MemoryScreen
 from tui.notices import follow_notices
 from tui.settings import SettingsScreen
 
-SCREENS_IN_ORDER = ("chat", "devices", "memory", "settings", "map", "inbox", "jobs")
+SCREENS_IN_ORDER = ("chat", "devices", "memory", "settings", "map", "inbox", "community", "jobs")
 
 
 class TinyApp(App[None]):
@@ -40,6 +41,7 @@ class TinyApp(App[None]):
         Binding("f4", "switch_mode('settings')", "Settings", id="show_settings"),
         Binding("f5", "switch_mode('map')", "Map", id="show_map"),
         Binding("f6", "switch_mode('inbox')", "Inbox", id="show_inbox"),
+        Binding("f7", "switch_mode('community')", "Community", id="show_community"),
         Binding("f8", "switch_mode('jobs')", "Jobs", id="show_jobs"),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
     ]
@@ -65,6 +67,7 @@ class TinyApp(App[None]):
         self.add_mode("settings", lambda: SettingsScreen(self.client))
         self.add_mode("map", lambda: MapScreen(self.map_board))
         self.add_mode("inbox", lambda: InboxScreen(self.client))
+        self.add_mode("community", lambda: CommunityScreen(self.client))
         self.add_mode("jobs", lambda: JobsScreen(self.client))
         register_themes(self)  # the presets set_theme offers, before the saved theme is applied
         if self.config.keys:

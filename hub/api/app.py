@@ -7,6 +7,7 @@ from aiohttp import web
 from hub.api import (
     archives,
     chat,
+    community,
     devices,
     driver_routes,
     drivers,
@@ -57,6 +58,7 @@ def create_app(
     app.add_routes(chat.routes)
     app.add_routes(tinys.routes)
     app.add_routes(universe.routes)
+    app.add_routes(community.routes)
     app.add_routes(model.routes)
     app.add_routes(learnings.routes)
     app.add_routes(archives.routes)

@@ -28,6 +28,7 @@ from hub.api.body import read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
 from hub.api.spec import ANY, EVENT_STREAM, JSON, STRING, Operation, array, documented, obj
+from hub.community.allowance import OverAllowance
 
 log = logging.getLogger(__name__)
 routes = web.RouteTableDef()
@@ -127,7 +128,7 @@ def _block(where: str, block: Any) -> str | Attachment:
         answers={200: obj(reply=STRING)},
         body=CHAT_BODY,
         content_types=(EVENT_STREAM, JSON),
-        errors=(502,),
+        errors=(429, 502),
     )
 )
 async def chat(request: web.Request) -> web.StreamResponse:
@@ -135,8 +136,23 @@ async def chat(request: web.Request) -> web.StreamResponse:
     if isinstance(body, dict) and "prompt" in body and "messages" not in body:
         return await endpoint_chat(request, body)
     messages = parse_messages(body)
+    if (over := await charge_allowance(request)) is not None:
+        return over
     turn = await _compose(request, messages)
     return await stream_turn(request, turn, request.app[HUB].settings.ping_interval_s)
+
+
+async def charge_allowance(request: web.Request) -> web.Response | None:
+    """Spend one request of the caller's daily allowance (docs/community.md), or the 429 to
+    answer: a request refused for its body costs nothing, so this runs after the checks."""
+    allowance = request.app[HUB].community.allowance
+    try:
+        await asyncio.to_thread(allowance.charge, caller(request), request.remote or "?")
+    except OverAllowance as exc:
+        return web.json_response(
+            exc.as_json(), status=429, headers={"Retry-After": str(exc.retry_after_s)}
+        )
+    return None
 
 
 async def _compose(request: web.Request, messages: list[ChatMessage]) -> Turn:
@@ -156,6 +172,8 @@ async def endpoint_chat(request: web.Request, body: dict[str, Any]) -> web.Respo
     prompt = body.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         raise http_error(web.HTTPBadRequest, "prompt must be a non-empty string")
+    if (over := await charge_allowance(request)) is not None:
+        return over
     try:
         reply = await answer(request.app[HUB], user, prompt, request.headers)
     except (ModelUnavailable, ClientHeaderInvalid) as exc:

@@ -161,7 +161,13 @@ async def history(request: web.Request) -> web.Response:
         "memory sync: your changes after a revision",
         answers={
             200: obj(
-                {"facts": array(obj()), "edges": array(obj()), "upto": INTEGER, "more": BOOLEAN}
+                {
+                    "facts": array(obj()),
+                    "edges": array(obj()),
+                    "social": array(obj()),
+                    "upto": INTEGER,
+                    "more": BOOLEAN,
+                }
             )
         },
         query={"userId": STRING, "after": bounded(0, 2**62), "limit": bounded(1, SYNC_PAGE)},
@@ -184,10 +190,16 @@ async def changes(request: web.Request) -> web.Response:
         "memory sync: merge another store's page",
         answers={
             200: obj(
-                {"added": INTEGER, "closed": INTEGER, "edges": INTEGER, "refused": array(obj())}
+                {
+                    "added": INTEGER,
+                    "closed": INTEGER,
+                    "edges": INTEGER,
+                    "social": INTEGER,
+                    "refused": array(obj()),
+                }
             )
         },
-        body=obj({"facts": array(obj()), "edges": array(obj())}),
+        body=obj({"facts": array(obj()), "edges": array(obj())}, social=array(obj())),
         query={"userId": STRING},
     )
 )
@@ -195,8 +207,9 @@ async def merge(request: web.Request) -> web.Response:
     """Merge another store's page of this memory: ids kept, closes win, a repeat is a no-op."""
     owner = _owner(request)
     try:
-        facts, edges = parse_changes(await read_json_body(request), owner)
+        incoming = parse_changes(await read_json_body(request), owner)
     except MemoryRefused as exc:
         raise http_error(web.HTTPBadRequest, str(exc)) from None
-    report = await _run(request.app[HUB].memory.merge, owner, facts, edges)
+    memory = request.app[HUB].memory
+    report = await _run(memory.merge, owner, incoming.facts, incoming.edges, incoming.social)
     return web.json_response(report.as_json())

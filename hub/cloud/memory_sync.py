@@ -69,6 +69,8 @@ class MemoryCloud:
         """POST /learnings/sync: the cloud merges a page of this hub's changes."""
         body = changes.as_json()
         page = {"facts": body["facts"], "edges": body["edges"]}
+        if changes.social:  # only then: a cloud that predates the community still takes facts
+            page["social"] = body["social"]
         return await self._call("POST", SYNC_PATH, json=page)
 
     async def _call(self, method: str, path: str, **request: Any) -> dict[str, Any]:
@@ -146,10 +148,10 @@ class MemorySync:
         sent = received = 0
         while True:
             page = await asyncio.to_thread(memory.changes, owner, pushed)
-            if page.facts or page.edges:
+            if page.facts or page.edges or page.social:
                 answer = await self.cloud.push(page)
                 _log_refused("the cloud", answer.get("refused"))
-                sent += len(page.facts) + len(page.edges)
+                sent += len(page.facts) + len(page.edges) + len(page.social)
             pushed = page.upto
             self._save(owner, pushed=pushed)
             if not page.more:
@@ -160,9 +162,11 @@ class MemorySync:
             except MemoryRefused as exc:
                 said = f"the cloud sent a memory page this hub cannot use: {exc}"
                 raise CloudUnavailable(said) from None
-            report = await asyncio.to_thread(memory.merge, owner, incoming.facts, incoming.edges)
+            report = await asyncio.to_thread(
+                memory.merge, owner, incoming.facts, incoming.edges, incoming.social
+            )
             _log_refused("this hub", report.refused)
-            received += len(incoming.facts) + len(incoming.edges)
+            received += len(incoming.facts) + len(incoming.edges) + len(incoming.social)
             if report.rev is not None and report.rev == pushed + 1:
                 pushed = report.rev  # only the cloud's own changes: no need to send them back
             pulled = incoming.upto

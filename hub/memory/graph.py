@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from hub.community.sync import merge_social, newest_social_rev, social_changes
 from hub.contracts import MAX_ENTRIES
 from hub.memory.model import (
     KINDS,
@@ -41,7 +42,7 @@ from hub.memory.model import (
     parse_ids,
     parse_links,
 )
-from hub.memory.sync import SYNC_PAGE, Changes, MergeReport, SyncedEdge
+from hub.memory.sync import SYNC_PAGE, Changes, MergeReport, SyncedEdge, SyncedSocial
 from hub.memory.vectors import VectorIndex, VectorItem
 from hub.store.db import Database
 
@@ -308,12 +309,22 @@ class MemoryStore:
                 " ORDER BY rev, id",
                 [owner, after, upto],
             ).fetchall()
-        return Changes([_fact(r) for r in facts], [SyncedEdge(*r) for r in edges], upto, top > upto)
+            social = social_changes(self._db, owner, after, upto)
+        return Changes(
+            [_fact(r) for r in facts], [SyncedEdge(*r) for r in edges], upto, top > upto, social
+        )
 
-    def merge(self, owner: str, facts: Sequence[Fact], edges: Sequence[SyncedEdge]) -> MergeReport:
+    def merge(
+        self,
+        owner: str,
+        facts: Sequence[Fact],
+        edges: Sequence[SyncedEdge],
+        social: Sequence[SyncedSocial] = (),
+    ) -> MergeReport:
         """Fold the other side's changes in: unknown facts and links are added with their ids,
         a close wins over an open, the earlier close wins over a later one. Merging the same
-        page again changes nothing (and takes no revision)."""
+        page again changes nothing (and takes no revision). ``social``: the person's part of
+        the community (``hub.community.sync``), merged in the same transaction."""
         report, fresh, stale = MergeReport(), list[Fact](), list[str]()
         with self._db.atomic():
             room = MAX_ENTRIES - self.count(owner)
@@ -321,6 +332,7 @@ class MemoryStore:
                 room -= self._merge_fact(owner, fact, room, report, fresh, stale)
             for edge in edges:
                 self._merge_edge(owner, edge, report)
+            merge_social(self._db, owner, list(social), lambda: self._merge_rev(report), report)
         self._drop_vectors(stale)
         self._index(fresh)
         return report
@@ -334,7 +346,8 @@ class MemoryStore:
             " UNION ALL SELECT MAX(rev) FROM edge WHERE owner = ?)",
             [owner, owner],
         ).fetchone()
-        return max(after, int(row[0])) if row and row[0] is not None else after
+        newest = int(row[0]) if row and row[0] is not None else 0
+        return max(after, newest, newest_social_rev(self._db, owner))
 
     def _merge_fact(
         self,

@@ -8,6 +8,11 @@ close wins over an open and the earlier of two closes wins, and links are identi
 ends, relation, scope and start. Both sides therefore reach the same state whatever order the
 pages arrive in, and a page merged twice changes nothing.
 
+The person's part of the community travels in the same pages (``social``): their follows,
+visits and messages, and the consults of their tinys, merged by the same rules
+(``hub.community.sync``). Node ids are local to each store, so on the wire the person is
+``self``, another person is ``@login`` and a tiny is ``tiny:<name>``.
+
 Everything that arrives is checked here before the store sees it: the other side may be a
 different program, a newer version, or broken.
 """
@@ -19,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from hub.identity import LOGIN
 from hub.memory.model import (
     KINDS,
     LINK_RELS,
@@ -28,10 +34,15 @@ from hub.memory.model import (
     MemoryRefused,
     check_text,
 )
+from hub.tinys.records import NAME_PATTERN
+from hub.tinys.social import SOCIAL_RELS
 
 SYNC_PAGE = 250  # facts per page: 250 facts of 2000 characters stay far under the body limit
 MAX_SYNC_FACTS = 500
 MAX_SYNC_EDGES = 2000
+MAX_SYNC_SOCIAL = 2000
+MAX_WEIGHT = 1e12
+SELF = "self"
 _ID = re.compile(r"[A-Za-z0-9_.:-]{1,100}")
 
 
@@ -51,6 +62,22 @@ class SyncedEdge:
 
 
 @dataclass(frozen=True)
+class SyncedSocial:
+    """A social edge as it travels: nodes in their wire form (``self``, ``@login``,
+    ``tiny:<name>``), so they mean the same person and tiny on both sides."""
+
+    src: str
+    rel: str
+    dst: str
+    weight: float
+    valid_from: str
+    valid_to: str | None
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class Changes:
     """One page: the facts and links changed after a revision, up to ``upto`` (the cursor to
     ask from next); ``more`` when later changes wait for another page."""
@@ -59,11 +86,13 @@ class Changes:
     edges: list[SyncedEdge]
     upto: int
     more: bool
+    social: list[SyncedSocial] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {
             "facts": [fact.as_json() for fact in self.facts],
             "edges": [edge.as_json() for edge in self.edges],
+            "social": [edge.as_json() for edge in self.social],
             "upto": self.upto,
             "more": self.more,
         }
@@ -74,6 +103,7 @@ class MergeReport:
     added: int = 0
     closed: int = 0
     edges: int = 0
+    social: int = 0
     refused: list[dict[str, str]] = field(default_factory=list)
     rev: int | None = None  # the local revision the merge wrote under; None when nothing changed
 
@@ -83,34 +113,46 @@ class MergeReport:
             "added": self.added,
             "closed": self.closed,
             "edges": self.edges,
+            "social": self.social,
             "refused": self.refused,
         }
 
 
-def parse_changes(body: Any, owner: str) -> tuple[list[Fact], list[SyncedEdge]]:
-    """``{facts: [...], edges: [...]}`` from the other side, or MemoryRefused naming the
-    first thing wrong (nothing of a bad page is merged)."""
+@dataclass(frozen=True)
+class Incoming:
+    """A checked page from the other side, before the store merges it."""
+
+    facts: list[Fact]
+    edges: list[SyncedEdge]
+    social: list[SyncedSocial]
+
+
+def parse_changes(body: Any, owner: str) -> Incoming:
+    """``{facts: [...], edges: [...], social: [...]}`` from the other side, or MemoryRefused
+    naming the first thing wrong (nothing of a bad page is merged)."""
     if not isinstance(body, dict):
         raise MemoryRefused('body must be a JSON object: {"facts": [...], "edges": [...]}')
-    unknown = sorted(set(body) - {"facts", "edges", "upto", "more"})
+    unknown = sorted(set(body) - {"facts", "edges", "social", "upto", "more"})
     if unknown:
         raise MemoryRefused(f"unknown field(s): {', '.join(unknown)}")
     facts = _list(body.get("facts", []), "facts", MAX_SYNC_FACTS)
     edges = _list(body.get("edges", []), "edges", MAX_SYNC_EDGES)
-    return (
+    social = _list(body.get("social", []), "social", MAX_SYNC_SOCIAL)
+    return Incoming(
         [_fact(item, owner, f"facts[{i}]") for i, item in enumerate(facts)],
         [_edge(item, f"edges[{i}]") for i, item in enumerate(edges)],
+        [_social(item, f"social[{i}]") for i, item in enumerate(social)],
     )
 
 
 def parse_page(body: Any, owner: str) -> Changes:
     """A page the other side served (``GET /learnings/sync``), checked like a pushed one."""
-    facts, edges = parse_changes(body, owner)
+    incoming = parse_changes(body, owner)
     assert isinstance(body, dict)  # parse_changes refused anything else
     upto, more = body.get("upto"), body.get("more", False)
     if not isinstance(upto, int) or isinstance(upto, bool) or not isinstance(more, bool):
         raise MemoryRefused("a page needs upto (a whole number) and more (true or false)")
-    return Changes(facts, edges, upto, more)
+    return Changes(incoming.facts, incoming.edges, upto, more, incoming.social)
 
 
 def canonical_time(value: Any, field_name: str) -> str:
@@ -185,3 +227,31 @@ def _edge(value: Any, where: str) -> SyncedEdge:
     start, end = _window(item, where)
     src, dst = _id(item.get("src"), f"{where}.src"), _id(item.get("dst"), f"{where}.dst")
     return SyncedEdge(src, str(rel), dst, scope, start, end)
+
+
+def _social(value: Any, where: str) -> SyncedSocial:
+    allowed = {"src", "rel", "dst", "weight", "valid_from", "valid_to"}
+    item = _object(value, where, allowed)
+    rel, weight = item.get("rel"), item.get("weight", 1.0)
+    if rel not in SOCIAL_RELS:
+        raise MemoryRefused(f"{where}.rel must be one of {', '.join(SOCIAL_RELS)}")
+    if (
+        not isinstance(weight, int | float)
+        or isinstance(weight, bool)
+        or not 0 < weight <= MAX_WEIGHT
+    ):
+        raise MemoryRefused(f"{where}.weight must be a number above 0")
+    start, end = _window(item, where)
+    src, dst = _node(item.get("src"), f"{where}.src"), _node(item.get("dst"), f"{where}.dst")
+    return SyncedSocial(src, str(rel), dst, float(weight), start, end)
+
+
+def _node(value: Any, where: str) -> str:
+    """``self``, ``@login`` or ``tiny:<name>``."""
+    if value == SELF:
+        return SELF
+    if isinstance(value, str) and value.startswith("@") and LOGIN.fullmatch(value[1:]):
+        return value
+    if isinstance(value, str) and value.startswith("tiny:") and NAME_PATTERN.fullmatch(value[5:]):
+        return value
+    raise MemoryRefused(f"{where} must be self, @login or tiny:<name>")

@@ -12,6 +12,8 @@ from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
 from hub.agent.tools.context import ToolContext, failed, login_required, ok, turn_context
+from hub.community.feed import DEFAULT_FEED, MAX_FEED
+from hub.errors import Refused
 from hub.memory.graph import Fact, MemoryRefused, parse_ids, parse_links
 
 
@@ -34,7 +36,8 @@ def learn(
         supersedes: ids of facts this one replaces; they are closed and linked to it.
         links: connections to existing facts: [{"rel": "part_of|authored|relates_to|about",
             "dst": "<fact id>", "scope": "<context, optional>"}].
-        visibility: private (default); public only when the person asked to share it.
+        visibility: private (default), or public: shared with everyone who follows the person
+            (their feed). Public only when the person explicitly asked to share this fact.
     """
     ctx = turn_context(tool_context)
     if ctx.caller is None:
@@ -97,31 +100,69 @@ def unlearn(tool_context: StrandsToolContext, id: str = "", scope: str = "") -> 
 
 @tool(name="memory_graph", context=True)
 def memory_graph(
-    id: str,
     tool_context: StrandsToolContext,
+    id: str = "",
     mode: str = "neighbors",
     depth: int = 1,
     relations: list[str] | None = None,
+    limit: int = DEFAULT_FEED,
 ) -> dict[str, Any]:
-    """The subgraph around a fact: what it supersedes, is part of, relates to or is about.
+    """The graph around a fact, the community around a person or tiny, or the feed.
 
     Args:
-        id: the fact at the centre.
-        mode: neighbors (social and feed come with the community features).
-        depth: 1 or 2 steps out.
-        relations: only these relations (e.g. ["part_of", "supersedes"]).
+        id: neighbors: the fact at the centre. social: @login, user:<id> or tiny:<name>, or
+            empty for the trust ranking of tinys.
+        mode: neighbors (the user's facts linked to one), social (who follows and consults
+            whom, in public), or feed (what the people the user follows have published).
+        depth: neighbors only: 1 or 2 steps out.
+        relations: neighbors only: just these relations (e.g. ["part_of", "supersedes"]).
+        limit: social ranking and feed: how many, 1-100.
     """
     ctx = turn_context(tool_context)
     if ctx.caller is None:
         return login_required()
+    if mode == "social":
+        return _social(ctx, id.strip(), limit)
+    if mode == "feed":
+        return _feed(ctx, limit)
     if mode != "neighbors":
-        return failed("only the neighbors mode is available on this hub so far")
+        return failed("mode must be neighbors, social or feed")
+    if not id:
+        return failed("neighbors needs the id of a fact")
     try:
         facts, edges = ctx.hub.memory.neighbors(ctx.caller.id, id, depth, relations or ())
     except MemoryRefused as exc:
         return failed(str(exc))
     text = _lines(facts) + "\n" + "\n".join(f"{e.src} -{e.rel}-> {e.dst}" for e in edges)
     return ok(text, nodes=[f.as_json() for f in facts], edges=[e.as_json() for e in edges])
+
+
+def _social(ctx: ToolContext, node: str, limit: int) -> dict[str, Any]:
+    community = ctx.hub.community
+    if not 1 <= limit <= MAX_FEED:
+        return failed(f"limit must be 1-{MAX_FEED}")
+    if not node:
+        ranking = community.ranking(limit)
+        text = "\n".join(f"{r['tiny']} {r['builder']} {r['trust']}" for r in ranking)
+        return ok(text or "(no tiny has consulted another yet)", trust=ranking)
+    try:
+        edges = community.around(node)
+    except Refused as exc:
+        return failed(str(exc))
+    shown = [
+        {**e.as_json(), "src": community.label(e.src), "dst": community.label(e.dst)} for e in edges
+    ]
+    text = "\n".join(f"{e['src']} -{e['rel']}-> {e['dst']} ({e['weight']:g})" for e in shown)
+    return ok(text or f"(nothing public around {node})", edges=shown)
+
+
+def _feed(ctx: ToolContext, limit: int) -> dict[str, Any]:
+    assert ctx.caller is not None
+    if not 1 <= limit <= MAX_FEED:
+        return failed(f"limit must be 1-{MAX_FEED}")
+    items = ctx.hub.community.feed(ctx.caller, limit)
+    text = "\n".join(f"{i.at[:16]} {i.by} {i.kind}: {i.text}" for i in items)
+    return ok(text or "(nothing new from the people you follow)", feed=[i.as_json() for i in items])
 
 
 @tool(name="memory_conflicts", context=True)
