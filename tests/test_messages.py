@@ -13,10 +13,9 @@ from hub.agent.tools.context import ToolContext
 from hub.agent.tools.messages import read_messages, send_message_tool
 from hub.devices.notify import NOTIFY_KIND
 from hub.identity import User
-from hub.messages.graph import MESSAGED, user_node
 from hub.messages.store import MAX_TEXT, Inbox
 from hub.server import RunningServer
-from hub.tinys.social import PLATFORM
+from hub.tinys.social import MESSAGED, PLATFORM, user_node
 from tests.conftest import StartHub, owner_headers
 from tests.fakes.ollama import FakeOllama
 from tests.sse import tool_in_a_turn

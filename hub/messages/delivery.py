@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 from hub.devices.notify import Notice, push_notice
 from hub.identity import User
-from hub.messages.graph import record_messaged
 from hub.messages.store import Inbox, Message, MessageRefused, NoSuchRecipient, check_text
 from hub.runtime import Hub
 from hub.tinys.records import TinyError
+from hub.tinys.social import MESSAGED, record_social, user_node
 
 PREVIEW_CHARS = 280
 
@@ -55,7 +55,7 @@ def send_message(hub: Hub, sender: User, to: str, text: str) -> Message:
     body = check_text(text)
     recipient = find_recipient(hub, sender, to)
     message = Inbox(hub.db).add(sender.id, recipient.user.id, body, recipient.tiny)
-    record_messaged(hub.db, sender.id, recipient.user.id)
+    record_social(hub.db, user_node(sender.id), MESSAGED, user_node(recipient.user.id))
     push_notice(hub.devices, recipient.user.id, notice_for(message))
     return message
 

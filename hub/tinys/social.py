@@ -32,6 +32,8 @@ CONSULTED = "consulted"
 MESSAGED = "messaged"
 FOLLOWS = "follows"
 SOCIAL_RELS = (VISITED, CONSULTED, MESSAGED, FOLLOWS)
+# Who visits what and who writes to whom is nobody else's business: these edges are private.
+PRIVATE_RELS = (VISITED, MESSAGED)
 USER_PREFIX = "user:"
 TINY_PREFIX = "tiny:"
 _COLUMNS = "id, src, rel, dst, weight, valid_from, valid_to"
@@ -153,8 +155,8 @@ def edges_to(db: sqlite_utils.Database, node: str, rel: str = "") -> list[Social
 def _insert(db: sqlite_utils.Database, src: str, rel: str, dst: str, rev: int) -> None:
     db.execute(
         "INSERT INTO edge (owner, src, rel, dst, visibility, valid_from, rev)"
-        " VALUES (?, ?, ?, ?, 'public', ?, ?)",
-        [PLATFORM, src, rel, dst, _now(), rev],
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [PLATFORM, src, rel, dst, "private" if rel in PRIVATE_RELS else "public", _now(), rev],
     )
 
 
