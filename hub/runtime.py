@@ -19,6 +19,7 @@ from hub.devices.endpoint import EndpointPolicy
 from hub.devices.service import Devices
 from hub.devices.transcripts import TranscriptStore
 from hub.drivers import DriverManager
+from hub.forge.sandbox import Limits, Sandbox
 from hub.hardware import AuditLog, build_manager
 from hub.identity import Identity, User
 from hub.lan.address import LanInfo
@@ -48,6 +49,7 @@ class Hub:
     version: str = __version__
     started_at: float = field(default_factory=time.monotonic)
     lan: LanInfo = field(default_factory=LanInfo)  # set by start_server
+    sandbox: Sandbox = field(default_factory=Sandbox)  # where forged tools run
 
     @classmethod
     def open(
@@ -105,6 +107,7 @@ class Hub:
             senses or Senses.from_settings(settings),
             transcripts,
             universe,
+            sandbox=Sandbox(tool_limits(settings)),
         )
 
     @property
@@ -116,10 +119,16 @@ class Hub:
         return sorted({*self.senses.capabilities(), *self.drivers.capabilities()})
 
     def close(self) -> None:
+        self.sandbox.close()
         self.senses.close()
         self.universe.close()
         self.memory.close()
         self.db.conn.close()
+
+
+def tool_limits(settings: Settings) -> Limits:
+    """What one call of a forged tool may use, from the settings."""
+    return Limits(cpu_s=settings.tool_cpu_limit_s, heap_bytes=settings.tool_memory_mb << 20)
 
 
 # The folders the hub fills itself; another folder someone keeps in the data dir is theirs.
