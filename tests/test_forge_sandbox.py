@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -173,3 +174,16 @@ async def test_fetch_reads_an_allowed_host_within_the_size_bound() -> None:
     finally:
         box.close()
         await runner.cleanup()
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="no /proc on this OS")
+async def test_the_child_gets_none_of_the_hubs_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TINY_HUB_MODEL_API_KEY", "sk-secret-123")
+    box = Sandbox(LIMITS, size=1)
+    try:
+        assert await box.run("() => 1", {}) == 1
+        [pid] = box.child_pids()
+        environ = await asyncio.to_thread(Path(f"/proc/{pid}/environ").read_bytes)
+        assert b"PATH=" in environ and b"sk-secret-123" not in environ
+    finally:
+        box.close()

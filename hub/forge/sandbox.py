@@ -35,6 +35,16 @@ START_TIMEOUT_S = 30.0
 DEADLINE_GRACE_S = 5.0  # the child enforces the limits; this is for a child that cannot
 
 
+# What the child needs of the hub's environment to import its code and verify TLS; the hub's
+# own variables (a model API key among them) stay out of a process that runs strangers' code.
+CHILD_ENV_KEYS = ("PATH", "PYTHONPATH", "LANG", "LC_ALL", "TMPDIR", "SSL_CERT_FILE", "SSL_CERT_DIR")
+
+
+def _child_env() -> dict[str, str]:
+    kept = {key: os.environ[key] for key in CHILD_ENV_KEYS if key in os.environ}
+    return {**kept, "PYTHONUNBUFFERED": "1"}
+
+
 class ToolStopped(Exception):
     """A call did not give a result: the tool threw, ran over a limit, or is not one arrow
     function. The message is for the model and the person; ``kind`` names the cause."""
@@ -59,7 +69,7 @@ class Worker:
             stderr=subprocess.DEVNULL,  # V8's crash reports are many lines of C stack
             text=True,
             encoding="utf-8",
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env=_child_env(),
         )
         worker = cls(process, 0.0)
         ready = worker._read(START_TIMEOUT_S)
@@ -170,6 +180,11 @@ class Sandbox:
                 self._idle.append(worker)
             else:
                 worker.stop()
+
+    def child_pids(self) -> list[int]:
+        """The idle children's process ids."""
+        with self._lock:
+            return [worker.process.pid for worker in self._idle]
 
     def close(self) -> None:
         with self._lock:
