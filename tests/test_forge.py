@@ -10,6 +10,7 @@ import inspect
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -23,9 +24,10 @@ from hub.forge.store import ForgeStore, public_tools
 from hub.identity import User
 from hub.preferences import set_tool_enabled
 from hub.server import RunningServer
-from tests.conftest import StartHub
+from tests.conftest import StartHub, owner_headers
 from tests.fakes.ollama import FakeOllama, Reply
 from tests.sse import post_chat
+from tests.test_mcp_clients import stdio_notes
 from tests.toolcall import call_tool, result_text
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -379,3 +381,21 @@ async def test_marketplace_browse_install_and_check_updates(
     }
     own = await use(bobs, "marketplace", action="install", id=found[0]["id"])
     assert own["status"] == "error" and "already yours" in result_text(own)
+
+
+async def test_manage_tools_list_in_a_turn_shows_the_mcp_tier(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    notes = stdio_notes(tmp_path / "notes.pid")
+    server = await start_hub(ollama_host=fake_ollama.url, mcp_servers={"notes": notes})
+    await forge(turn(server, server.hub.owner), "hello", "() => 'hi'")
+    fake_ollama.script(tool_call("manage_tools", action="list"), Reply(chunks=["Listed."]))
+    chat = await post_chat(
+        server.url, {"messages": [{"role": "user", "content": "list"}]}, {**owner_headers(server)}
+    )
+    after = chat.of_type(c.EV_AFTER_TOOL)[0]["toolResult"]
+    listed = next(b["json"]["tools"] for b in after["content"] if "json" in b)
+    tiers = {t["name"]: t["tier"] for t in listed}
+    assert tiers["notes_add"] == "mcp"
+    assert tiers["my_hello"] == "forged"
+    assert tiers["learn"] == "built-in"
