@@ -39,7 +39,6 @@ from yarl import URL
 
 from hub.forge import protocol as p
 from hub.forge.prelude import PRELUDE
-from hub.tinys.guarded import SendFailed, SendRefused, send
 
 V8_FLAGS = (*DEFAULT_V8_FLAGS, "--disallow-code-generation-from-strings")
 # Room for ArrayBuffers and the fetches' bodies above the warm engine's own data segment.
@@ -68,6 +67,10 @@ class Fetcher:
         self.calls = 0
 
     async def __call__(self, *args: Any) -> str:
+        # aiohttp loads on a tool's first fetch: most tools never fetch, and it is most of
+        # what a child's start costs.
+        from hub.tinys.guarded import SendFailed, SendRefused
+
         try:
             return json.dumps(await self._fetch(*args))
         except (SendRefused, SendFailed, ValueError) as exc:
@@ -91,6 +94,8 @@ class Fetcher:
         if not isinstance(headers, dict):
             raise ValueError("fetch headers must be an object of strings")
         body = options.get("body")
+        from hub.tinys.guarded import send
+
         got = await send(
             method,
             target,
