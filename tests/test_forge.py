@@ -316,6 +316,14 @@ async def test_install_tool_refuses_a_url_without_a_commit_sha(
     assert refused["status"] == "error" and "commit SHA" in result_text(refused)
     elsewhere = await use(ctx, "install_tool", url=f"https://example.com/strands-agents/t/{SHA}/x")
     assert elsewhere["status"] == "error"
+    other = raw.put(f"mallory/t/{SHA}/x.json", name="x", description="x", code="() => 1")
+    for sneaky in (
+        f"{raw.url}/strands-agents/t/{SHA}/../../../mallory/t/{SHA}/x.json",
+        f"{raw.url}/strands-agents/t/{SHA}/%2e%2e/%2E%2E/../mallory/t/{SHA}/x.json",
+        f"{other}?owner=strands-agents",
+    ):
+        refused = await use(ctx, "install_tool", url=sneaky)
+        assert refused["status"] == "error", sneaky
     assert raw.requested == []
 
 
@@ -399,3 +407,13 @@ async def test_manage_tools_list_in_a_turn_shows_the_mcp_tier(
     assert tiers["notes_add"] == "mcp"
     assert tiers["my_hello"] == "forged"
     assert tiers["learn"] == "built-in"
+
+
+async def test_create_tool_takes_the_schema_as_json_text_too(server: RunningServer) -> None:
+    ctx = turn(server, server.hub.owner)
+    made = await forge(ctx, "count", COUNT_WORDS, input_schema=json.dumps(WORDS_SCHEMA))
+    assert made["status"] == "success"
+    mounted = tool_of(ctx, "my_count")
+    assert mounted.tool_spec["inputSchema"]["json"]["required"] == ["text"]
+    bad = await forge(ctx, "odd", "() => 1", input_schema='{"type": "array"}')
+    assert bad["status"] == "error" and "input_schema" in result_text(bad)

@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 from yarl import URL
 
@@ -51,9 +52,15 @@ def locate(url: str, base: str) -> RawLocation:
     prefix = base.rstrip("/") + "/"
     if not url.strip().startswith(prefix):
         raise ForgeRefused(f"install_tool takes {prefix}<owner>/<repo>/<commit>/<path> URLs")
-    parts = url.strip()[len(prefix) :].split("?")[0].split("#")[0].split("/")
+    rest = url.strip()[len(prefix) :]
+    if "?" in rest or "#" in rest or "\\" in rest:
+        raise ForgeRefused(f"{url} has a query, a fragment or a backslash; give the file's URL")
+    parts = rest.split("/")
     if len(parts) < 4 or not all(parts):
         raise ForgeRefused(f"{url} is not {prefix}<owner>/<repo>/<commit>/<path>")
+    # A dot segment would be resolved away before the request, to another owner's file.
+    if any(unquote(part) in (".", "..") for part in parts):
+        raise ForgeRefused(f"{url} has a . or .. segment; give the file's own URL")
     owner, repo, commit, path = parts[0], parts[1], parts[2], "/".join(parts[3:])
     if not _COMMIT.fullmatch(commit.lower()):
         raise ForgeRefused(

@@ -48,7 +48,7 @@ async def create_tool(
     description: str,
     code: str,
     tool_context: StrandsToolContext,
-    input_schema: dict[str, Any] | None = None,
+    input_schema: dict[str, Any] | str | None = None,
 ) -> dict[str, Any]:
     """Forge a personal tool from one JavaScript arrow function, callable as my_<name> from the
     next message. The function gets the input object and returns JSON (it may be async and may
