@@ -417,3 +417,25 @@ async def test_create_tool_takes_the_schema_as_json_text_too(server: RunningServ
     assert mounted.tool_spec["inputSchema"]["json"]["required"] == ["text"]
     bad = await forge(ctx, "odd", "() => 1", input_schema='{"type": "array"}')
     assert bad["status"] == "error" and "input_schema" in result_text(bad)
+
+
+async def test_an_install_never_replaces_a_tool_of_the_same_name_from_elsewhere(
+    server: RunningServer, raw: FakeRaw
+) -> None:
+    ctx = turn(server, server.hub.owner)
+    await forge(ctx, "shout", "() => 'mine'")
+    url = raw.put(f"strands-agents/t/{SHA}/s.json", name="shout", description="s", code="() => 1")
+    refused = await use(ctx, "install_tool", url=url)
+    assert refused["status"] == "error" and "remove_tool it first" in result_text(refused)
+    stored = ForgeStore(server.hub.db).named(server.hub.owner.id, "shout")
+    assert stored is not None and "mine" in stored.code
+    await use(ctx, "remove_tool", name="shout")
+    assert (await use(ctx, "install_tool", url=url))["status"] == "success"
+    newer = "fedcba9876543210fedcba9876543210fedcba98"
+    update = raw.put(
+        f"strands-agents/t/{newer}/s.json", name="shout", description="s", code="() => 2"
+    )
+    assert (await use(ctx, "install_tool", url=update))["status"] == "success"  # an update
+    assert (await run_mounted(ctx, "my_shout"))["content"][0]["text"] == "2"
+    bad_owner = await use(ctx, "manage_tools", action="trust", name="not/an owner")
+    assert bad_owner["status"] == "error"

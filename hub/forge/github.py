@@ -125,6 +125,18 @@ async def fetch_pinned(url: str, base: str, store: ForgeStore) -> ForgedDraft:
     return draft_of(body, url)
 
 
+def same_file(tool: ForgedTool, place: RawLocation, base: str) -> bool:
+    """True when `tool` was installed from the file at `place`, at any commit: installing it
+    again at another commit updates it."""
+    if not tool.source_url:
+        return False
+    try:
+        was = locate(tool.source_url, base)
+    except ForgeRefused:
+        return False
+    return (was.owner, was.repo.lower(), was.path) == (place.owner, place.repo.lower(), place.path)
+
+
 async def update_state(tool: ForgedTool, base: str, store: ForgeStore) -> dict[str, Any]:
     """Whether the file the tool was installed from differs at the repository's HEAD."""
     place = locate(tool.source_url, base)

@@ -107,7 +107,18 @@ async def install_tool(url: str, tool_context: StrandsToolContext) -> dict[str, 
         draft = await github.fetch_pinned(url.strip(), settings.tool_raw_base_url, store)
     except ForgeRefused as exc:
         return failed(str(exc))
+    existing = store.named(ctx.caller.id, draft.name)
+    if existing is not None and not github.same_file(existing, place, settings.tool_raw_base_url):
+        return _taken(existing)
     return await _save(ctx, ctx.caller, draft, source_url=url.strip())
+
+
+def _taken(existing: ForgedTool) -> dict[str, Any]:
+    """An install never replaces a tool of the same name from somewhere else."""
+    return failed(
+        f"you already have {existing.tool_name} from elsewhere; remove_tool it first to "
+        "install this one"
+    )
 
 
 def _listing(found: list[tuple[ForgedTool, str]]) -> str:
@@ -152,6 +163,9 @@ async def _install_copy(
         return failed("no forged tool has that id; browse the marketplace for ids")
     if original.user_id == user.id:
         return failed(f"{original.tool_name} is already yours")
+    existing = store.named(user.id, original.name)
+    if existing is not None and existing.copied_from != original.id:
+        return _taken(existing)
     draft = ForgedDraft(original.name, original.description, original.input_schema, original.code)
     return await _save(ctx, user, draft, copied_from=original.id)
 
