@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -128,16 +129,21 @@ class Sandbox:
         self.limits = limits or Limits()
         self._idle: list[Worker] = []
         self._lock = threading.Lock()
-        self._slots = threading.BoundedSemaphore(size)
+        self._closed = False
+        # Calls wait their turn in this pool's queue, not in the loop's default executor,
+        # which the rest of the hub shares.
+        self._threads = ThreadPoolExecutor(size, thread_name_prefix="forge-sandbox")
         self.starts = 0  # children started, for tests and benchmarks
 
     async def run(self, source: str, input: Any) -> Any:
         """The tool's result for `input` (JSON values). Raises ToolStopped."""
-        return await asyncio.to_thread(self._call, p.OP_RUN, source, input)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._threads, self._call, p.OP_RUN, source, input)
 
     async def check(self, source: str) -> None:
         """Raises ToolStopped unless `source` is exactly one arrow function that compiles."""
-        await asyncio.to_thread(self._call, p.OP_CHECK, source, None)
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._threads, self._call, p.OP_CHECK, source, None)
 
     def warm(self) -> float:
         """Start a child ahead of the first call; the seconds its start took."""
@@ -148,13 +154,12 @@ class Sandbox:
     def _call(self, op: str, source: str, input: Any) -> Any:
         request = p.request(op, source, self.limits, input)
         deadline = self.limits.wall_s + DEADLINE_GRACE_S
-        with self._slots:
-            worker = self._take()
-            answer = worker.exchange(request, deadline)
-            if answer.get("ending"):  # it ends itself after a runaway it could not stop
-                worker.stop()
-            else:
-                self._give_back(worker)
+        worker = self._take()
+        answer = worker.exchange(request, deadline)
+        if answer.get("ending"):  # it ends itself after a runaway it could not stop
+            worker.stop()
+        else:
+            self._give_back(worker)
         if answer.get("ok"):
             return answer.get("value")
         raise ToolStopped(str(answer.get("kind")), str(answer.get("error")))
@@ -176,10 +181,10 @@ class Sandbox:
 
     def _give_back(self, worker: Worker) -> None:
         with self._lock:
-            if worker.alive:
+            if worker.alive and not self._closed:
                 self._idle.append(worker)
-            else:
-                worker.stop()
+                return
+        worker.stop()
 
     def child_pids(self) -> list[int]:
         """The idle children's process ids."""
@@ -187,7 +192,10 @@ class Sandbox:
             return [worker.process.pid for worker in self._idle]
 
     def close(self) -> None:
+        """Stop the idle children now; a child still in a call stops when the call ends."""
         with self._lock:
+            self._closed = True
             idle, self._idle = self._idle, []
+        self._threads.shutdown(wait=False, cancel_futures=True)
         for worker in idle:
             worker.stop()
