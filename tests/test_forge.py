@@ -6,8 +6,11 @@ Every runaway tool is a tool error the model reads, and the hub answers after it
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
+import os
+import signal
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,8 +30,10 @@ from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.fakes.ollama import FakeOllama, Reply
 from tests.sse import post_chat
+from tests.test_forge_sandbox import cpu_ticks
 from tests.test_mcp_clients import stdio_notes
 from tests.toolcall import call_tool, result_text
+from tests.waits import until
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 COUNT_WORDS = "({ text }) => ({ words: text.split(/\\s+/).filter(Boolean).length })"
@@ -181,7 +186,6 @@ async def test_a_runaway_tool_is_a_tool_error_in_the_chat_and_the_hub_stays_up(
     [
         ("() => new Uint8Array(1024 ** 3).fill(1).length", "memory"),
         ("() => { const a = []; while (true) a.push([a.length]); }", "memory"),
-        ("() => new Array(2 ** 28).fill(0).length", "crashed"),
         ("() => require('fs')", "require is not defined"),
         ("() => process.env", "process is not defined"),
         ("() => globalThis", "globalThis is not defined"),
@@ -439,3 +443,20 @@ async def test_an_install_never_replaces_a_tool_of_the_same_name_from_elsewhere(
     assert (await run_mounted(ctx, "my_shout"))["content"][0]["text"] == "2"
     bad_owner = await use(ctx, "manage_tools", action="trust", name="not/an owner")
     assert bad_owner["status"] == "error"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="no /proc on this OS")
+async def test_a_sandbox_crash_mid_call_is_a_tool_error_and_the_hub_stays_up(
+    start_hub: StartHub, fake_ollama: FakeOllama
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url, tool_cpu_limit_s=30.0)
+    ctx = turn(server, server.hub.owner)
+    await forge(ctx, "spin", "() => { while (true) {} }")
+    [pid] = server.hub.sandbox.child_pids()  # the child that checked the source stays warm
+    before = cpu_ticks(pid)
+    call = asyncio.ensure_future(run_mounted(ctx, "my_spin"))
+    await until(lambda: cpu_ticks(pid) > before + 5, what="the tool is running")
+    os.kill(pid, signal.SIGSEGV)  # what a crash in native code looks like from outside
+    result = await call
+    assert result["status"] == "error" and "crashed its sandbox" in result_text(result)
+    assert await health_ok(server)

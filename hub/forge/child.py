@@ -174,8 +174,12 @@ class Watchdog(threading.Thread):
         if self.stop is None:
             return
         self.loop.call_soon_threadsafe(self.task.cancel)
-        if not self.finished.wait(RUNAWAY_GRACE_S):
-            self.outbox.say({**p.stopped(self.stop.kind, str(self.stop)), "ending": True})
+        if self.finished.wait(RUNAWAY_GRACE_S):
+            return
+        with self.outbox.lock:  # held to the end: no other answer follows this one
+            if self.finished.is_set():
+                return  # the call ended meanwhile and answers for itself
+            self.outbox.write({**p.stopped(self.stop.kind, str(self.stop)), "ending": True})
             os._exit(0)
 
     def _over(self, cpu_start: float, wall_end: float) -> Stopped | None:
@@ -192,20 +196,25 @@ class Watchdog(threading.Thread):
 
 async def _limited(request: dict[str, Any], outbox: Outbox) -> Any:
     limits = p.limits_from(request["limits"])
-    with mini_racer(asyncio.get_running_loop()) as mr:
-        mr.set_hard_memory_limit(limits.heap_bytes)
-        task = asyncio.ensure_future(_in_context(mr, request, limits))
-        watchdog = Watchdog(task, limits, outbox)
-        watchdog.start()
-        try:
-            return await task
-        except asyncio.CancelledError:
-            if watchdog.stop is None:
-                raise
-            raise watchdog.stop from None
-        except (JSEvalException, JSPromiseError) as exc:
-            raise _thrown(exc, mr) from exc
-        finally:
+    watchdog: Watchdog | None = None
+    try:
+        with mini_racer(asyncio.get_running_loop()) as mr:
+            mr.set_hard_memory_limit(limits.heap_bytes)
+            task = asyncio.ensure_future(_in_context(mr, request, limits))
+            watchdog = Watchdog(task, limits, outbox)
+            watchdog.start()
+            try:
+                return await task
+            except asyncio.CancelledError:
+                if watchdog.stop is None:
+                    raise
+                raise watchdog.stop from None
+            except (JSEvalException, JSPromiseError) as exc:
+                raise _thrown(exc, mr) from exc
+    finally:
+        # Only once the context is freed: freeing waits for JavaScript that cancelling did
+        # not stop, and the watchdog keeps watching until then.
+        if watchdog is not None:
             watchdog.finished.set()
 
 
@@ -227,8 +236,12 @@ class Outbox:
 
     def say(self, message: dict[str, Any]) -> None:
         with self.lock:
-            self.stream.write(json.dumps(message) + "\n")
-            self.stream.flush()
+            self.write(message)
+
+    def write(self, message: dict[str, Any]) -> None:
+        """One line, for a caller that holds the lock."""
+        self.stream.write(json.dumps(message) + "\n")
+        self.stream.flush()
 
 
 def _data_segment_bytes() -> int | None:
