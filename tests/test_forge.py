@@ -460,3 +460,41 @@ async def test_a_sandbox_crash_mid_call_is_a_tool_error_and_the_hub_stays_up(
     result = await call
     assert result["status"] == "error" and "crashed its sandbox" in result_text(result)
     assert await health_ok(server)
+
+
+async def test_every_forge_tool_needs_an_account(server: RunningServer) -> None:
+    nobody = turn(server, None)
+    calls = {
+        "create_tool": {"name": "x", "description": "x", "code": "() => 1"},
+        "remove_tool": {"name": "x"},
+        "install_tool": {"url": f"https://raw.githubusercontent.com/strands-agents/t/{SHA}/x"},
+        "marketplace": {"action": "browse"},
+        "manage_tools": {"action": "list"},
+    }
+    for tool, arguments in calls.items():
+        assert result_text(await use(nobody, tool, **arguments)) == c.LOGIN_REQUIRED, tool
+    assert not [n for n in mount_tools(nobody).names if n.startswith("my_")]
+
+
+async def test_the_marketplace_checks_a_tool_again_before_installing_it(
+    server: RunningServer,
+) -> None:
+    bob = server.hub.identity.add_user("bob")
+    await forge(turn(server, bob), "fine", "() => 1")
+    # A row changed behind the tools' back (by hand, or by an older hub) is checked again.
+    server.hub.db.execute("UPDATE forged_tools SET code = 'function () { return this }'")
+    [(original, _)] = ForgeStore(server.hub.db).browse()
+    ann = turn(server, server.hub.identity.add_user("ann"))
+    refused = await use(ann, "marketplace", action="install", id=original.id)
+    assert refused["status"] == "error" and "one arrow function" in result_text(refused)
+    missing = await use(ann, "marketplace", action="install", id=original.id + 100)
+    assert missing["status"] == "error" and "no forged tool has that id" in result_text(missing)
+    odd = await use(ann, "marketplace", action="sell")
+    assert odd["status"] == "error"
+
+
+async def test_install_tool_refuses_a_file_over_16_kb(server: RunningServer, raw: FakeRaw) -> None:
+    path = f"strands-agents/t/{SHA}/big.json"
+    raw.files[path] = json.dumps({"name": "big", "description": "x" * 20000}).encode()
+    refused = await use(turn(server, server.hub.owner), "install_tool", url=f"{raw.url}/{path}")
+    assert refused["status"] == "error" and "over 16384 bytes" in result_text(refused)
