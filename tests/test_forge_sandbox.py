@@ -218,3 +218,23 @@ async def test_the_child_gets_none_of_the_hubs_secrets(monkeypatch: pytest.Monke
         assert b"PATH=" in environ and b"sk-secret-123" not in environ
     finally:
         box.close()
+
+
+def gone(pid: int) -> bool:
+    return not Path(f"/proc/{pid}").exists()
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="no /proc on this OS")
+async def test_a_child_that_goes_silent_is_stopped_at_the_deadline() -> None:
+    box = Sandbox(Limits(cpu_s=0.5, wall_s=0.5), size=1)
+    try:
+        await asyncio.to_thread(box.warm)
+        [pid] = box.child_pids()
+        os.kill(pid, signal.SIGSTOP)  # its own watchdog cannot run either
+        with pytest.raises(ToolStopped) as caught:
+            await box.run("() => 1", {})
+        assert caught.value.kind == p.KIND_TIME and "did not answer" in str(caught.value)
+        assert gone(pid)  # stopped and reaped
+        assert await box.run("(x) => x", {"after": 1}) == {"after": 1}
+    finally:
+        box.close()

@@ -73,7 +73,10 @@ class Worker:
             env=_child_env(),
         )
         worker = cls(process, 0.0)
-        ready = worker._read(START_TIMEOUT_S)
+        try:
+            ready = worker._read(START_TIMEOUT_S)
+        except TimeoutError:
+            ready = None
         if ready is None or not ready.get("ready"):
             worker.stop()
             raise ToolStopped(p.KIND_CRASH, "the tool sandbox did not start")
@@ -93,24 +96,34 @@ class Worker:
         except (BrokenPipeError, OSError):
             self.stop()
             raise ToolStopped(p.KIND_CRASH, "the tool sandbox had stopped; try again") from None
-        answer = self._read(deadline_s)
+        try:
+            answer = self._read(deadline_s)
+        except TimeoutError:
+            self.stop()
+            raise ToolStopped(
+                p.KIND_TIME, f"the tool did not answer within {deadline_s:g} s"
+            ) from None
         if answer is None:
             self.stop()
             raise ToolStopped(p.KIND_CRASH, "the tool crashed its sandbox (out of memory?)")
         return answer
 
     def _read(self, timeout_s: float) -> dict[str, Any] | None:
-        """The child's next line, or None when it ended or went silent past `timeout_s`."""
+        """The child's next message, or None when it ended; TimeoutError when it said nothing
+        for `timeout_s`."""
         stdout: IO[str] | None = self.process.stdout
         assert stdout is not None
         with selectors.DefaultSelector() as selector:
             selector.register(stdout, selectors.EVENT_READ)
             if not selector.select(timeout_s):
-                return None
+                raise TimeoutError
         line = stdout.readline()
-        if not line:
+        if not line.endswith("\n"):  # it ended, maybe halfway through a line
             return None
-        found: dict[str, Any] = json.loads(line)
+        try:
+            found: dict[str, Any] = json.loads(line)
+        except json.JSONDecodeError:
+            return None
         return found
 
     def stop(self) -> None:
