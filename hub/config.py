@@ -294,6 +294,36 @@ class Settings:
         (),
         "hosts on the home network the http tool may fetch (comma-separated in the variable)",
     )
+    tool_repo_allowlist: tuple[str, ...] = _setting(
+        "tools",
+        "repo_allowlist",
+        "TOOL_REPO_ALLOWLIST",
+        ("strands-agents",),
+        "GitHub owners install_tool installs from for everyone (comma-separated in the "
+        "variable); a person can trust more for themselves with manage_tools trust",
+    )
+    tool_raw_base_url: str = _setting(
+        "tools",
+        "raw_base_url",
+        "TINY_HUB_TOOL_RAW_BASE_URL",
+        "https://raw.githubusercontent.com",
+        "where install_tool fetches tool files: GitHub's raw content, or a mirror on this "
+        "machine (a loopback URL)",
+    )
+    tool_cpu_limit_s: float = _setting(
+        "tools",
+        "cpu_limit_s",
+        "TINY_HUB_TOOL_CPU_LIMIT_S",
+        2.0,
+        "CPU seconds one call of a forged tool may use",
+    )
+    tool_memory_mb: int = _setting(
+        "tools",
+        "memory_mb",
+        "TINY_HUB_TOOL_MEMORY_MB",
+        64,
+        "megabytes of JavaScript heap one call of a forged tool may use",
+    )
     mcp_servers: Mapping[str, Any] = _setting(
         "mcp",
         "servers",
@@ -668,12 +698,30 @@ def _validate(settings: Settings, path: Path, env: Mapping[str, str]) -> None:
             f"unknown group(s) {', '.join(unknown)}; the groups are "
             + ", ".join(MCP_SERVER_GROUPS),
         )
+    if settings.tool_cpu_limit_s <= 0:
+        fail("tool_cpu_limit_s", "must be more than 0 seconds")
+    if settings.tool_memory_mb < 8:
+        fail("tool_memory_mb", "must be at least 8 MB")
+    if not _raw_base_ok(settings.tool_raw_base_url):
+        fail(
+            "tool_raw_base_url",
+            f"{settings.tool_raw_base_url!r} is neither https://raw.githubusercontent.com nor "
+            "an http(s) URL on this machine",
+        )
     if settings.lan_url and not re.match(r"https?://[^/]+", settings.lan_url):
         fail("lan_url", f"{settings.lan_url!r} is not an http:// or https:// URL")
     if not re.match(r"https?://[^/]+", settings.telegram_api_url):
         fail("telegram_api_url", f"{settings.telegram_api_url!r} is not an http:// or https:// URL")
     if not 1 <= settings.telegram_long_poll_s <= 600:
         fail("telegram_long_poll_s", "must be 1-600 seconds")
+
+
+def _raw_base_ok(base: str) -> bool:
+    """GitHub's raw content, or a loopback URL (a mirror on this machine, or a test's fake)."""
+    if base.rstrip("/") == "https://raw.githubusercontent.com":
+        return True
+    found = re.fullmatch(r"https?://(\[::1\]|127\.\d+\.\d+\.\d+|localhost)(:\d+)?/?", base)
+    return found is not None
 
 
 def _describe_syntax_error(path: Path, text: str, exc: tomllib.TOMLDecodeError) -> str:

@@ -18,10 +18,10 @@ from hub.community.allowance import ChatAllowance
 from hub.community.service import Community
 from hub.config import Settings
 from hub.devices.endpoint import EndpointPolicy
-from hub.devices.registry import AdjustableClock
 from hub.devices.service import Devices
 from hub.devices.transcripts import TranscriptStore
 from hub.drivers import DriverManager
+from hub.forge.sandbox import Limits, Sandbox
 from hub.hardware import AuditLog, build_manager
 from hub.identity import Identity, User
 from hub.lan.address import LanInfo
@@ -52,6 +52,7 @@ class Hub:
     version: str = __version__
     started_at: float = field(default_factory=time.monotonic)
     lan: LanInfo = field(default_factory=LanInfo)  # set by start_server
+    sandbox: Sandbox = field(default_factory=Sandbox)  # where forged tools run
 
     @classmethod
     def open(
@@ -94,7 +95,7 @@ class Hub:
             devices.events.publish(owner.id, kind, device_id, detail)
 
         drivers = build_manager(settings, audit, on_event, **dict(hardware or {}))
-        clock = AdjustableClock()
+        clock = devices.clock  # one clock for the hub: tests move it for every part at once
         allowance = ChatAllowance(
             db, settings.anonymous_daily_chats, settings.member_daily_chats, clock
         )
@@ -115,6 +116,7 @@ class Hub:
             transcripts,
             universe,
             community,
+            sandbox=Sandbox(tool_limits(settings)),
         )
 
     @property
@@ -126,10 +128,16 @@ class Hub:
         return sorted({*self.senses.capabilities(), *self.drivers.capabilities()})
 
     def close(self) -> None:
+        self.sandbox.close()
         self.senses.close()
         self.universe.close()
         self.memory.close()
         self.db.conn.close()
+
+
+def tool_limits(settings: Settings) -> Limits:
+    """What one call of a forged tool may use, from the settings."""
+    return Limits(cpu_s=settings.tool_cpu_limit_s, heap_bytes=settings.tool_memory_mb << 20)
 
 
 # The folders the hub fills itself; another folder someone keeps in the data dir is theirs.

@@ -20,6 +20,7 @@ from hub.agent.tools import (
     client,
     devices,
     followups,
+    forge,
     manage,
     memory,
     messages,
@@ -73,8 +74,9 @@ BUILTIN: tuple[ToolGroup, ...] = (
     schedule.tools,
     messages.tools,
     telegram.tools,
+    forge.tools,
 )
-FORGED: tuple[ToolGroup, ...] = ()
+FORGED: tuple[ToolGroup, ...] = (forge.forged_tools,)
 DYNAMIC: tuple[ToolGroup, ...] = (skills.tools, operations.tools, universe.mounted_related)
 # MCP clients are started per turn, so their tools join when the turn starts (agent/mcp.py),
 # through Mounted.add after every tier above.
@@ -94,6 +96,7 @@ class Mounted:
     dropped: list[tuple[str, str]] = field(default_factory=list)
     off: frozenset[str] = frozenset()  # what the user turned off
     taken: set[str] = field(default_factory=set)  # every name key seen, mounted or turned off
+    tiers: dict[str, str] = field(default_factory=dict)  # each tool's tier, mounted or turned off
 
     @property
     def names(self) -> list[str]:
@@ -109,6 +112,7 @@ class Mounted:
             self.dropped.append((name, f"a {tier} tool may not replace an earlier one"))
             return False
         self.taken.add(key)
+        self.tiers[name] = tier
         if name in self.off and name not in c.PROTECTED_TOOLS:
             self.dropped.append((name, "turned off by the user"))
             return False

@@ -1,0 +1,243 @@
+"""create_tool, remove_tool, install_tool, marketplace, and each person's forged tools (my_*).
+
+A forged tool is one JavaScript arrow function a person made (or installed) that their turns
+mount as ``my_<name>`` in the forged tier, after the built-ins. It runs in the hub's V8 sandbox
+(``hub.forge.sandbox``), so whatever it does wrong (a throw, a loop, a blown memory limit, a
+crash of the engine) is a tool error the model reads, never a failure of the hub. All four
+tools are account tools: forged tools belong to a person.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+from typing import Any
+
+from strands import tool
+from strands.tools.tools import PythonAgentTool
+from strands.types.tools import AgentTool, ToolResult, ToolUse
+from strands.types.tools import ToolContext as StrandsToolContext
+
+from hub.agent.tools.context import ToolContext, failed, login_required, ok, turn_context
+from hub.forge import github
+from hub.forge.sandbox import Sandbox, ToolStopped
+from hub.forge.store import ForgedDraft, ForgedTool, ForgeRefused, ForgeStore
+from hub.identity import User
+
+log = logging.getLogger(__name__)
+
+
+async def _save(ctx: ToolContext, user: User, draft: ForgedDraft, **origin: Any) -> dict[str, Any]:
+    """Check `draft`'s code in the sandbox, then keep it as the person's tool."""
+    try:
+        await ctx.hub.sandbox.check(draft.code)
+    except ToolStopped as exc:
+        return failed(f"not saved: {exc}")
+    saved = ForgeStore(ctx.hub.db).save(user, draft, **origin)
+    return ok(
+        f"Saved {saved.tool_name}; it can be called from the next message. Its code is public "
+        "on your profile.",
+        tool=saved.as_json(),
+    )
+
+
+@tool(name="create_tool", context=True)
+async def create_tool(
+    name: str,
+    description: str,
+    code: str,
+    tool_context: StrandsToolContext,
+    input_schema: dict[str, Any] | str | None = None,
+) -> dict[str, Any]:
+    """Forge a personal tool from one JavaScript arrow function, callable as my_<name> from the
+    next message. The function gets the input object and returns JSON (it may be async and may
+    use fetch on public HTTPS hosts). No require, process, eval or globalThis.
+
+    Args:
+        name: lowercase letters, digits and _, e.g. "word_count" (becomes my_word_count).
+        description: what the tool does, for the model that will call it.
+        code: one arrow function, at most 4 KB, e.g. "({ text }) => text.split(/\\s+/).length".
+        input_schema: JSON schema of the input object, e.g. {"type": "object", "properties":
+            {"text": {"type": "string"}}, "required": ["text"]}.
+    """
+    ctx = turn_context(tool_context)
+    if ctx.caller is None:
+        return login_required()
+    try:
+        draft = ForgedDraft.checked(name, description, input_schema, code)
+    except ForgeRefused as exc:
+        return failed(str(exc))
+    return await _save(ctx, ctx.caller, draft)
+
+
+@tool(name="remove_tool", context=True)
+def remove_tool(name: str, tool_context: StrandsToolContext) -> dict[str, Any]:
+    """Delete one of your forged tools.
+
+    Args:
+        name: the tool's name, with or without my_.
+    """
+    ctx = turn_context(tool_context)
+    if ctx.caller is None:
+        return login_required()
+    store = ForgeStore(ctx.hub.db)
+    found = store.named(ctx.caller.id, name)
+    if found is None or not store.remove(ctx.caller.id, name):
+        return failed(f"you have no forged tool named {name}")
+    return ok(f"Removed {found.tool_name}.", removed=found.tool_name)
+
+
+@tool(name="install_tool", context=True)
+async def install_tool(url: str, tool_context: StrandsToolContext) -> dict[str, Any]:
+    """Install a forged tool from a tool file on GitHub, pinned by commit:
+    https://raw.githubusercontent.com/<owner>/<repo>/<40-hex commit>/<path>.json. The owner
+    must be on the hub's allowlist or trusted by you (manage_tools action trust).
+
+    Args:
+        url: the raw file URL at a full commit SHA.
+    """
+    ctx = turn_context(tool_context)
+    if ctx.caller is None:
+        return login_required()
+    settings, store = ctx.hub.settings, ForgeStore(ctx.hub.db)
+    try:
+        place = github.locate(url, settings.tool_raw_base_url)
+        github.check_owner(place, settings.tool_repo_allowlist, store.trusted(ctx.caller.id))
+        draft = await github.fetch_pinned(url.strip(), settings.tool_raw_base_url, store)
+    except ForgeRefused as exc:
+        return failed(str(exc))
+    existing = store.named(ctx.caller.id, draft.name)
+    if existing is not None and not github.same_file(existing, place, settings.tool_raw_base_url):
+        return _taken(existing)
+    return await _save(ctx, ctx.caller, draft, source_url=url.strip())
+
+
+def _taken(existing: ForgedTool) -> dict[str, Any]:
+    """An install never replaces a tool of the same name from somewhere else."""
+    return failed(
+        f"you already have {existing.tool_name} from elsewhere; remove_tool it first to "
+        "install this one"
+    )
+
+
+def _listing(found: list[tuple[ForgedTool, str]]) -> str:
+    lines = [f"[{t.id}] {t.tool_name} by @{author}: {t.description}" for t, author in found]
+    return "\n".join(lines) or "No forged tools match."
+
+
+@tool(name="marketplace", context=True)
+async def marketplace(
+    tool_context: StrandsToolContext, action: str = "browse", query: str = "", id: int = 0
+) -> dict[str, Any]:
+    """Everyone's public forged tools on this hub: browse them, install one (checked again in
+    the sandbox), or check_updates on the tools you installed.
+
+    Args:
+        action: browse, install or check_updates.
+        query: with browse, words to look for in names and descriptions.
+        id: with install, the tool's id from browse.
+    """
+    ctx = turn_context(tool_context)
+    if ctx.caller is None:
+        return login_required()
+    store = ForgeStore(ctx.hub.db)
+    if action == "browse":
+        found = store.browse(query)
+        tools = [{**t.as_json(), "author": f"@{author}"} for t, author in found]
+        return ok(_listing(found), tools=tools)
+    if action == "install":
+        return await _install_copy(ctx, ctx.caller, store, id)
+    if action == "check_updates":
+        states = await _update_states(ctx, ctx.caller, store)
+        text = "\n".join(f"{s['name']}: {s['state']}" for s in states)
+        return ok(text or "You have no installed tools to check.", updates=states)
+    return failed("action must be browse, install or check_updates")
+
+
+async def _install_copy(
+    ctx: ToolContext, user: User, store: ForgeStore, tool_id: int
+) -> dict[str, Any]:
+    original = store.by_id(tool_id) if tool_id else None
+    if original is None:
+        return failed("no forged tool has that id; browse the marketplace for ids")
+    if original.user_id == user.id:
+        return failed(f"{original.tool_name} is already yours")
+    existing = store.named(user.id, original.name)
+    if existing is not None and existing.copied_from != original.id:
+        return _taken(existing)
+    draft = ForgedDraft(original.name, original.description, original.input_schema, original.code)
+    return await _save(ctx, user, draft, copied_from=original.id)
+
+
+async def _update_states(ctx: ToolContext, user: User, store: ForgeStore) -> list[dict[str, Any]]:
+    states: list[dict[str, Any]] = []
+    for mine in store.of(user.id):
+        if mine.source_url:
+            try:
+                states.append(
+                    await github.update_state(mine, ctx.hub.settings.tool_raw_base_url, store)
+                )
+            except ForgeRefused as exc:
+                states.append({"name": mine.tool_name, "state": "unknown", "why": str(exc)})
+        elif mine.copied_from is not None:
+            states.append(_copy_state(mine, store.by_id(mine.copied_from)))
+    return states
+
+
+def _copy_state(mine: ForgedTool, original: ForgedTool | None) -> dict[str, Any]:
+    state: dict[str, Any] = {"name": mine.tool_name, "copiedFrom": mine.copied_from}
+    if original is None:
+        return {**state, "state": "gone", "why": "its author removed the original"}
+    if original.code_sha256 == mine.code_sha256:
+        return {**state, "state": "current"}
+    return {**state, "state": "changed", "why": "install it again from the marketplace"}
+
+
+def tools(ctx: ToolContext) -> list[AgentTool]:
+    return [create_tool, remove_tool, install_tool, marketplace]
+
+
+# --- the person's own forged tools, the forged tier ----------------------------------------
+
+
+def forged_tools(ctx: ToolContext) -> list[AgentTool]:
+    """The caller's forged tools as my_<name>; none for an anonymous caller."""
+    if ctx.caller is None:
+        return []
+    return [
+        _mounted(ctx.hub.sandbox, forged) for forged in ForgeStore(ctx.hub.db).of(ctx.caller.id)
+    ]
+
+
+async def _ran(sandbox: Sandbox, forged: ForgedTool, input: Any) -> tuple[bool, str]:
+    """Whether the call succeeded, and its result as JSON text or what stopped it."""
+    name = forged.tool_name
+    try:
+        value = await sandbox.run(forged.code, input)
+    except ToolStopped as exc:
+        return False, f"{name} stopped: {exc}"
+    except Exception as exc:  # a tool must answer, whatever went wrong
+        log.exception("forged tool %s failed unexpectedly", name)
+        return False, f"{name} failed unexpectedly: {exc or type(exc).__name__}"
+    return True, json.dumps(value, ensure_ascii=False)
+
+
+def _mounted(sandbox: Sandbox, forged: ForgedTool) -> AgentTool:
+    name = forged.tool_name
+
+    async def call(tool_use: ToolUse, **_: Any) -> ToolResult:
+        succeeded, text = await _ran(sandbox, forged, tool_use.get("input") or {})
+        return {
+            "toolUseId": tool_use["toolUseId"],
+            "status": "success" if succeeded else "error",
+            "content": [{"text": text}],
+        }
+
+    spec = {
+        "name": name,
+        "description": forged.description,
+        # strands fills in defaults in place; the stored schema stays as saved.
+        "inputSchema": {"json": copy.deepcopy(forged.input_schema)},
+    }
+    return PythonAgentTool(name, spec, call)  # type: ignore[arg-type]
