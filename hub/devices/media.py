@@ -87,6 +87,14 @@ class MediaStore:
         ).fetchall()
         return [str(r[0]) for r in rows]
 
+    def purge(self, owner: str) -> int:
+        """Delete every file and row of ``owner`` (a person removed with their data); how many."""
+        keys = self.keys(owner)
+        for key in keys:
+            (self._folder / key).unlink(missing_ok=True)
+        self._db.execute("DELETE FROM media WHERE owner = ?", [owner])
+        return len(keys)
+
     def get(self, owner: str, key: str) -> tuple[bytes, str]:
         row = self._db.execute(
             "SELECT content_type FROM media WHERE key = ? AND owner = ?", [key, owner]
