@@ -15,12 +15,13 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import sqlite_utils
 
+from hub import contracts as c
 from hub.errors import Refused
 from hub.identity import User
 
@@ -66,6 +67,10 @@ class NotEnoughMoney(PaymentError):
     status = 402
 
 
+class MessageNotPaid(PaymentError):
+    status = 402
+
+
 def dollars(micro: int) -> str:
     sign = "-" if micro < 0 else ""
     return f"{sign}${abs(micro) / MICRO_PER_DOLLAR:,.6f}".rstrip("0").rstrip(".")
@@ -74,7 +79,11 @@ def dollars(micro: int) -> str:
 def check_amount(value: Any, field: str, *, zero: bool = False) -> int:
     """A whole number of micro-dollars within the cap (0 only where ``zero``)."""
     low = 0 if zero else 1
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= MAX_AMOUNT_MICRO:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not low <= value <= MAX_AMOUNT_MICRO
+    ):
         raise PaymentError(
             f"{field} must be a whole number of micro-dollars, {low}-{MAX_AMOUNT_MICRO} "
             "(1000000 is $1)"
@@ -221,6 +230,9 @@ class Payments:
             raise PaymentError("to must be the @login of a person on this hub")
         if payee.id == payer.id:
             raise PaymentError("a payment to yourself moves nothing")
+        removed = self._db.execute("SELECT removed_at FROM users WHERE id = ?", [payee.id])
+        if removed.fetchone()[0] is not None:
+            raise PaymentError(f"@{payee.login} is no longer on this hub")
         micro = check_amount(amount, "amountMicro")
         return self._quote(payer, "transfer", payee, None, micro, 0, check_memo(memo))
 
@@ -319,7 +331,9 @@ class Payments:
         payee = self._db.execute(
             "SELECT payee FROM payment_quotes WHERE id = ?", [quote.id]
         ).fetchone()[0]
-        outgoing, incoming = ("sent", "received") if quote.kind == "transfer" else ("bought", "sold")
+        outgoing, incoming = (
+            ("sent", "received") if quote.kind == "transfer" else ("bought", "sold")
+        )
         rows = [
             (quote.payer, -quote.amount_micro, outgoing, payee),
             (payee, quote.amount_micro - quote.fee_micro, incoming, quote.payer),
@@ -371,10 +385,38 @@ class Payments:
         row = self._db.execute(
             "SELECT id, name, role, login FROM users WHERE id = ?", [user_id]
         ).fetchone()
-        return User(id=row[0], name=row[1], role="owner" if row[2] == "owner" else "member",
-                    login=row[3] or "")
+        return User(
+            id=row[0],
+            name=row[1],
+            role="owner" if row[2] == "owner" else "member",
+            login=row[3] or "",
+        )
 
 
 def payments_of(hub: Hub) -> Payments:
     """The hub's payments, on or off as its settings say."""
     return Payments(hub.db, hub.settings.payments_enabled)
+
+
+def require_paid_message(hub: Hub, user: User | None, headers: Mapping[str, str]) -> None:
+    """Before a chat turn: a message to a priced tiny of someone else needs a receipt (a
+    confirmed ``message`` quote of the caller's) in ``x-tiny-x402-settled``, spent here. The
+    header is not read at all while payments are off."""
+    payments = payments_of(hub)
+    if not payments.enabled:
+        return
+    tiny = hub.tinys.get(headers.get(c.H_NAME, "").strip() or c.DEFAULT_TINY)
+    if tiny is None or (user is not None and user.id == tiny.owner_id):
+        return  # no such tiny: the turn says so; a tiny's owner never pays for it
+    price = payments.price_of(tiny.name)
+    if price == 0:
+        return
+    receipt = headers.get(c.H_X402_SETTLED, "").strip()
+    if user is not None and receipt and payments.spend_receipt(user, tiny.name, receipt):
+        return
+    how = "sign in, then " if user is None else ""
+    raise MessageNotPaid(
+        f"a message to {tiny.name} costs {dollars(price)}: {how}get a quote (POST "
+        f"/api/payments/quote {{kind: message, tiny: {tiny.name}}}), confirm it, and send its "
+        f"quoteId in {c.H_X402_SETTLED} (each confirmed quote pays for one message)"
+    )

@@ -66,9 +66,7 @@ async def server(start_hub: StartHub) -> RunningServer:
 
 
 @pytest.fixture
-async def household(
-    server: RunningServer, http: aiohttp.ClientSession
-) -> tuple[Member, Member]:
+async def household(server: RunningServer, http: aiohttp.ClientSession) -> tuple[Member, Member]:
     ann = await add_and_pair(http, server, "Ann", "Ann's Pixel")
     bea = await add_and_pair(http, server, "Bea", "Bea's Pixel")
     return ann, bea
@@ -120,7 +118,10 @@ async def test_two_people_never_see_each_others_things(
 
     # tinys: Bea's private tiny is hers alone
     status, made = await send(
-        http, "POST", f"{url}/api/tinys", {"name": "bea-diary", "visibility": "private"},
+        http,
+        "POST",
+        f"{url}/api/tinys",
+        {"name": "bea-diary", "visibility": "private"},
         bea.headers,
     )
     assert status == 201, made
@@ -207,15 +208,14 @@ async def test_removing_needs_a_keep_or_purge_and_never_the_owner(
 ) -> None:
     _, bea = household
     people = f"{server.url}/api/people"
+    owner = owner_headers(server)
     for body in (None, {}, {"data": "maybe"}):
-        status, answer = await send(http, "DELETE", f"{people}/{bea.login}", body, owner_headers(server))
+        status, answer = await send(http, "DELETE", f"{people}/{bea.login}", body, owner)
         assert status == 400 and "keep" in answer["error"] and "purge" in answer["error"]
     assert (await get(http, server, "/api/devices", bea))[0] == 200  # nothing happened
-    status, answer = await send(
-        http, "DELETE", f"{people}/owner", {"data": "purge"}, owner_headers(server)
-    )
+    status, answer = await send(http, "DELETE", f"{people}/owner", {"data": "purge"}, owner)
     assert status == 400 and "owner" in answer["error"]
-    status, _ = await send(http, "DELETE", f"{people}/nobody", {"data": "keep"}, owner_headers(server))
+    status, _ = await send(http, "DELETE", f"{people}/nobody", {"data": "keep"}, owner)
     assert status == 404
 
 
@@ -228,7 +228,10 @@ async def test_removed_keeping_data_their_tokens_stop_at_once(
     )
     assert status == 200
     status, removed = await send(
-        http, "DELETE", f"{server.url}/api/people/{bea.login}", {"data": "keep"},
+        http,
+        "DELETE",
+        f"{server.url}/api/people/{bea.login}",
+        {"data": "keep"},
         owner_headers(server),
     )
     assert status == 200 and removed["tokensRevoked"] == 1 and removed["devicesRevoked"] == 1
@@ -244,7 +247,10 @@ async def test_removed_keeping_data_their_tokens_stop_at_once(
     (row,) = [p for p in listed["people"] if p["login"] == bea.login]
     assert row["removedAt"] is not None and row["tokens"] == 0
     status, answer = await send(
-        http, "POST", f"{server.url}/api/people/{bea.login}/credential", {"with": "token"},
+        http,
+        "POST",
+        f"{server.url}/api/people/{bea.login}/credential",
+        {"with": "token"},
         owner_headers(server),
     )
     assert status == 400 and "removed" in answer["error"]
@@ -255,7 +261,9 @@ async def test_removed_purging_data_leaves_nothing_of_them(
 ) -> None:
     ann, bea = household
     url = server.url
-    await send(http, "POST", f"{url}/learnings", {"fact": "Bea hides keys in the boot"}, bea.headers)
+    await send(
+        http, "POST", f"{url}/learnings", {"fact": "Bea hides keys in the boot"}, bea.headers
+    )
     await send(http, "POST", f"{url}/api/tinys", {"name": "bea-tiny"}, bea.headers)
     _, uploaded = await send(
         http, "POST", f"{url}/api/media", {**bea.device, "data": PNG, "contentType": "image/png"}

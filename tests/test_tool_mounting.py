@@ -56,6 +56,10 @@ WEB_BUILTINS = {
     "open_url",
     "speak",
     "render_ui",
+    "wallet",
+    "set_price",
+    "pay_x402",
+    "make_payment",
 }
 
 

@@ -26,6 +26,7 @@ from hub.api.body import read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
 from hub.api.spec import ANY, EVENT_STREAM, JSON, STRING, Operation, array, documented, obj
+from hub.payments import require_paid_message
 
 log = logging.getLogger(__name__)
 routes = web.RouteTableDef()
@@ -117,11 +118,12 @@ def _block_text(where: str, block: Any) -> str:
         answers={200: obj(reply=STRING)},
         body=CHAT_BODY,
         content_types=(EVENT_STREAM, JSON),
-        errors=(502,),
+        errors=(402, 502),
     )
 )
 async def chat(request: web.Request) -> web.StreamResponse:
     body = await read_json_body(request)
+    require_paid_message(request.app[HUB], caller(request), request.headers)
     if isinstance(body, dict) and "prompt" in body and "messages" not in body:
         return await endpoint_chat(request, body)
     messages = parse_messages(body)

@@ -240,9 +240,7 @@ def _add_people_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     add.add_argument("name", help="their name, as shown")
     add.add_argument("--login", help="their @login (default: made from the name)")
-    add.add_argument(
-        "--token", action="store_true", help="print a token instead of a pairing code"
-    )
+    add.add_argument("--token", action="store_true", help="print a token instead of a pairing code")
     code = actions.add_parser(
         "code",
         parents=[common],

@@ -22,6 +22,7 @@ from hub.agent.tools import (
     followups,
     manage,
     memory,
+    money,
     native,
     operations,
     senses,
@@ -63,6 +64,7 @@ BUILTIN: tuple[ToolGroup, ...] = (
     driver_tools,  # every installed driver's tools: Flipper, Nicla Vision, Nicla Voice, others
     senses.tools,
     native.tools,
+    money.tools,  # always mounted; each says "payments disabled" while payments are off
 )
 FORGED: tuple[ToolGroup, ...] = ()
 DYNAMIC: tuple[ToolGroup, ...] = (skills.tools, operations.tools, universe.mounted_related)
