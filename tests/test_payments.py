@@ -152,7 +152,7 @@ async def test_a_quote_moves_nothing_until_its_payer_confirms_and_then_once(
     assert (balance(server, ann), balance(server, bea)) == (2 * DOLLAR, 0)
 
     assert (await confirm(http, server, bea, quote_id))[0] == 404  # not Bea's to confirm
-    status, answer = await send(
+    status, _ = await send(
         http, "POST", f"{server.url}/api/payments/confirm", {"quoteId": quote_id}
     )
     assert status == 401  # nor anyone's without a token
