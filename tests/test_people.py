@@ -13,15 +13,18 @@ import base64
 import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 
 from hub.api.auth import Access, declared_access
+from hub.cli import main
 from hub.identity import hash_token
+from hub.runtime import Hub
 from hub.server import RunningServer
-from tests.conftest import StartHub, owner_headers
+from tests.conftest import StartHub, owner_headers, settings_for
 from tests.daemon import send
 from tests.test_route_policy import app_routes
 
@@ -340,3 +343,43 @@ async def test_add_with_a_token_rename_and_bad_input(
         assert isinstance(answer, dict) and answer["error"]
     _, listed = await send(http, "GET", people, None, owner)
     assert [p["login"] for p in listed["people"]] == ["owner", "cy"]  # nothing half-made
+
+
+# --- the command line ---------------------------------------------------------------------------
+
+
+def test_the_people_command(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def run(*argv: str) -> tuple[int, str, str]:
+        status = main(["people", *argv, "--home", str(home)])
+        out, err = capsys.readouterr()
+        return status, out, err
+
+    status, out, _ = run("add", "Bea Smith", "--token")
+    assert status == 0 and "@bea-smith" in out
+    token = re.findall(r"th_[A-Za-z0-9_-]+", out)[0]
+    assert f"tiny-hub tui --token {token}" in out
+    status, out, _ = run("add", "Cy", "--login", "cy")
+    assert status == 0 and re.search(r"pairing code for @cy: \d{6}", out)
+    assert run("rename", "cy", "Cyrus")[0] == 0
+    status, out, _ = run("list")
+    assert status == 0
+    assert [line.split()[0] for line in out.splitlines()] == ["@owner", "@bea-smith", "@cy"]
+    assert "Cyrus" in out
+
+    status, _, err = run("remove", "bea-smith")
+    assert status == 2 and "--keep-data" in err and "--purge-data" in err
+    status, _, err = run("remove", "owner", "--purge-data")
+    assert status == 2 and "owner cannot be removed" in err
+    status, out, _ = run("remove", "bea-smith", "--keep-data")
+    assert status == 0 and "1 token(s)" in out and "kept" in out
+
+    hub = Hub.open(settings_for(home))
+    try:
+        assert hub.identity.resolve(token) is None
+        assert hub.identity.by_login("bea-smith") is not None
+    finally:
+        hub.close()
+    status, out, _ = run("remove", "bea-smith", "--purge-data")  # later: purge what was kept
+    assert status == 0 and "purged" in out
+    status, out, _ = run("list")
+    assert "@bea-smith" not in out
