@@ -832,6 +832,7 @@ BENCHMARKS: dict[str, tuple[Callable[[int], list[Figure]], int]] = {
     "universe": (rows_of("scripts.bench_universe"), 3),
     "memory_sync": (rows_of("scripts.bench_memory_sync"), 3),
     "mcp": (rows_of("scripts.bench_mcp"), 30),
+    "people": (rows_of("scripts.bench_people"), 10),
     "offline_agent": (rows_of("scripts.bench_agent_eval"), 1),
 }
 
