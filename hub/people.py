@@ -10,12 +10,13 @@ or purges it. The caller must say which: data is never dropped, or kept, by defa
 from __future__ import annotations
 
 import logging
+import sqlite3
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from hub.errors import Refused
-from hub.identity import LoginError, User
+from hub.identity import LoginError, User, check_login
 
 if TYPE_CHECKING:
     from hub.runtime import Hub
@@ -125,14 +126,24 @@ class People:
 
     def add(self, name: Any, login: Any = None) -> User:
         cleaned = check_name(name)
-        if login is not None and not isinstance(login, str):
-            raise PeopleError("login must be a string")
+        chosen = self._free_login(login) if login is not None else None
         try:
-            user = self._hub.identity.add_user(cleaned, role="member", login=login)
-        except LoginError as exc:
-            raise (PersonTaken if "taken" in str(exc) else PeopleError)(str(exc)) from None
+            user = self._hub.identity.add_user(cleaned, role="member", login=chosen)
+        except sqlite3.IntegrityError:  # taken by a request that ran in between
+            raise PersonTaken(f"@{chosen} is taken") from None
         log.info("added person @%s", user.login)
         return user
+
+    def _free_login(self, login: Any) -> str:
+        if not isinstance(login, str):
+            raise PeopleError("login must be a string")
+        try:
+            chosen = check_login(login)
+        except LoginError as exc:
+            raise PeopleError(f"login: {exc}") from None
+        if self._hub.identity.by_login(chosen) is not None:
+            raise PersonTaken(f"@{chosen} is taken: choose another login")
+        return chosen
 
     def rename(self, login: str, name: Any) -> Person:
         person = self.get(login)
@@ -142,10 +153,7 @@ class People:
 
     def issue_token(self, login: str, label: str) -> str:
         """A token for a current person (shown once)."""
-        person = self.get(login)
-        if person.removed_at is not None:
-            raise PeopleError(f"@{person.user.login} was removed; add them again instead")
-        return self._hub.identity.issue_token(person.user, label)
+        return self._hub.identity.issue_token(self.active(login), label)
 
     def active(self, login: str) -> User:
         """A person who may still be given a pairing code or a token."""

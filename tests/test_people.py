@@ -21,6 +21,8 @@ import pytest
 
 from hub.api.auth import Access, declared_access
 from hub.cli import main
+from hub.cli.common import token
+from hub.cli.parser import TOKEN_ENV, build_parser
 from hub.identity import hash_token
 from hub.runtime import Hub
 from hub.server import RunningServer
@@ -383,3 +385,18 @@ def test_the_people_command(home: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert status == 0 and "purged" in out
     status, out, _ = run("list")
     assert "@bea-smith" not in out
+
+
+def test_tui_and_chat_take_a_persons_token_from_the_flag_or_the_environment(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = settings_for(home)
+    home.mkdir(parents=True)
+    settings.owner_token_path.write_text("th_owner\n")
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    assert token(settings, None) == "th_owner"
+    monkeypatch.setenv(TOKEN_ENV, "th_bea")
+    assert token(settings, None) == "th_bea"
+    assert token(settings, "th_cy") == "th_cy"
+    parsed = build_parser().parse_args(["tui", "--token", "th_cy"])
+    assert parsed.token == "th_cy"

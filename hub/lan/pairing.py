@@ -18,6 +18,11 @@ update runs without an ``await`` in between, so parallel requests cannot slip pa
 The phone is enrolled as a ``daemon``: the registry's kind for a device that dials in (heartbeat,
 relay pull) with a token, which is what the phone app does. Its token is returned once and
 stored hashed by the registry. Codes and tokens are never logged.
+
+An offer belongs to one person: the owner's own, or one the owner made for someone else of the
+household (docs/people.md). The phone that redeems a person's code is enrolled as theirs and
+also gets a token of their account (``accountToken``), since that phone is how they use the hub;
+the owner's phones keep only the dial-in token, as before. Removing the device ends both.
 """
 
 from __future__ import annotations
