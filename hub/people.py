@@ -44,6 +44,12 @@ class PersonTaken(PeopleError):
     status = 409
 
 
+class PurgeRefused(PeopleError):
+    """The database kept a purged person's rows (something still points at them)."""
+
+    status = 409
+
+
 @dataclass(frozen=True)
 class Person:
     user: User
@@ -190,10 +196,11 @@ class People:
         return Removal(person.user.login, choice, int(tokens), int(devices))
 
     def _purge(self, user: User) -> None:
-        """Everything the person had: facts and their vectors, media files, tinys (out of the
-        universe too), transcripts, follows; the rest goes with their row (foreign keys)."""
-        self._hub.memory.clear_all(user.id)
-        self._hub.devices.media.purge(user.id)
+        """Everything the person had, in one transaction: facts and links, tinys, transcripts,
+        follows and the row itself (the rest goes with it through foreign keys). Only once that
+        committed do their vectors, media files and universe entries go, so a refusal (a row
+        elsewhere still pointing at them) leaves them removed with their data kept."""
+        media = self._hub.devices.media.keys(user.id)
         tinys = [
             str(row[0])
             for row in self._db.execute(
@@ -201,14 +208,25 @@ class People:
             ).fetchall()
         ]
         node = f"user:{user.id}"
-        with self._db.atomic():
-            self._db.execute("DELETE FROM tinys WHERE owner_id = ?", [user.id])
-            self._db.execute("DELETE FROM transcripts WHERE owner = ?", [user.id])
-            self._db.execute(
-                "DELETE FROM edge WHERE owner = ? AND (src = ? OR dst = ?)",
-                [PLATFORM_ID, node, node],
-            )
-            self._db.execute("DELETE FROM users WHERE id = ?", [user.id])
+        try:
+            with self._db.atomic():
+                self._db.execute("DELETE FROM edge WHERE owner = ?", [user.id])
+                self._db.execute("DELETE FROM entity WHERE owner = ?", [user.id])
+                self._db.execute("DELETE FROM tinys WHERE owner_id = ?", [user.id])
+                self._db.execute("DELETE FROM transcripts WHERE owner = ?", [user.id])
+                self._db.execute(
+                    "DELETE FROM edge WHERE owner = ? AND (src = ? OR dst = ?)",
+                    [PLATFORM_ID, node, node],
+                )
+                self._db.execute("DELETE FROM users WHERE id = ?", [user.id])
+        except sqlite3.IntegrityError as exc:
+            log.warning("purging @%s was refused by the database: %s", user.login, exc)
+            raise PurgeRefused(
+                f"@{user.login} is removed and their tokens are revoked, but their data could "
+                "not be purged (other records still point at it); it is kept"
+            ) from None
+        self._hub.memory.vectors.delete_user(user.id)
+        self._hub.devices.media.delete_files(media)
         for name in tinys:
             self._hub.tinys.forget(name)
 

@@ -400,3 +400,29 @@ def test_tui_and_chat_take_a_persons_token_from_the_flag_or_the_environment(
     assert token(settings, "th_cy") == "th_cy"
     parsed = build_parser().parse_args(["tui", "--token", "th_cy"])
     assert parsed.token == "th_cy"
+
+
+async def test_a_purge_the_database_refuses_keeps_everything_and_says_so(
+    server: RunningServer, http: aiohttp.ClientSession, household: tuple[Member, Member]
+) -> None:
+    _, bea = household
+    url = server.url
+    await send(http, "POST", f"{url}/learnings", {"fact": "Bea owns a kayak"}, bea.headers)
+    _, uploaded = await send(
+        http, "POST", f"{url}/api/media", {**bea.device, "data": PNG, "contentType": "image/png"}
+    )
+    bea_id = server.hub.identity.by_login(bea.login).id  # type: ignore[union-attr]
+    # a record of some other part of the hub that points at Bea and does not let go of her
+    server.hub.db.execute(
+        "CREATE TABLE held_by_another_part (user_id TEXT NOT NULL REFERENCES users (id))"
+    )
+    server.hub.db.execute("INSERT INTO held_by_another_part VALUES (?)", [bea_id])
+
+    status, answer = await send(
+        http, "DELETE", f"{url}/api/people/{bea.login}", {"data": "purge"}, owner_headers(server)
+    )
+    assert status == 409 and "kept" in answer["error"]
+    assert (await get(http, server, "/api/devices", bea))[0] == 401  # her tokens still ended
+    assert server.hub.memory.count(bea_id) == 1
+    assert server.hub.memory.vectors.count(bea_id) == 1
+    assert (server.hub.settings.media_path / uploaded["key"]).is_file()

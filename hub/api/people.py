@@ -123,7 +123,7 @@ async def rename_person(request: web.Request) -> web.Response:
         answers={200: OK},
         body=closed({"data": {"enum": ["keep", "purge"]}}),
         query={"data": {"enum": ["keep", "purge"]}},
-        errors=(404,),
+        errors=(404, 409),
     )
 )
 async def remove_person(request: web.Request) -> web.Response:

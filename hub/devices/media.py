@@ -87,13 +87,10 @@ class MediaStore:
         ).fetchall()
         return [str(r[0]) for r in rows]
 
-    def purge(self, owner: str) -> int:
-        """Delete every file and row of ``owner`` (a person removed with their data); how many."""
-        keys = self.keys(owner)
+    def delete_files(self, keys: list[str]) -> None:
+        """Delete the files of media whose rows are gone (a person purged with their data)."""
         for key in keys:
             (self._folder / key).unlink(missing_ok=True)
-        self._db.execute("DELETE FROM media WHERE owner = ?", [owner])
-        return len(keys)
 
     def get(self, owner: str, key: str) -> tuple[bytes, str]:
         row = self._db.execute(
