@@ -190,6 +190,7 @@ class People:
                 self._db.execute(
                     "UPDATE users SET removed_at = ? WHERE id = ?", [time.time(), user_id]
                 )
+        self._hub.devices.events.end_streams(user_id)
         if choice == "purge":
             self._purge(person.user)
         log.info("removed person @%s (data: %s)", person.user.login, choice)

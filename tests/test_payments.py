@@ -7,7 +7,9 @@ strands' real Ollama provider.
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -17,8 +19,9 @@ from hub import contracts as c
 from hub.agent.tools import money
 from hub.agent.tools.context import ToolContext
 from hub.identity import User
-from hub.payments import SALE_FEE_MICRO, payments_of
+from hub.payments import SALE_FEE_MICRO, Payments, payments_of
 from hub.server import RunningServer
+from hub.store.migrations import open_database
 from tests.conftest import StartHub, owner_headers
 from tests.daemon import send
 from tests.fakes.ollama import FakeOllama, Reply
@@ -288,3 +291,16 @@ async def test_money_routes_refuse_bad_input(
         assert status == expected, (url, body, answer)
         assert answer["error"]
     assert ledger_rows(server) == 0
+
+
+def test_reputation_can_never_enter_the_ledger(tmp_path: Path) -> None:
+    db = open_database(tmp_path / "hub.db")
+    db.execute("INSERT INTO users (id, name, role, created_at) VALUES ('u1', 'Ann', 'member', 0)")
+    for kind in ("follow_received", "mutual_follow", "reputation"):
+        with pytest.raises(sqlite3.IntegrityError):
+            db.execute(
+                "INSERT INTO ledger (user_id, delta_micro, kind, ref, created_at)"
+                " VALUES ('u1', 10, ?, 'r1', 0)",
+                [kind],
+            )
+    assert Payments(db, enabled=True).balance("u1") == 0

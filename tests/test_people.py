@@ -232,6 +232,8 @@ async def test_removed_keeping_data_their_tokens_stop_at_once(
         http, "POST", f"{server.url}/learnings", {"fact": "Bea likes figs"}, bea.headers
     )
     assert status == 200
+    events = await http.get(f"{server.url}/api/events", headers=bea.headers)
+    assert events.status == 200  # a stream Bea holds open while she is removed
     status, removed = await send(
         http,
         "DELETE",
@@ -240,6 +242,8 @@ async def test_removed_keeping_data_their_tokens_stop_at_once(
         owner_headers(server),
     )
     assert status == 200 and removed["tokensRevoked"] == 1 and removed["devicesRevoked"] == 1
+    await asyncio.wait_for(events.read(), 10)  # the hub ended it
+    events.release()
 
     assert (await get(http, server, "/api/devices", bea))[0] == 401
     status, _ = await send(http, "POST", f"{server.url}/api/devices/heartbeat", bea.device)
