@@ -254,6 +254,8 @@ async def test_a_priced_tiny_takes_one_confirmed_quote_per_message(
     assert balance(server, ann) == DOLLAR - 20_000
     assert balance(server, bea) == 20_000 - SALE_FEE_MICRO
     paid = {**headers, c.H_X402_SETTLED: made["quoteId"]}
+    status, _ = await send(http, "POST", chat, {"messages": "not a list"}, paid)
+    assert status == 400  # a bad request does not spend the receipt (the turn below uses it)
     fake_ollama.script(Reply(chunks=["paid answer"]))
     transcript = await post_chat(server.url, body, paid)
     assert "paid answer" in transcript.text

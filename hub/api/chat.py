@@ -123,10 +123,11 @@ def _block_text(where: str, block: Any) -> str:
 )
 async def chat(request: web.Request) -> web.StreamResponse:
     body = await read_json_body(request)
-    require_paid_message(request.app[HUB], caller(request), request.headers)
     if isinstance(body, dict) and "prompt" in body and "messages" not in body:
         return await endpoint_chat(request, body)
     messages = parse_messages(body)
+    # after the body is known good: a receipt is spent here, and must not go on a 400
+    require_paid_message(request.app[HUB], caller(request), request.headers)
     turn = await _compose(request, messages)
     return await stream_turn(request, turn, request.app[HUB].settings.ping_interval_s)
 
@@ -148,6 +149,7 @@ async def endpoint_chat(request: web.Request, body: dict[str, Any]) -> web.Respo
     prompt = body.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         raise http_error(web.HTTPBadRequest, "prompt must be a non-empty string")
+    require_paid_message(request.app[HUB], user, request.headers)
     try:
         reply = await answer(request.app[HUB], user, prompt, request.headers)
     except ModelUnavailable as exc:
