@@ -242,6 +242,14 @@ class Settings:
         "",
         "language code to transcribe in (en, de, ...); empty detects it (tiny.en is English)",
     )
+    payments_enabled: bool = _setting(
+        "payments",
+        "enabled",
+        "TINY_HUB_PAYMENTS_ENABLED",
+        False,
+        "money between the people of this hub (wallet, prices, quotes a person confirms); "
+        "off: every money route answers 404 payments disabled",
+    )
     cloud_url: str = _setting(
         "cloud",
         "url",

@@ -99,8 +99,9 @@ class Identity:
             candidate = f"{base}-{n}"
         return candidate
 
-    def issue_token(self, user: User, label: str) -> str:
-        """Mint a token; the caller shows it once, only its hash stays here."""
+    def issue_token(self, user: User, label: str, device_id: str | None = None) -> str:
+        """Mint a token; the caller shows it once, only its hash stays here. ``device_id``:
+        the paired phone it was given to, whose removal ends it too."""
         token = new_token()
         self._db.table("tokens").insert(
             {
@@ -109,6 +110,7 @@ class Identity:
                 "token_hash": hash_token(token),
                 "label": label,
                 "created_at": time.time(),
+                "device_id": device_id,
             }
         )
         return token
@@ -116,7 +118,8 @@ class Identity:
     def resolve(self, token: str) -> User | None:
         row = self._db.execute(
             "SELECT users.id, users.name, users.role, tokens.id, users.login FROM tokens"
-            " JOIN users ON users.id = tokens.user_id WHERE tokens.token_hash = ?",
+            " JOIN users ON users.id = tokens.user_id"
+            " WHERE tokens.token_hash = ? AND users.removed_at IS NULL",
             (hash_token(token),),
         ).fetchone()
         if row is None:

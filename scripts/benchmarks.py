@@ -72,6 +72,7 @@ BENCHMARKS: dict[str, tuple[Callable[[int], list[Figure]], int]] = {
     "messages": (rows_of("scripts.bench_messages"), 200),
     "community": (rows_of("scripts.bench_community"), 3),
     "forge": (rows_of("scripts.bench_forge"), 40),
+    "people": (rows_of("scripts.bench_people"), 10),
     "offline_agent": (rows_of("scripts.bench_agent_eval"), 1),
     "page": (rows_of("scripts.bench_page"), 20),
 }

@@ -77,6 +77,10 @@ WEB_BUILTINS = {
     "read_messages",
     "telegram",
     "use_telegram",
+    "wallet",
+    "set_price",
+    "pay_x402",
+    "make_payment",
 }
 
 

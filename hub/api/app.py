@@ -19,6 +19,8 @@ from hub.api import (
     model,
     openapi,
     pair,
+    payments,
+    people,
     tinys,
     universe,
 )
@@ -68,6 +70,8 @@ def create_app(
     app.add_routes(pair.routes)
     app.add_routes(jobs.routes)
     app.add_routes(messages.routes)
+    app.add_routes(people.routes)
+    app.add_routes(payments.routes)
     app.add_routes(mcp_http.routes)
     driver_routes.add_driver_routes(app)  # after the hub's own: a driver never shadows one
     app.add_routes(openapi.routes)

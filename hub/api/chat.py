@@ -29,6 +29,7 @@ from hub.api.errors import http_error
 from hub.api.keys import HUB
 from hub.api.spec import ANY, EVENT_STREAM, JSON, STRING, Operation, array, documented, obj
 from hub.community.allowance import OverAllowance
+from hub.payments import require_paid_message
 
 log = logging.getLogger(__name__)
 routes = web.RouteTableDef()
@@ -128,7 +129,7 @@ def _block(where: str, block: Any) -> str | Attachment:
         answers={200: obj(reply=STRING)},
         body=CHAT_BODY,
         content_types=(EVENT_STREAM, JSON),
-        errors=(429, 502),
+        errors=(402, 429, 502),
     )
 )
 async def chat(request: web.Request) -> web.StreamResponse:
@@ -138,6 +139,9 @@ async def chat(request: web.Request) -> web.StreamResponse:
     messages = parse_messages(body)
     if (over := await charge_allowance(request)) is not None:
         return over
+    # after the body and the allowance are known good: a receipt is spent here, and must not
+    # go on a 400 or a 429
+    require_paid_message(request.app[HUB], caller(request), request.headers)
     turn = await _compose(request, messages)
     return await stream_turn(request, turn, request.app[HUB].settings.ping_interval_s)
 
@@ -174,6 +178,7 @@ async def endpoint_chat(request: web.Request, body: dict[str, Any]) -> web.Respo
         raise http_error(web.HTTPBadRequest, "prompt must be a non-empty string")
     if (over := await charge_allowance(request)) is not None:
         return over
+    require_paid_message(request.app[HUB], user, request.headers)
     try:
         reply = await answer(request.app[HUB], user, prompt, request.headers)
     except (ModelUnavailable, ClientHeaderInvalid) as exc:

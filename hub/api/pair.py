@@ -59,7 +59,7 @@ async def offer(request: web.Request) -> web.Response:
 @documented(
     Operation(
         "a phone pairs with a code",
-        answers={200: obj({"token": STRING, "deviceId": STRING})},
+        answers={200: obj({"token": STRING, "deviceId": STRING}, accountToken=STRING)},
         body=obj({"code": STRING, "name": STRING}, platform=STRING),
     )
 )
@@ -72,9 +72,7 @@ async def pair(request: web.Request) -> web.Response:
         paired = pairing.redeem(wanted, address)
     except PairingLocked as exc:
         return _locked(exc)
-    return web.json_response(
-        {"token": paired.token, "deviceId": paired.device_id, "name": paired.name}
-    )
+    return web.json_response(paired.as_json())
 
 
 @routes.get("/api/tokens")

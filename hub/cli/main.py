@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "config": "hub.cli.maintenance:config_command",
     "memory": "hub.cli.maintenance:memory_command",
     "pair": "hub.cli.maintenance:pair_command",
+    "people": "hub.cli.people:people_command",
     "emulate": "hub.cli.emulate:emulate_command",
     "capture": "hub.cli.emulate:capture_command",
     "discover": "hub.cli.maintenance:discover_command",

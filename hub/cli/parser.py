@@ -167,6 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("conversation", nargs="?", help="its id, or words it contains")
     export.add_argument("--out", type=Path, help="write here instead of to stdout")
     _add_cloud_parser(sub, common)
+    _add_people_parser(sub, common)
     add_mcp_parser(sub, common)
     sub.add_parser("version", help="print the version", description="Print the version.")
     return parser
@@ -229,3 +230,47 @@ def _add_cloud_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "--token-file", type=Path, help="a file holding the user token (default: asked for)"
     )
     memory.add_argument("--off", action="store_true", help="stop syncing: forget the user token")
+
+
+def _add_people_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    """``tiny-hub people add|code|list|rename|remove`` (the owner's: it opens the data dir)."""
+    people = sub.add_parser(
+        "people",
+        help="the people of this hub: add, list, rename, remove",
+        description="The household on this hub. Each person has their own memory, tinys, "
+        "devices, archives and model choice. Adding one prints a pairing code for their phone "
+        "(or, with --token, a token for tiny-hub tui --token).",
+    )
+    actions = people.add_subparsers(dest="people_action", metavar="ACTION", required=True)
+    add = actions.add_parser(
+        "add", parents=[common], help="add a person", description="Add a person."
+    )
+    add.add_argument("name", help="their name, as shown")
+    add.add_argument("--login", help="their @login (default: made from the name)")
+    add.add_argument("--token", action="store_true", help="print a token instead of a pairing code")
+    code = actions.add_parser(
+        "code",
+        parents=[common],
+        help="a new pairing code for a person's phone",
+        description="A new pairing code (valid 5 minutes, once) for a person's phone.",
+    )
+    code.add_argument("login", help="their @login")
+    actions.add_parser(
+        "list", parents=[common], help="list the people", description="List the people."
+    )
+    rename = actions.add_parser(
+        "rename", parents=[common], help="rename a person", description="Rename a person."
+    )
+    rename.add_argument("login", help="their @login")
+    rename.add_argument("name", help="their new name")
+    remove = actions.add_parser(
+        "remove",
+        parents=[common],
+        help="remove a person (say --keep-data or --purge-data)",
+        description="Remove a person: every token they hold stops working at once. Say what "
+        "happens to their memory, tinys, devices and archives: --keep-data or --purge-data.",
+    )
+    remove.add_argument("login", help="their @login")
+    choice = remove.add_mutually_exclusive_group()
+    choice.add_argument("--keep-data", action="store_true", help="keep their data on this hub")
+    choice.add_argument("--purge-data", action="store_true", help="delete all of their data")

@@ -4,7 +4,7 @@ Anonymous callers get ``community.anonymous_daily_chats`` per address, signed-in
 ``community.member_daily_chats`` plus ``REQUESTS_PER_POINT`` per reputation point, at most
 ``MAX_REPUTATION_BONUS`` more; the hub's owner has no limit. That bonus is all reputation buys:
 the walls loosen for people the community has vouched for. Days are UTC days; the count is kept
-in SQLite (migration 0017), so a restart does not hand out a fresh allowance.
+in SQLite (migration 0016), so a restart does not hand out a fresh allowance.
 
 The clock is a seam (``AdjustableClock``): tests move it to the next day instead of waiting.
 """

@@ -1,4 +1,4 @@
-"""Reputation: standing, not money. Points live in their own table (migration 0017).
+"""Reputation: standing, not money. Points live in their own table (migration 0016).
 
 Every point costs someone else a gesture: being followed earns ``follow_received``, completing
 a mutual follow pays both sides ``mutual_follow``; following earns nothing, so nobody can follow

@@ -68,12 +68,14 @@ class EventRing:
         ).fetchall()
         return [RingEvent(r[0], r[1], r[2], json.loads(r[3]), r[4]) for r in reversed(rows)]
 
-    def end_streams(self) -> None:
+    def end_streams(self, owner: str | None = None) -> None:
         """End every live follower (the hub is stopping): an open ``/api/events`` stream would
-        otherwise hold the server's shutdown for its whole grace period."""
-        for queues in self._subscribers.values():
-            for queue in queues:
-                queue.put_nowait(None)
+        otherwise hold the server's shutdown for its whole grace period. With ``owner``: only
+        that person's (they were removed, and an open stream is no request to refuse)."""
+        for who, queues in self._subscribers.items():
+            if owner is None or who == owner:
+                for queue in queues:
+                    queue.put_nowait(None)
 
     async def follow(self, owner: str, after: int = 0) -> AsyncIterator[RingEvent]:
         """Events after ``after`` from the ring, then live ones as they are published."""

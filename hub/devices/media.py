@@ -87,6 +87,11 @@ class MediaStore:
         ).fetchall()
         return [str(r[0]) for r in rows]
 
+    def delete_files(self, keys: list[str]) -> None:
+        """Delete the files of media whose rows are gone (a person purged with their data)."""
+        for key in keys:
+            (self._folder / key).unlink(missing_ok=True)
+
     def get(self, owner: str, key: str) -> tuple[bytes, str]:
         row = self._db.execute(
             "SELECT content_type FROM media WHERE key = ? AND owner = ?", [key, owner]

@@ -198,8 +198,11 @@ class DeviceRegistry:
         return [_device(row) for row in rows]
 
     def remove(self, owner: str, device_id: str) -> None:
+        """Remove a device; an account token its pairing gave (a person's phone) ends too."""
         self.get(owner, device_id)
-        self._db.execute("DELETE FROM devices WHERE id = ?", [device_id])
+        with self._db.atomic():
+            self._db.execute("DELETE FROM tokens WHERE device_id = ?", [device_id])
+            self._db.execute("DELETE FROM devices WHERE id = ?", [device_id])
 
     def secret_of(self, device: Device) -> str:
         row = self._db.execute("SELECT secret FROM devices WHERE id = ?", [device.id]).fetchone()

@@ -18,6 +18,11 @@ update runs without an ``await`` in between, so parallel requests cannot slip pa
 The phone is enrolled as a ``daemon``: the registry's kind for a device that dials in (heartbeat,
 relay pull) with a token, which is what the phone app does. Its token is returned once and
 stored hashed by the registry. Codes and tokens are never logged.
+
+An offer belongs to one person: the owner's own, or one the owner made for someone else of the
+household (docs/people.md). The phone that redeems a person's code is enrolled as theirs and
+also gets a token of their account (``accountToken``), since that phone is how they use the hub;
+the owner's phones keep only the dial-in token, as before. Removing the device ends both.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ import segno
 from hub.contracts import PRESENCE_WINDOW_S
 from hub.devices.registry import NAME, Clock
 from hub.errors import Refused
+from hub.identity import User
 
 if TYPE_CHECKING:
     from hub.runtime import Hub
@@ -141,6 +147,15 @@ class Paired:
     device_id: str
     name: str
     token: str
+    # A person's phone (an offer the owner made for someone else) also gets a token of that
+    # person's account, for the API; the owner's phones keep only the dial-in token.
+    account_token: str | None = None
+
+    def as_json(self) -> dict[str, str]:
+        answer = {"token": self.token, "deviceId": self.device_id, "name": self.name}
+        if self.account_token is not None:
+            answer["accountToken"] = self.account_token
+        return answer
 
 
 def _qr(offer: Offer) -> segno.QRCode:
@@ -194,7 +209,11 @@ class Pairing:
 
     # --- offers ---------------------------------------------------------------------------
 
-    def make_offer(self, *, lan_url: str | None, fingerprint: str | None) -> Offer:
+    def make_offer(
+        self, *, lan_url: str | None, fingerprint: str | None, person: User | None = None
+    ) -> Offer:
+        """An offer for the owner's phone, or for ``person``'s: the phone that redeems it is
+        enrolled as theirs."""
         now = self._clock()
         code = f"{secrets.randbelow(10**CODE_DIGITS):0{CODE_DIGITS}d}"
         offer = Offer(
@@ -205,7 +224,7 @@ class Pairing:
             lan_url=lan_url,
             fingerprint=fingerprint,
         )
-        owner = self._hub.owner.id
+        owner = (person or self._hub.owner).id
         with _atomic(self._db):
             self._db.execute(
                 "UPDATE pairing_offers SET voided_at = ?, void_reason = 'replaced'"
@@ -296,9 +315,18 @@ class Pairing:
                 "UPDATE pairing_offers SET device_id = ? WHERE id = ?", [device.id, offer_id]
             )
             self._db.execute("DELETE FROM pairing_throttle WHERE address = ?", [address])
+            account = self._account_token(owner, device.id, name)
         assert token is not None  # a dial-in kind always gets one
         log.info("paired %s (%s) as device %s from %s", name, request.platform, device.id, address)
-        return Paired(device_id=device.id, name=name, token=token)
+        return Paired(device_id=device.id, name=name, token=token, account_token=account)
+
+    def _account_token(self, person_id: str, device_id: str, name: str) -> str | None:
+        """A token of the person's account for a phone paired from an offer made for them
+        (None for the owner's own offers)."""
+        if person_id == self._hub.owner.id:
+            return None
+        person = self._hub.identity.user(person_id)
+        return self._hub.identity.issue_token(person, f"phone {name}", device_id=device_id)
 
     def _wrong(self, address: str, now: float) -> NoReturn:
         """Count a wrong code against the address and the open offer, then refuse."""
@@ -450,7 +478,10 @@ def _atomic(db: Any) -> Iterator[None]:
         yield
 
 
-def make_offer(hub: Hub, *, lan_url: str | None, fingerprint: str | None) -> Offer:
-    """A new pairing offer for the hub's owner (voids any older open one). For ``tiny-hub
-    pair`` and ``POST /api/pair/offer``; show ``offer.code`` and :func:`render_terminal`."""
-    return Pairing(hub).make_offer(lan_url=lan_url, fingerprint=fingerprint)
+def make_offer(
+    hub: Hub, *, lan_url: str | None, fingerprint: str | None, person: User | None = None
+) -> Offer:
+    """A new pairing offer for the hub's owner, or for ``person`` (voids that one's older open
+    offer). For ``tiny-hub pair``, ``tiny-hub people add``, ``POST /api/pair/offer`` and
+    ``POST /api/people``; show ``offer.code`` and :func:`render_terminal`."""
+    return Pairing(hub).make_offer(lan_url=lan_url, fingerprint=fingerprint, person=person)

@@ -1,4 +1,4 @@
-"""The inbox: messages between two people of this hub, in SQLite (migration 0019).
+"""The inbox: messages between two people of this hub, in SQLite (migration 0018).
 
 A conversation is every message between two people, whichever way it went; the overview is
 one line per conversation with its unread count, newest first. Both read from the indexes the

@@ -1,5 +1,5 @@
 """Each person's Telegram bot: which tiny answers, whether it runs, where polling left off, and
-the chats it has heard from (migration 0019). The token is not in the database: it is kept in
+the chats it has heard from (migration 0018). The token is not in the database: it is kept in
 ``telegram-<user id>.token`` (0600) in the data dir, written the way ``cloud.token`` is.
 """
 

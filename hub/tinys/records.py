@@ -247,6 +247,10 @@ class TinyStore:
         tiny, _ = self.create(owner, {"name": DEFAULT_TINY, "tagline": "your companion"})
         return tiny
 
+    def forget(self, name: str) -> None:
+        """Tell the listeners a tiny deleted elsewhere (a purged person's) is gone."""
+        self._changed(name)
+
     def get(self, name: str) -> Tiny | None:
         rows = list(self._db["tinys"].rows_where("name = ?", [name.lower()], limit=1))
         return _tiny(rows[0]) if rows else None

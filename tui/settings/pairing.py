@@ -61,8 +61,9 @@ class PairNotice(ModalScreen[None]):
         Binding("escape,enter", "close", "Close", id="settings_close_pair"),
     ]
 
-    def __init__(self, offer: Answer) -> None:
+    def __init__(self, offer: Answer, title: str = "Pair a phone") -> None:
         super().__init__()
+        self.title_text = title
         self.code = str(offer.get("code", ""))
         self.qr = str((offer.get("qr") or {}).get("text", ""))
         self.valid = valid_for(offer)
@@ -71,7 +72,7 @@ class PairNotice(ModalScreen[None]):
         with VerticalScroll(id="pair"), Horizontal(id="pair-row"):
             yield Static(Text(self.qr.rstrip("\n"), no_wrap=True), id="qr")
             with Vertical(id="pair-side"):
-                yield Static("Pair a phone", classes="title")
+                yield Static(self.title_text, classes="title", markup=False)
                 yield Static("Scan the QR in the tiny app, or type the code:", markup=False)
                 yield Digits(self.code, id="code")
                 yield Static(self.valid, id="valid", markup=False)

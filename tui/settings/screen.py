@@ -6,6 +6,9 @@ so that request runs in a worker and the screen says "asking Ollama…" until it
 chosen tiny goes up to the App (``TinyChosen``), which keeps it as ``tiny_name`` for the chat
 screen to send as ``x-tiny-name``; a session's model headers go up the same way.
 Phones are listed from ``GET /api/tokens``; ``DELETE /api/tokens?id=`` unpairs one, after a yes.
+The owner also sees the people of the hub (``GET /api/people``), adds one (``POST /api/people``:
+their pairing code is shown once) and removes one (``DELETE /api/people/<login>``, after
+choosing to keep or purge their data); a member's screen has no people section.
 """
 
 from __future__ import annotations
@@ -39,6 +42,14 @@ from tui.settings.model import (
     ollama_models,
 )
 from tui.settings.pairing import NO_PHONES, PairNotice, when
+from tui.settings.people import (
+    NO_PEOPLE,
+    NOT_OWNER,
+    DataChoice,
+    PersonDraft,
+    PersonForm,
+    RemoveQuestion,
+)
 from tui.settings.status import status_lines
 from tui.settings.tinys import KeyNotice, TinyDraft, TinyForm, prompt_preview
 from tui.widgets import ConfirmScreen, KeysFooter
@@ -54,6 +65,9 @@ class SettingsScreen(Screen[None]):
     SettingsScreen #phones { height: auto; max-height: 7; }
     SettingsScreen #phones-note { color: $text-muted; }
     SettingsScreen #phones-note.error { color: $error; }
+    SettingsScreen #people { height: auto; max-height: 7; }
+    SettingsScreen #people-note { color: $text-muted; }
+    SettingsScreen #people-note.error { color: $error; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("u", "use_tiny", "Use", id="settings_use_tiny"),
@@ -63,6 +77,8 @@ class SettingsScreen(Screen[None]):
         Binding("r", "reload", "Reload", id="settings_reload"),
         Binding("p", "pair", "Pair", id="settings_pair"),
         Binding("x", "unpair", "Unpair", id="settings_unpair"),
+        Binding("a", "add_person", "Add person", id="settings_add_person"),
+        Binding("d", "remove_person", "Remove", id="settings_remove_person"),
     ]
 
     def __init__(self, client: HubClient) -> None:
@@ -74,6 +90,8 @@ class SettingsScreen(Screen[None]):
         self.listed: Answer | HubError | None = None
         """GET /api/models's last answer (or the hub's refusal); None until the first."""
         self.phones: dict[str, Answer] = {}
+        self.people: dict[str, Answer] = {}
+        """GET /api/people's people by login (the owner's screen only)."""
         self.talking_to = ""
         """The tiny picked here ("" until one is: the app's own then applies)."""
         self.held_headers: dict[str, str] | None = None
@@ -94,6 +112,9 @@ class SettingsScreen(Screen[None]):
             yield Static("Paired phones", classes="heading")
             yield DataTable(id="phones", cursor_type="row", zebra_stripes=True)
             yield Static("loading…", id="phones-note", markup=False)
+            yield Static("People", classes="heading", id="people-heading")
+            yield DataTable(id="people", cursor_type="row", zebra_stripes=True)
+            yield Static("loading…", id="people-note", markup=False)
         yield KeysFooter()
 
     def on_mount(self) -> None:
@@ -101,6 +122,9 @@ class SettingsScreen(Screen[None]):
         phones = self.query_one("#phones", DataTable)
         phones.add_columns("name", "platform", "paired", "online")
         phones.display = False
+        people = self.query_one("#people", DataTable)
+        people.add_columns("login", "name", "role", "devices")
+        people.display = False
 
     def on_screen_resume(self) -> None:
         """Read everything afresh whenever the screen is shown: another client (a phone, a
@@ -232,11 +256,12 @@ class SettingsScreen(Screen[None]):
         all three are drawn together, so the section never mixes old and new answers."""
         self.query_one("#models").display = True
         self.show("#models", [ASKING_OLLAMA], False)
-        model, health, listed, phones = await asyncio.gather(
+        model, health, listed, phones, people = await asyncio.gather(
             self._answer_or_error("/api/model"),
             self._answer_or_error("/api/health"),
             self._answer_or_error("/api/models"),
             self._answer_or_error("/api/tokens"),
+            self._answer_or_error("/api/people"),
         )
         if not isinstance(health, HubError):
             self.default_model = health.get("model", {})
@@ -254,6 +279,7 @@ class SettingsScreen(Screen[None]):
         self.show("#models", models_lines(listed), isinstance(listed, HubError))
         self.show("#status", status_lines(health, self.client.url), failed)
         self.fill_phones(phones, failed)
+        self.fill_people(people, failed)
 
     async def _answer_or_error(self, path: str) -> Answer | HubError:
         try:
@@ -341,8 +367,9 @@ class SettingsScreen(Screen[None]):
         self.app.push_screen(PairNotice(offer), self.pair_closed)
 
     def pair_closed(self, _: None) -> None:
-        """The phone may have used the code meanwhile: list the phones again."""
+        """The phone may have used the code meanwhile: list the phones (and people) again."""
         self.load_phones()
+        self.load_people()
 
     def action_unpair(self) -> None:
         device_id = self.selected_key("#phones")
@@ -370,3 +397,87 @@ class SettingsScreen(Screen[None]):
         else:
             self.notify(f"unpaired {name}")
         self.load_phones()
+
+    # --- people (the owner's) ----------------------------------------------------------------
+
+    @work(exclusive=True, group="people")
+    async def load_people(self) -> None:
+        self.fill_people(await self._answer_or_error("/api/people"), False)
+
+    def fill_people(self, answer: Answer | HubError, hub_unreachable: bool) -> None:
+        """The people table for the owner; a member (403) sees no people section at all."""
+        note = self.query_one("#people-note", Static)
+        table = self.query_one("#people", DataTable)
+        not_owner = isinstance(answer, HubError) and str(answer).startswith(NOT_OWNER)
+        self.query_one("#people-heading").display = not not_owner
+        if isinstance(answer, HubError):
+            self.people = {}
+            table.clear()
+            table.display = False
+            note.display = not (hub_unreachable or not_owner)
+            note.update(str(answer))
+            note.add_class("error")
+            return
+        note.display = True
+        note.remove_class("error")
+        selected = self.selected_key("#people")
+        current = [p for p in answer.get("people", []) if p.get("removedAt") is None]
+        self.people = {str(p["login"]): p for p in current}
+        table.clear()
+        for login, person in self.people.items():
+            table.add_row(
+                Text(f"@{login}"),
+                Text(str(person.get("name", ""))),
+                str(person.get("role", "")),
+                str(person.get("devices", 0)),
+                key=login,
+            )
+        if selected in self.people:
+            table.move_cursor(row=table.get_row_index(selected))
+        table.display = bool(self.people)
+        others = len(self.people) - 1
+        note.update(
+            f"{others} besides you · Remove asks keep or purge" if others > 0 else NO_PEOPLE
+        )
+
+    def action_add_person(self) -> None:
+        self.app.push_screen(PersonForm(self.create_person), self.person_added)
+
+    async def create_person(self, draft: PersonDraft) -> Answer:
+        return await self.client.call("POST", "/api/people", body=draft.body())
+
+    def person_added(self, answer: Answer | None) -> None:
+        if answer is None:
+            return
+        login = str(answer.get("person", {}).get("login", ""))
+        self.notify(f"added @{login}")
+        if answer.get("pairing"):
+            self.app.push_screen(
+                PairNotice(answer["pairing"], f"Pair @{login}'s phone"), self.pair_closed
+            )
+        self.load_people()
+
+    def action_remove_person(self) -> None:
+        login = self.selected_key("#people")
+        person = self.people.get(login or "")
+        if login is None or person is None or person.get("role") == "owner":
+            self.notify("select a person to remove (not yourself)", severity="warning")
+            return
+
+        def answered(choice: DataChoice | None) -> None:
+            if choice is not None:
+                self.remove_person(login, choice)
+
+        self.app.push_screen(RemoveQuestion(login, str(person.get("name", login))), answered)
+
+    @work(group="remove-person")
+    async def remove_person(self, login: str, data: DataChoice) -> None:
+        path = f"/api/people/{quote(login, safe='')}"
+        try:
+            await self.client.call("DELETE", path, body={"data": data})
+        except HubError as exc:
+            self.notify(str(exc), title="remove", severity="error")
+        else:
+            kept = "kept" if data == "keep" else "purged"
+            self.notify(f"removed @{login}; their data is {kept}")
+        self.load_people()

@@ -24,6 +24,7 @@ from hub.agent.tools import (
     manage,
     memory,
     messages,
+    money,
     native,
     operations,
     page,
@@ -75,6 +76,7 @@ BUILTIN: tuple[ToolGroup, ...] = (
     messages.tools,
     telegram.tools,
     forge.tools,
+    money.tools,  # always mounted; each says "payments disabled" while payments are off
 )
 FORGED: tuple[ToolGroup, ...] = (forge.forged_tools,)
 DYNAMIC: tuple[ToolGroup, ...] = (skills.tools, operations.tools, universe.mounted_related)
