@@ -7,9 +7,7 @@ import json
 from typing import Any
 
 import aiohttp
-from strands.types.tools import AgentTool
 
-from hub.agent.tools.context import ToolContext
 from hub.agent.tools.messages import read_messages, send_message_tool
 from hub.devices.notify import NOTIFY_KIND
 from hub.identity import User
@@ -19,7 +17,7 @@ from hub.tinys.social import MESSAGED, PLATFORM, user_node
 from tests.conftest import StartHub, owner_headers
 from tests.fakes.ollama import FakeOllama
 from tests.sse import tool_in_a_turn
-from tests.toolcall import call_tool, result_text
+from tests.toolcall import result_text, use_tool
 
 
 def person(server: RunningServer, name: str, login: str) -> tuple[User, dict[str, str]]:
@@ -27,15 +25,6 @@ def person(server: RunningServer, name: str, login: str) -> tuple[User, dict[str
     user = server.hub.identity.add_user(name, login=login)
     token = server.hub.identity.issue_token(user, label="test")
     return user, {"Authorization": f"Bearer {token}"}
-
-
-async def use_tool(
-    server: RunningServer, tool: AgentTool, caller: User | None, **arguments: Any
-) -> dict[str, Any]:
-    """Call a (synchronous) tool as ``caller`` (None: anonymous), talking to the default tiny."""
-    tiny = server.hub.tinys.get("tiny")
-    assert tiny is not None
-    return dict(call_tool(tool, ToolContext(server.hub, caller, tiny), **arguments))
 
 
 def data(result: dict[str, Any]) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from strands.types.tools import AgentTool
@@ -27,12 +28,13 @@ OWNER = "owner"
 
 
 async def use_tool(server: Any, tool: AgentTool, caller: Any = OWNER, **arguments: Any) -> Any:
-    """Call ``tool`` in a running hub as its owner (default), another user, or None (anonymous),
-    talking to the default tiny."""
+    """Call ``tool`` (synchronous or not) in a running hub as its owner (default), another user,
+    or None (anonymous), talking to the default tiny."""
     tiny = server.hub.tinys.get("tiny")
     assert tiny is not None
     who = server.hub.owner if caller == OWNER else caller
-    return dict(await call_tool(tool, ToolContext(server.hub, who, tiny), **arguments))
+    result = call_tool(tool, ToolContext(server.hub, who, tiny), **arguments)
+    return dict(await result if inspect.isawaitable(result) else result)
 
 
 def result_text(result: dict[str, Any]) -> str:
