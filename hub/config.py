@@ -430,8 +430,9 @@ class Settings:
         "desktop_notifications",
         "TINY_HUB_SCHEDULER_DESKTOP_NOTIFICATIONS",
         True,
-        "show the owner's job results and alerts on this machine's desktop too (notify-send on "
-        "Linux, osascript on macOS), where it has one; they reach the event ring and phones anyway",
+        "show the owner's job results, alerts and finished tasks on this machine's desktop too "
+        "(notify-send on Linux, osascript on macOS), where it has one; they reach the event ring "
+        "and phones anyway",
     )
     # --- the community's daily chat allowance (see docs/community.md) ----------------------------
     anonymous_daily_chats: int = _setting(

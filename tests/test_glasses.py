@@ -28,6 +28,7 @@ from tests.conftest import StartHub, owner_headers
 from tests.daemon import PythonDaemon, enroll, send
 from tests.fakes.ollama import FakeOllama
 from tests.sse import tool_in_a_turn
+from tests.test_scheduler import recording_notify_send
 from tests.waits import until
 
 SCRIPT = Path(sys.executable).with_name("tiny-hub")
@@ -205,9 +206,11 @@ async def test_a_reply_pointing_outside_the_hubs_media_is_not_fetched(
     assert images_seen(fake_ollama) == []
 
 
-async def test_a_finished_task_reaches_the_phone_once(
-    hub: RunningServer, phone: EmulatedPhone, http: aiohttp.ClientSession
+async def test_a_finished_task_reaches_the_phone_and_the_desktop_once(
+    hub: RunningServer, phone: EmulatedPhone, http: aiohttp.ClientSession, tmp_path: Path
 ) -> None:
+    assert hub.parts.scheduler is not None
+    hub.parts.scheduler.desktop, shown = recording_notify_send(tmp_path)
     daemon = await _enroll_daemon(hub, http)
     task = {**daemon, "taskId": "backup-1", "summary": "Backup finished", "idempotencyKey": "k1"}
     for _ in range(2):  # a resend of the same report is not a second push
@@ -219,6 +222,10 @@ async def test_a_finished_task_reaches_the_phone_once(
     assert notice["title"] == "laptop finished a task" and notice["body"] == "Backup finished"
     assert notice["tag"] == "task:backup-1"
     assert len(phone.notices) == 1
+    await until(lambda: shown.exists() and shown.read_text().count("\n") >= 1, what="desktop")
+    assert shown.read_text().splitlines() == [
+        "--app-name=tiny-hub|--|laptop finished a task|Backup finished|"
+    ]
 
 
 async def _enroll_daemon(server: RunningServer, http: aiohttp.ClientSession) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from hub.api.body import query_int, read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
 from hub.api.lengths import MAX_TEXT, check_lengths
+from hub.api.parts import PARTS
 from hub.api.spec import (
     ANY,
     BOOLEAN,
@@ -517,6 +518,8 @@ async def task_result(request: web.Request) -> web.Response:
         event = devices.events.publish(device.owner, "task_result", device.id, detail)
         notice = _finished(device, task_id, summary, result)
         push_notice(devices, device.owner, notice, source=device.id, on_ring=False)
+        if device.owner == request.app[HUB].owner.id:
+            request.app[PARTS].show_on_desktop(notice.title, notice.body)
         return {"ok": True, "id": event.id}
 
     return _once(request, device, body, work)

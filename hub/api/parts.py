@@ -72,6 +72,14 @@ class Parts:
     telegram: Reporting | None = None
     repairs: Repairs = field(default_factory=Repairs)
 
+    def show_on_desktop(self, title: str, body: str) -> None:
+        """The owner's desktop notification for one of the hub's own notices (a finished task),
+        through the scheduler's notifier, which its setting turns off; nothing when there is
+        none."""
+        desktop = self.scheduler.desktop if self.scheduler is not None else None
+        if desktop is not None:
+            desktop.show(title, body)
+
 
 PARTS = web.AppKey("parts", Parts)
 LISTENING = web.AppKey("listening", Listening)

@@ -131,3 +131,6 @@ def mount_tools(ctx: ToolContext, order: MountOrder = MOUNT_ORDER) -> Mounted:
     if mounted.dropped:
         log.info("tools dropped: %s", ", ".join(f"{n} ({why})" for n, why in mounted.dropped))
     return mounted
+
+
+manage.use_mount_list(mount_tools)

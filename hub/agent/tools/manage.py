@@ -3,7 +3,8 @@ on), and trust or untrust GitHub owners for install_tool."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from strands import tool
 from strands.types.tools import AgentTool
@@ -17,11 +18,30 @@ from hub.preferences import disabled_tools, set_tool_enabled
 ACTIONS = ("list", "disable", "enable", "trust", "untrust")
 
 
+class MountedTools(Protocol):
+    """What ``list`` reads of a mount: each tool's tier, and the names mounted."""
+
+    @property
+    def names(self) -> list[str]: ...
+
+    @property
+    def tiers(self) -> dict[str, str]: ...
+
+
+MountList = Callable[[ToolContext], MountedTools]
+_mount_list: list[MountList] = []
+
+
+def use_mount_list(mount: MountList) -> None:
+    """The package that mounts this module hands it the mount list ``list`` reports, so this
+    module need not import the package (which imports it)."""
+    _mount_list[:] = [mount]
+
+
 def _listed(ctx: ToolContext, tool_context: StrandsToolContext) -> list[dict[str, Any]]:
     """Every tool this person's turns get, with its tier and whether it is on: the mount list
     for this turn, plus the MCP tools that joined when the turn started."""
-    from hub.agent.tools import mount_tools  # the package mounts this module
-
+    (mount_tools,) = _mount_list
     mounted = mount_tools(ctx)
     tiers = dict(mounted.tiers)
     agent = tool_context.agent
