@@ -185,7 +185,9 @@ async def test_a_runaway_tool_is_a_tool_error_in_the_chat_and_the_hub_stays_up(
     ("code", "says"),
     [
         ("() => new Uint8Array(1024 ** 3).fill(1).length", "memory"),
-        ("() => { const a = []; while (true) a.push([a.length]); }", "memory"),
+        # a heap that grows in a loop meets the memory or the CPU-time limit first, as fast as
+        # the machine is: either way it is stopped
+        ("() => { const a = []; while (true) a.push([a.length]); }", "memory|CPU-time"),
         ("() => require('fs')", "require is not defined"),
         ("() => process.env", "process is not defined"),
         ("() => globalThis", "globalThis is not defined"),
@@ -201,7 +203,7 @@ async def test_bad_tools_are_tool_errors_and_the_hub_stays_up(
     result = await run_mounted(ctx, "my_bad")
     assert result["status"] == "error"
     assert result["content"][0]["text"].startswith("my_bad stopped:")
-    assert says in result["content"][0]["text"]
+    assert any(word in result["content"][0]["text"] for word in says.split("|"))
     assert await health_ok(server)
     assert (await run_mounted(turn(server, server.hub.owner), "my_bad"))["status"] == "error"
 

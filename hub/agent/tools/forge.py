@@ -9,14 +9,12 @@ tools are account tools: forged tools belong to a person.
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
 from typing import Any
 
 from strands import tool
-from strands.tools.tools import PythonAgentTool
-from strands.types.tools import AgentTool, ToolResult, ToolUse
+from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
 from hub.agent.tools.context import ToolContext, failed, login_required, ok, turn_context
@@ -24,6 +22,7 @@ from hub.forge import github
 from hub.forge.sandbox import Sandbox, ToolStopped
 from hub.forge.store import ForgedDraft, ForgedTool, ForgeRefused, ForgeStore
 from hub.identity import User
+from hub.text_tools import text_tool
 
 log = logging.getLogger(__name__)
 
@@ -224,20 +223,7 @@ async def _ran(sandbox: Sandbox, forged: ForgedTool, input: Any) -> tuple[bool, 
 
 
 def _mounted(sandbox: Sandbox, forged: ForgedTool) -> AgentTool:
-    name = forged.tool_name
+    async def run(arguments: Any) -> tuple[bool, str]:
+        return await _ran(sandbox, forged, arguments or {})
 
-    async def call(tool_use: ToolUse, **_: Any) -> ToolResult:
-        succeeded, text = await _ran(sandbox, forged, tool_use.get("input") or {})
-        return {
-            "toolUseId": tool_use["toolUseId"],
-            "status": "success" if succeeded else "error",
-            "content": [{"text": text}],
-        }
-
-    spec = {
-        "name": name,
-        "description": forged.description,
-        # strands fills in defaults in place; the stored schema stays as saved.
-        "inputSchema": {"json": copy.deepcopy(forged.input_schema)},
-    }
-    return PythonAgentTool(name, spec, call)  # type: ignore[arg-type]
+    return text_tool(forged.tool_name, forged.description, forged.input_schema, run)

@@ -15,6 +15,7 @@ from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
 from hub.agent.tools.context import ToolContext, failed, login_required, ok, turn_context
+from hub.identity import User
 from hub.payments import DISABLED, PaymentError, Payments, Quote, dollars, payments_of
 
 CONFIRM_IN_APP = (
@@ -22,9 +23,14 @@ CONFIRM_IN_APP = (
 )
 
 
-def _payments(ctx: ToolContext) -> Payments | None:
+def _open(tool_context: StrandsToolContext) -> tuple[User, Payments] | dict[str, Any]:
+    """The caller and the ledger, or the answer when there is no caller (Login
+    required) or payments are off (payments disabled): what every money tool checks first."""
+    ctx = turn_context(tool_context)
+    if ctx.caller is None:
+        return login_required()
     payments = payments_of(ctx.hub)
-    return payments if payments.enabled else None
+    return (ctx.caller, payments) if payments.enabled else failed(DISABLED)
 
 
 def _quoted(quote: Quote) -> dict[str, Any]:
@@ -38,13 +44,11 @@ def _quoted(quote: Quote) -> dict[str, Any]:
 @tool(name="wallet", context=True)
 def wallet(tool_context: StrandsToolContext) -> dict[str, Any]:
     """The person's balance and latest ledger entries (read only)."""
-    ctx = turn_context(tool_context)
-    if ctx.caller is None:
-        return login_required()
-    payments = _payments(ctx)
-    if payments is None:
-        return failed(DISABLED)
-    held = payments.wallet(ctx.caller)
+    opened = _open(tool_context)
+    if isinstance(opened, dict):
+        return opened
+    caller, payments = opened
+    held = payments.wallet(caller)
     return ok(f"Balance: {held['balance']} ({len(held['entries'])} recent entries).", **held)
 
 
@@ -57,14 +61,12 @@ def set_price(tiny: str, price_micro: int, tool_context: StrandsToolContext) -> 
         tiny: the tiny's name.
         price_micro: the price in micro-dollars (1000000 is $1); 0 is free.
     """
-    ctx = turn_context(tool_context)
-    if ctx.caller is None:
-        return login_required()
-    payments = _payments(ctx)
-    if payments is None:
-        return failed(DISABLED)
+    opened = _open(tool_context)
+    if isinstance(opened, dict):
+        return opened
+    caller, payments = opened
     try:
-        price = payments.set_price(ctx.caller, tiny, price_micro)
+        price = payments.set_price(caller, tiny, price_micro)
     except PaymentError as exc:
         return failed(str(exc))
     said = "free" if price == 0 else f"{dollars(price)} per message"
@@ -78,19 +80,17 @@ def pay_x402(target: str, tool_context: StrandsToolContext) -> dict[str, Any]:
     Args:
         target: the priced tiny's name on this hub.
     """
-    ctx = turn_context(tool_context)
-    if ctx.caller is None:
-        return login_required()
-    payments = _payments(ctx)
-    if payments is None:
-        return failed(DISABLED)
+    opened = _open(tool_context)
+    if isinstance(opened, dict):
+        return opened
+    caller, payments = opened
     if target.strip().lower().startswith(("http://", "https://")):
         return failed(
             "this hub pays only the priced tinys on it; an x402 endpoint elsewhere is paid "
             "from the app that reaches it"
         )
     try:
-        return _quoted(payments.quote_message(ctx.caller, target))
+        return _quoted(payments.quote_message(caller, target))
     except PaymentError as exc:
         return failed(str(exc))
 
@@ -107,15 +107,13 @@ def make_payment(
         amount_micro: the amount in micro-dollars (1000000 is $1).
         memo: a short note for the recipient.
     """
-    ctx = turn_context(tool_context)
-    if ctx.caller is None:
-        return login_required()
-    payments = _payments(ctx)
-    if payments is None:
-        return failed(DISABLED)
-    payee = ctx.hub.identity.by_login(to) if isinstance(to, str) else None
+    opened = _open(tool_context)
+    if isinstance(opened, dict):
+        return opened
+    caller, payments = opened
+    payee = turn_context(tool_context).hub.identity.by_login(to) if isinstance(to, str) else None
     try:
-        return _quoted(payments.quote_transfer(ctx.caller, payee, amount_micro, memo))
+        return _quoted(payments.quote_transfer(caller, payee, amount_micro, memo))
     except PaymentError as exc:
         return failed(str(exc))
 

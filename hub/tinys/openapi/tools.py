@@ -1,20 +1,17 @@
 """Operations as strands tools: one tool per operation, named uniquely among a turn's tools.
 
-A tool must answer whatever goes wrong, so a failure inside a call becomes an error result the
-model reads. Its input schema is a copy: strands fills in defaults in place, and the cached
-operation stays as parsed for the next turn.
+Each is a ``hub.text_tools`` tool: a failure inside a call is an error result the model reads.
 """
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Iterable
 from typing import Any
 
-from strands.tools.tools import PythonAgentTool
-from strands.types.tools import AgentTool, ToolResult, ToolUse
+from strands.types.tools import AgentTool
 
+from hub.text_tools import text_tool
 from hub.tinys.openapi.call import call_operation
 from hub.tinys.openapi.model import Operation
 from hub.tinys.openapi.names import name_key, tool_name, unique_name
@@ -25,25 +22,10 @@ log = logging.getLogger(__name__)
 
 
 def _tool(operation: Operation, name: str) -> AgentTool:
-    async def call(tool_use: ToolUse, **_: Any) -> ToolResult:
-        try:
-            succeeded, text = await call_operation(operation, tool_use.get("input"))
-        except Exception as exc:  # a tool must answer, whatever went wrong
-            log.exception("operation %s failed unexpectedly", name)
-            succeeded, text = False, f"{name} failed unexpectedly: {exc or type(exc).__name__}"
-        return {
-            "toolUseId": tool_use["toolUseId"],
-            "status": "success" if succeeded else "error",
-            "content": [{"text": text}],
-        }
+    async def run(arguments: Any) -> tuple[bool, str]:
+        return await call_operation(operation, arguments)
 
-    spec = {
-        "name": name,
-        "description": operation.description,
-        # strands fills in defaults in place; the cached operation stays as parsed.
-        "inputSchema": {"json": copy.deepcopy(operation.input_schema)},
-    }
-    return PythonAgentTool(name, spec, call)  # type: ignore[arg-type]
+    return text_tool(name, operation.description, operation.input_schema, run)
 
 
 def operation_tools(
