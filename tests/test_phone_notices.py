@@ -12,21 +12,18 @@ import pytest
 from firmware_bridges.emulators.phone import EmulatedPhone
 from hub.agent.tools.messages import send_message_tool
 from hub.agent.tools.schedule import schedule, schedule_alert
-from hub.devices.registry import AdjustableClock
-from hub.scheduler.runner import Scheduler
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.daemon import send
 from tests.fakes.ollama import FakeOllama, Reply
+from tests.scheduling import QUIET, clock, scheduler
 from tests.toolcall import use_tool
 from tests.waits import until
 
 
 @pytest.fixture
 async def server(start_hub: StartHub, fake_ollama: FakeOllama) -> RunningServer:
-    return await start_hub(
-        ollama_host=fake_ollama.url, scheduler_tick_s=60.0, scheduler_desktop_notifications=False
-    )
+    return await start_hub(ollama_host=fake_ollama.url, **QUIET)
 
 
 @pytest.fixture
@@ -40,18 +37,6 @@ async def phone(server: RunningServer) -> AsyncIterator[EmulatedPhone]:
     await emulated.start()
     yield emulated
     await emulated.stop()
-
-
-def clock(server: RunningServer) -> AdjustableClock:
-    found = server.hub.devices.clock
-    assert isinstance(found, AdjustableClock)
-    return found
-
-
-def scheduler(server: RunningServer) -> Scheduler:
-    found = server.parts.scheduler
-    assert found is not None
-    return found
 
 
 def titles(phone: EmulatedPhone) -> list[str]:

@@ -24,33 +24,20 @@ from hub.cloud.notify import DesktopNotifier
 from hub.config import load_settings
 from hub.devices.registry import AdjustableClock
 from hub.runtime import Hub
-from hub.scheduler.runner import Outcome, Scheduler
+from hub.scheduler.runner import Outcome
 from hub.scheduler.store import MAX_JOBS
 from hub.scheduler.when import BadSchedule, parse_every
 from hub.server import RunningServer, start_server
 from tests.conftest import StartHub, owner_headers, settings_for
 from tests.daemon import enroll, send
 from tests.fakes.ollama import FakeOllama, Reply
+from tests.scheduling import QUIET, clock, scheduler
 from tests.sse import tool_in_a_turn
 from tests.toolcall import result_text, use_tool
 from tests.waits import until
 
 MINUTE = 60.0
 # The loop looks once at start and then not again within a test: the tests tick themselves.
-# Nothing pops up on the desktop of whoever runs the tests (one test brings its own notifier).
-QUIET = {"scheduler_tick_s": 60.0, "scheduler_desktop_notifications": False}
-
-
-def clock(server: RunningServer) -> AdjustableClock:
-    found = server.hub.devices.clock
-    assert isinstance(found, AdjustableClock)
-    return found
-
-
-def scheduler(server: RunningServer) -> Scheduler:
-    found = server.parts.scheduler
-    assert found is not None
-    return found
 
 
 async def tick_after(server: RunningServer, seconds: float) -> list[Outcome]:

@@ -14,12 +14,11 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
 from hub.agent.tools.schedule import schedule, schedule_alert
-from hub.devices.registry import AdjustableClock
-from hub.scheduler.runner import Scheduler
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.daemon import enroll, send
 from tests.fakes.ollama import FakeOllama, Reply
+from tests.scheduling import QUIET, clock, scheduler
 from tests.toolcall import use_tool
 from tests.waits import until
 from tui.app import TinyApp
@@ -31,26 +30,12 @@ from tui.widgets import ConfirmScreen
 
 @pytest.fixture
 async def server(start_hub: StartHub, fake_ollama: FakeOllama) -> RunningServer:
-    return await start_hub(
-        ollama_host=fake_ollama.url, scheduler_tick_s=60.0, scheduler_desktop_notifications=False
-    )
+    return await start_hub(ollama_host=fake_ollama.url, **QUIET)
 
 
 def app_for(server: RunningServer, tmp_path: Path) -> TinyApp:
     token = owner_headers(server)["Authorization"].split()[1]
     return TinyApp(HubClient(server.url, token), TuiConfig(tmp_path))
-
-
-def clock(server: RunningServer) -> AdjustableClock:
-    found = server.hub.devices.clock
-    assert isinstance(found, AdjustableClock)
-    return found
-
-
-def scheduler(server: RunningServer) -> Scheduler:
-    found = server.parts.scheduler
-    assert found is not None
-    return found
 
 
 def toasts(app: TinyApp) -> list[tuple[str, str]]:
