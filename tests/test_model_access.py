@@ -82,7 +82,8 @@ PROVIDERS = (*c.LOCAL_PROVIDERS, *c.CLOUD_PROVIDERS)
 async def test_no_model_header_reaches_a_loopback_listener(
     start_hub: StartHub, fake_ollama: FakeOllama, listener: Listener
 ) -> None:
-    server = await start_hub(ollama_host=fake_ollama.url)
+    # dozens of anonymous turns: neither the rate limit nor the daily allowance answers them
+    server = await start_hub(ollama_host=fake_ollama.url, anonymous_daily_chats=10_000)
     server.runner.app[GUARD].limits = Limits(address_burst=10_000)
     answers: list[tuple[int, str]] = []
     async with aiohttp.ClientSession() as http:
