@@ -442,13 +442,17 @@ class PtyDevice(abc.ABC, Generic[P]):
 
 @contextlib.contextmanager
 def _sigterm_as_exit() -> Iterator[None]:
-    """SIGTERM raises ``SystemExit(0)``, so ``finally`` blocks run and the pty and link go."""
+    """SIGTERM raises ``SystemExit(0)``, so ``finally`` blocks run and the pty and link go; Ctrl+C
+    raises KeyboardInterrupt even when this process was started with SIGINT ignored (a job a
+    non-interactive shell put in the background), so "runs until Ctrl+C" holds wherever it runs."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
         raise SystemExit(0)
 
     previous = signal.signal(signal.SIGTERM, handler)
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
