@@ -271,7 +271,7 @@ async def embedded_outcomes(key: str) -> tuple[list[Outcome], dict[str, dict[str
 
 async def control_outcomes() -> tuple[list[Outcome], dict[str, dict[str, Any]]]:
     """The fake Ollama, scripted with each case's right call and an answer in its words."""
-    from tests.fakes.ollama import FakeOllama, Reply
+    from fakes.ollama import FakeOllama, Reply
 
     fake = FakeOllama()
     await fake.start()

@@ -27,10 +27,10 @@ from typing import Any
 
 import aiohttp
 
+from fakes.ollama import FakeOllama, Reply
 from firmware_bridges.emulators.phone import PHOTO, SPEECH, EmulatedPhone, Glasses
 from scripts.bench_common import BenchmarkFailed, percentile, served_hub
 from scripts.bench_rows import run_alone
-from tests.fakes.ollama import FakeOllama, Reply
 
 WORDS = "kitchen light"
 

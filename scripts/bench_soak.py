@@ -29,9 +29,9 @@ from typing import Any
 
 import aiohttp
 
+from fakes.ollama import FakeOllama, Reply
 from scripts.bench_common import served_hub
 from scripts.bench_rows import Row, run_alone
-from tests.fakes.ollama import FakeOllama, Reply
 
 SAMPLE_EVERY_S = 5.0
 WARM_UP_S = 30.0  # RSS growth is measured from the first sample after this (caches filled)

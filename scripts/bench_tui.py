@@ -22,7 +22,7 @@ def bench_tui_stream(runs: int) -> list[Figure]:
 
 async def _tui_stream(runs: int) -> list[Figure]:
     """The TUI's chat screen, headless, showing a long reply: does Markdown keep up?"""
-    from tests.fakes.ollama import FakeOllama
+    from fakes.ollama import FakeOllama
 
     chunks = int(os.environ.get("TINY_HUB_BENCH_TUI_CHUNKS", "3000"))
     fake = FakeOllama()
@@ -63,7 +63,7 @@ async def _tui_stream(runs: int) -> list[Figure]:
 async def _tui_reply_rate(
     url: str, fake: Any, data_dir: Path, chunks: int, paragraph_every: int
 ) -> float:
-    from tests.fakes.ollama import Reply
+    from fakes.ollama import Reply
     from tests.waits import until
     from tui.app import TinyApp
     from tui.chat import ChatScreen, ReplyMessage

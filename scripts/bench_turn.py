@@ -32,7 +32,7 @@ async def _turn_overhead(runs: int) -> list[Figure]:
     429 (the rate limit doing its job) is waited out and the turn sent again, never timed."""
     import aiohttp
 
-    from tests.fakes.ollama import FakeOllama
+    from fakes.ollama import FakeOllama
 
     fake = FakeOllama()
     arrivals: list[float] = []
@@ -66,7 +66,7 @@ async def _turn_overhead(runs: int) -> list[Figure]:
 async def _timed_turn(
     http: Any, url: str, headers: dict[str, str], fake: Any, arrivals: list[float]
 ) -> float:
-    from tests.fakes.ollama import Reply
+    from fakes.ollama import Reply
 
     while True:
         fake.script(Reply(chunks=["ok"]))
@@ -116,7 +116,7 @@ def bench_sse_frames(runs: int) -> list[Figure]:
 async def _sse_end_to_end(runs: int) -> Figure:
     import aiohttp
 
-    from tests.fakes.ollama import FakeOllama, Reply
+    from fakes.ollama import FakeOllama, Reply
 
     fake = FakeOllama()
     await fake.start()
@@ -149,7 +149,7 @@ FAKE_PROMPT_EVAL_S = 0.2
 async def _first_token_ratio(runs: int) -> list[Figure]:
     import aiohttp
 
-    from tests.fakes.ollama import FakeOllama, Reply
+    from fakes.ollama import FakeOllama, Reply
 
     fake = FakeOllama()
     await fake.start()
@@ -217,7 +217,7 @@ async def _cancel(runs: int) -> list[Figure]:
     """Client closes its /api/chat stream → the (fake) model sees its connection closed."""
     import aiohttp
 
-    from tests.fakes.ollama import FakeOllama, Reply
+    from fakes.ollama import FakeOllama, Reply
 
     closes: dict[str, list[float]] = {"streaming": [], "prompt_eval": []}
     async with aiohttp.ClientSession() as http:

@@ -10,11 +10,11 @@ from typing import Any
 import aiohttp
 import pytest
 
+from fakes.ollama import FakeOllama
 from hub.config import Settings, load_settings
 from hub.runtime import Hub
 from hub.senses import Senses
 from hub.server import RunningServer, start_server
-from tests.fakes.ollama import FakeOllama
 from tests.netguard import no_network  # noqa: F401  (a fixture every test module can use)
 
 StartHub = Callable[..., Awaitable[RunningServer]]

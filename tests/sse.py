@@ -57,9 +57,9 @@ async def tool_in_a_turn(
 ) -> tuple[dict[str, Any], SseTranscript]:
     """A chat turn, as the owner, in which the fake model calls ``name`` once and then says
     "Done."; the tool's result as the SSE stream carried it, and the whole transcript."""
+    from fakes.ollama import Reply
     from hub import contracts as c
     from tests.conftest import owner_headers
-    from tests.fakes.ollama import Reply
 
     call = {"function": {"name": name, "arguments": arguments or {}}}
     fake_ollama.script(Reply(chunks=[], tool_calls=[call]), Reply(chunks=["Done."]))

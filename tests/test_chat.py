@@ -7,10 +7,10 @@ import asyncio
 import aiohttp
 import pytest
 
+from fakes.ollama import FakeOllama, Reply
 from hub import contracts as c
 from hub.server import RunningServer
 from tests.conftest import StartHub
-from tests.fakes.ollama import FakeOllama, Reply
 from tests.sse import post_chat
 
 HELLO = {"messages": [{"role": "user", "content": "hello"}]}

@@ -9,10 +9,10 @@ from typing import Any
 import aiohttp
 import pytest
 
+from fakes.ollama import FakeModel, FakeOllama, Reply
 from hub import contracts as c
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
-from tests.fakes.ollama import FakeModel, FakeOllama, Reply
 from tests.sse import SseTranscript, post_chat
 from tests.test_tool_mounting import WEB_BUILTINS
 

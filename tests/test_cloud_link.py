@@ -19,6 +19,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from fakes.ollama import FakeOllama, Reply
 from hub.cloud.client import CloudClient, CloudUnavailable, Envelope
 from hub.cloud.link import CloudLink, fit_result
 from hub.cloud.outbox import Outbox
@@ -28,7 +29,6 @@ from hub.runtime import Hub
 from hub.server import RunningServer, start_server
 from tests.conftest import owner_headers, settings_for
 from tests.daemon import enroll, send
-from tests.fakes.ollama import FakeOllama, Reply
 from tests.waits import until
 
 LAN_URL = "http://192.168.1.20:8765"

@@ -22,6 +22,8 @@ import pytest
 from drivers.camera import Camera
 from drivers.speech import SpeechEngine
 from drivers.video import decode_jpeg
+from fakes.ollama import FakeOllama
+from fakes.ollama import Reply as ModelReply
 from firmware_bridges.emulators.camera import EmulatedCamera
 from hub.agent.compose import Picture
 from hub.cloud.account import save_token
@@ -37,8 +39,6 @@ from hub.senses import Senses
 from hub.server import RunningServer, start_server
 from tests.conftest import owner_headers, settings_for
 from tests.daemon import enroll, send
-from tests.fakes.ollama import FakeOllama
-from tests.fakes.ollama import Reply as ModelReply
 from tests.waits import until
 
 FAST = {"heartbeat_s": 0.2, "idle_poll_s": 0.05, "backoff_min_s": 0.02, "backoff_max_s": 0.1}

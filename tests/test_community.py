@@ -16,6 +16,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from fakes.ollama import FakeOllama, Reply
 from hub.agent.tools.context import ToolContext
 from hub.agent.tools.memory import memory_graph
 from hub.community import profile as profiles
@@ -27,7 +28,6 @@ from hub.identity import User
 from hub.server import RunningServer
 from hub.tinys.social import FOLLOWS, PLATFORM, record_consulted, user_node
 from tests.conftest import StartHub, owner_headers
-from tests.fakes.ollama import FakeOllama, Reply
 from tests.sse import post_chat
 from tests.test_memory_sync import Sides, sides  # noqa: F401  (the fixture)
 from tests.toolcall import OWNER, call_tool, result_text

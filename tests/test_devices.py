@@ -17,13 +17,13 @@ from typing import Any
 import aiohttp
 import pytest
 
+from fakes.ollama import FakeOllama, Reply
 from hub.agent.tools.context import ToolContext
 from hub.agent.tools.devices import use_device
 from hub.identity import hash_token
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.daemon import PythonDaemon, enroll, send
-from tests.fakes.ollama import FakeOllama, Reply
 from tests.toolcall import call_tool
 from tests.waits import until
 
@@ -481,7 +481,7 @@ async def test_the_hub_answers_the_seeds_endpoint_routes(
 
 # --- the contract's Node daemon, unchanged ----------------------------------------------------
 
-NODE_DAEMON = Path(__file__).parent / "fakes" / "documented_daemon.mjs"
+NODE_DAEMON = Path(__file__).resolve().parents[1] / "fakes" / "documented_daemon.mjs"
 
 
 @pytest.fixture

@@ -12,11 +12,11 @@ import aiohttp
 import pytest
 
 from drivers.flipper_tools import flipper_files, flipper_find, flipper_listen, flipper_status
+from fakes.ollama import FakeOllama, Reply
 from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
 from hub import contracts as c
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
-from tests.fakes.ollama import FakeOllama, Reply
 from tests.sse import post_chat, tool_in_a_turn
 from tests.toolcall import result_text, use_tool
 from tests.waits import until

@@ -20,6 +20,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from fakes.ollama import FakeOllama, Reply
 from hub import contracts as c
 from hub.agent.tools import mount_tools
 from hub.agent.tools.context import ToolContext
@@ -28,7 +29,6 @@ from hub.identity import User
 from hub.preferences import set_tool_enabled
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
-from tests.fakes.ollama import FakeOllama, Reply
 from tests.sse import post_chat
 from tests.test_forge_sandbox import cpu_ticks
 from tests.test_mcp_clients import stdio_notes

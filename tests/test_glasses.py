@@ -19,6 +19,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from fakes.ollama import FakeOllama
 from firmware_bridges.emulators.phone import CLIP, PHOTO, EmulatedPhone, Glasses
 from hub import contracts as c
 from hub.agent.tools import mount_tools
@@ -26,7 +27,6 @@ from hub.agent.tools.context import ToolContext
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.daemon import PythonDaemon, enroll, send
-from tests.fakes.ollama import FakeOllama
 from tests.sse import tool_in_a_turn
 from tests.test_scheduler import recording_notify_send
 from tests.waits import until

@@ -22,6 +22,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from fakes.ollama import FakeOllama, Reply
 from hub import contracts as c
 from hub.api.auth import is_loopback_peer
 from hub.api.limits import GUARD, Limits
@@ -29,7 +30,6 @@ from hub.logs import KEPT_LOGS, setup_logging
 from hub.runtime import Hub
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers, settings_for
-from tests.fakes.ollama import FakeOllama, Reply
 from tests.sse import post_chat
 from tests.test_route_policy import app_routes, concrete
 from tests.waits import until

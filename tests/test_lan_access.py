@@ -58,7 +58,7 @@ import aiohttp
 from hub.runtime import Hub
 from hub.server import start_server
 from tests.conftest import settings_for
-from tests.fakes.ollama import FakeOllama, Reply
+from fakes.ollama import FakeOllama, Reply
 
 CHAT = {"messages": [{"role": "user", "content": "hi"}]}
 

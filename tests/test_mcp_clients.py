@@ -19,12 +19,12 @@ from typing import Any
 import aiohttp
 import pytest
 
+from fakes.ollama import FakeOllama, Reply
 from hub import contracts as c
 from hub.agent.mcp import parse_server, tool_name
 from hub.config import load_settings
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
-from tests.fakes.ollama import FakeOllama, Reply
 from tests.mcp_servers.http import recording, serving
 from tests.mcp_servers.notes import build
 from tests.sse import SseTranscript, post_chat

@@ -18,6 +18,7 @@ from drivers.camera import Camera
 from drivers.flipper_tools import flipper_status
 from drivers.speech import SpeechEngine
 from drivers.video import is_jpeg
+from fakes.ollama import FakeOllama, Reply
 from firmware_bridges.emulators.camera import EmulatedCamera
 from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
 from hub.agent.tools.context import ToolContext
@@ -29,7 +30,6 @@ from hub.senses import Senses
 from hub.server import RunningServer
 from hub.store.migrations import open_database
 from tests.conftest import StartHub, owner_headers, settings_for
-from tests.fakes.ollama import FakeOllama, Reply
 from tests.mcp_client import http_session, stdio_params, stdio_session, texts
 from tests.toolcall import call_tool, use_tool
 from tests.waits import until

@@ -13,6 +13,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from fakes.ollama import FakeOllama, Reply
 from hub.contracts import MAX_ENTRIES
 from hub.identity import User
 from hub.memory.graph import FactNotFound, Link, MemoryFull, MemoryRefused, now
@@ -20,7 +21,6 @@ from hub.memory.vectors import VectorIndex
 from hub.runtime import Hub
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers, settings_for
-from tests.fakes.ollama import FakeOllama, Reply
 from tests.sse import post_chat
 
 

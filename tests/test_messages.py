@@ -8,6 +8,7 @@ from typing import Any
 
 import aiohttp
 
+from fakes.ollama import FakeOllama
 from hub.agent.tools.messages import read_messages, send_message_tool
 from hub.devices.notify import NOTIFY_KIND
 from hub.identity import User
@@ -15,7 +16,6 @@ from hub.messages.store import MAX_TEXT, Inbox
 from hub.server import RunningServer
 from hub.tinys.social import MESSAGED, PLATFORM, user_node
 from tests.conftest import StartHub, owner_headers
-from tests.fakes.ollama import FakeOllama
 from tests.sse import tool_in_a_turn
 from tests.toolcall import result_text, use_tool
 

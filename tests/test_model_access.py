@@ -16,13 +16,13 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from fakes.ollama import FakeOllama
 from hub import contracts as c
 from hub.agent.model_access import guarded_httpx_client, is_configured_url
 from hub.agent.models import ModelChoice
 from hub.api.limits import GUARD, Limits
 from hub.netguard import Allowance
 from tests.conftest import StartHub, owner_headers, settings_for
-from tests.fakes.ollama import FakeOllama
 from tests.sse import post_chat
 
 CHAT = {"messages": [{"role": "user", "content": "hi"}]}

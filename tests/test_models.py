@@ -7,6 +7,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from fakes.ollama import FakeModel, FakeOllama
 from hub.agent.embedded import EmbeddedModel
 from hub.agent.models import (
     ModelRouter,
@@ -17,7 +18,6 @@ from hub.agent.models import (
     probe_ollama,
 )
 from tests.conftest import StartHub, owner_headers, settings_for
-from tests.fakes.ollama import FakeModel, FakeOllama
 
 
 async def test_ollama_with_a_tool_capable_model_is_chosen_with_tools(

@@ -19,11 +19,11 @@ from drivers.nicla_vision_tools import (
     nicla_take_video,
 )
 from drivers.video import decode_jpeg
+from fakes.ollama import FakeOllama
 from firmware_bridges.emulators.nicla_vision import NiclaVisionEmulator
 from hub import contracts as c
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
-from tests.fakes.ollama import FakeOllama
 from tests.sse import tool_in_a_turn
 from tests.toolcall import result_text, use_tool
 from tests.waits import until

@@ -19,12 +19,12 @@ from drivers.nicla_voice_tools import (
     nicla_voice_transcripts,
     nicla_voice_wakes,
 )
+from fakes.ollama import FakeOllama
 from firmware_bridges.emulators.nicla_voice import EmulatedNiclaVoice
 from hub import contracts as c
 from hub.server import RunningServer
 from tests.conftest import StartHub
 from tests.daemon import PythonDaemon, enroll
-from tests.fakes.ollama import FakeOllama
 from tests.sse import tool_in_a_turn
 from tests.toolcall import result_text, use_tool
 from tests.waits import until

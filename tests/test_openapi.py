@@ -31,13 +31,13 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from fakes.ollama import FakeOllama
 from hub.api.app import create_app
 from hub.api.limits import GUARD, Limits
 from hub.api.spec import declared_operation
 from hub.runtime import Hub
 from hub.server import RunningServer, start_server
 from tests.conftest import StartHub, settings_for
-from tests.fakes.ollama import FakeOllama
 from tests.test_route_policy import app_routes, declared_who
 
 T = TypeVar("T")

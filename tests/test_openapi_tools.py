@@ -23,6 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strands.types.tools import AgentTool, ToolResult
 
+from fakes.ollama import FakeOllama, Reply
 from hub import contracts as c
 from hub.agent.tools import mount_tools
 from hub.agent.tools.context import ToolContext
@@ -40,7 +41,6 @@ from hub.tinys.openapi import (
     operation_tools,
 )
 from tests.conftest import StartHub, owner_headers, settings_for
-from tests.fakes.ollama import FakeOllama, Reply
 from tests.sse import post_chat
 
 LOOPBACK = ("127.0.0.1",)

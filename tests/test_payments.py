@@ -15,6 +15,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from fakes.ollama import FakeOllama, Reply
 from hub import contracts as c
 from hub.agent.tools import money
 from hub.agent.tools.context import ToolContext
@@ -24,7 +25,6 @@ from hub.server import RunningServer
 from hub.store.migrations import open_database
 from tests.conftest import StartHub, owner_headers
 from tests.daemon import send
-from tests.fakes.ollama import FakeOllama, Reply
 from tests.sse import post_chat
 from tests.toolcall import call_tool, result_text
 

@@ -9,13 +9,13 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 
+from fakes.ollama import FakeOllama, Reply
 from firmware_bridges.emulators.phone import EmulatedPhone
 from hub.agent.tools.messages import send_message_tool
 from hub.agent.tools.schedule import schedule, schedule_alert
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.daemon import send
-from tests.fakes.ollama import FakeOllama, Reply
 from tests.scheduling import QUIET, clock, scheduler
 from tests.toolcall import use_tool
 from tests.waits import until

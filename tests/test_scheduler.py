@@ -18,6 +18,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from fakes.ollama import FakeOllama, Reply
 from hub.agent.tools.schedule import cancel_alerts, schedule, schedule_alert
 from hub.api.parts import open_scheduler
 from hub.cloud.notify import DesktopNotifier
@@ -30,7 +31,6 @@ from hub.scheduler.when import BadSchedule, parse_every
 from hub.server import RunningServer, start_server
 from tests.conftest import StartHub, owner_headers, settings_for
 from tests.daemon import enroll, send
-from tests.fakes.ollama import FakeOllama, Reply
 from tests.scheduling import QUIET, clock, scheduler
 from tests.sse import tool_in_a_turn
 from tests.toolcall import result_text, use_tool

@@ -14,6 +14,7 @@ from drivers.camera import Camera
 from drivers.microphone import Microphone
 from drivers.speech import SpeechEngine
 from drivers.video import decode_jpeg, is_jpeg
+from fakes.ollama import FakeOllama
 from firmware_bridges.emulators.audio import FakeSoundDevice
 from firmware_bridges.emulators.camera import EmulatedCamera
 from hub import contracts as c
@@ -23,7 +24,6 @@ from hub.devices.transcripts import TRANSCRIPT_EVENT
 from hub.senses import Senses
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
-from tests.fakes.ollama import FakeOllama
 from tests.sse import tool_in_a_turn
 from tests.toolcall import use_tool
 

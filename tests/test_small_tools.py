@@ -168,7 +168,7 @@ class ScriptedSpec(RunnerSpec):
     script: Path = Path()
 
     def command(self) -> list[str]:
-        return [sys.executable, "-m", "tests.fakes.scripted_runner", str(self.script)]
+        return [sys.executable, "-m", "fakes.scripted_runner", str(self.script)]
 
 
 @pytest.fixture

@@ -18,11 +18,11 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from fakes.ollama import FakeOllama, Reply
 from hub import contracts as c
 from hub.agent.tools.spawn import MAX_CONCURRENT, MAX_TASKS, SUB_AGENT_PROMPT
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
-from tests.fakes.ollama import FakeOllama, Reply
 from tests.sse import SseTranscript, post_chat
 from tests.waits import until
 

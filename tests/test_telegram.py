@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 from strands.types.tools import AgentTool
 
+from fakes.ollama import FakeOllama, Reply
+from fakes.telegram import TOKEN, FakeTelegram
 from hub import contracts as c
 from hub.agent.tools.context import ToolContext
 from hub.agent.tools.telegram import telegram, use_telegram
@@ -23,8 +25,6 @@ from hub.identity import User
 from hub.server import RunningServer
 from hub.telegram.poller import MAX_BACKOFF_S, backoff_s
 from tests.conftest import StartHub
-from tests.fakes.ollama import FakeOllama, Reply
-from tests.fakes.telegram import TOKEN, FakeTelegram
 from tests.sse import tool_in_a_turn
 from tests.toolcall import call_tool, result_text
 from tests.waits import until

@@ -10,10 +10,10 @@ from textual.pilot import Pilot
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
+from fakes.ollama import FakeOllama, Reply
 from hub.runtime import Hub
 from hub.server import start_server
 from tests.conftest import StartHub, owner_headers, settings_for
-from tests.fakes.ollama import FakeOllama, Reply
 from tests.waits import until
 from tui.app import TinyApp
 from tui.chat import STOPPED, ChatScreen

@@ -20,8 +20,8 @@ from aiohttp import web
 from textual.pilot import Pilot
 from textual.widgets import Input, OptionList, Sparkline
 
+from fakes.ollama import FakeOllama, Reply
 from tests.conftest import StartHub, owner_headers
-from tests.fakes.ollama import FakeOllama, Reply
 from tests.test_tui import chat_of
 from tests.waits import until
 from tui.app import TinyApp

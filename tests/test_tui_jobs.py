@@ -13,11 +13,11 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
+from fakes.ollama import FakeOllama, Reply
 from hub.agent.tools.schedule import schedule, schedule_alert
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.daemon import enroll, send
-from tests.fakes.ollama import FakeOllama, Reply
 from tests.scheduling import QUIET, clock, scheduler
 from tests.toolcall import use_tool
 from tests.waits import until

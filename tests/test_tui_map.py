@@ -14,8 +14,8 @@ from types import ModuleType
 import pytest
 from textual.widgets import OptionList
 
+from fakes.ollama import FakeOllama, Reply
 from tests.conftest import StartHub
-from tests.fakes.ollama import FakeOllama, Reply
 from tests.test_tui import chat_of, notices
 from tests.test_tui_chat import say, tool_turn, turn_done
 from tests.waits import until

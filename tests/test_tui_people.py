@@ -9,9 +9,9 @@ from pathlib import Path
 import aiohttp
 from textual.widgets import Digits, Input
 
+from fakes.ollama import FakeOllama
 from hub.server import RunningServer
 from tests.conftest import StartHub
-from tests.fakes.ollama import FakeOllama
 from tests.test_tui_settings import open_settings, rows, settings_of, text_of
 from tests.waits import until
 from tui.app import TinyApp

@@ -16,10 +16,10 @@ from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import DataTable, Digits, Footer, Input, Select, Static, TextArea
 
+from fakes.ollama import FakeModel, FakeOllama
 from hub import contracts as c
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
-from tests.fakes.ollama import FakeModel, FakeOllama
 from tests.waits import until
 from tui.app import TinyApp
 from tui.client import HubClient

@@ -17,6 +17,7 @@ import pytest
 from aiohttp import web
 from strands.types.tools import ToolContext as StrandsToolContext
 
+from fakes.ollama import FakeOllama, Reply
 from hub import contracts as c
 from hub.agent.tools.context import STATE_KEY, ToolContext
 from hub.agent.tools.universe import DEPTH_KEY, MAX_DEPTH, ask_tiny
@@ -27,7 +28,6 @@ from hub.tinys.records import SUMMARY_CHARS
 from hub.tinys.social import CONSULTED, edges_from
 from hub.tinys.universe import COLLECTION
 from tests.conftest import StartHub, owner_headers, settings_for
-from tests.fakes.ollama import FakeOllama, Reply
 from tests.sse import SseTranscript, post_chat
 from tests.test_memory import chroma_server  # noqa: F401  (a Chroma server, module-wide)
 from tests.waits import until

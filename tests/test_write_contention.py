@@ -20,12 +20,12 @@ from typing import Any
 import aiohttp
 import pytest
 
+from fakes.ollama import FakeOllama
 from hub.memory.graph import Fact
 from hub.runtime import Hub
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers, settings_for
 from tests.daemon import enroll, send
-from tests.fakes.ollama import FakeOllama
 from tests.sse import read_sse
 from tests.waits import STEP_S
 

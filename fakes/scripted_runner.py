@@ -2,7 +2,7 @@
 scripted replies: the hub's side of the small-model tool protocol runs end to end — offer,
 parse, check, strands' tool loop, the answer turn — without a model that calls tools.
 
-``python -m tests.fakes.scripted_runner SCRIPT.json``: the script holds ``replies`` (one per
+``python -m fakes.scripted_runner SCRIPT.json``: the script holds ``replies`` (one per
 generation, in order; "Done." once they run out) and ``log`` (a file that gets each generate
 request as one JSON line, for the test to read back).
 """
