@@ -169,12 +169,12 @@ async def test_the_footer_shows_every_chat_binding_at_80_by_24(
 async def test_screens_switch_and_keys_rebind_from_tui_toml(
     tmp_path: Path, closed_port: int
 ) -> None:
-    (tmp_path / "tui.toml").write_text('[keys]\nshow_devices = "f6"\n')
+    (tmp_path / "tui.toml").write_text('[keys]\nshow_devices = "f9"\n')
     app = TinyApp(HubClient(f"http://127.0.0.1:{closed_port}", None), TuiConfig.load(tmp_path))
     async with app.run_test() as pilot:
         await pilot.press("f2")  # rebound away: nothing happens
         assert app.current_mode == "chat"
-        await pilot.press("f6")
+        await pilot.press("f9")
         assert app.current_mode == "devices"
         await pilot.press("f3")
         assert app.current_mode == "memory"
