@@ -216,8 +216,12 @@ async def test_a_finished_task_reaches_the_phone_and_the_desktop_once(
     for _ in range(2):  # a resend of the same report is not a second push
         status, _answer = await send(http, "POST", f"{hub.url}/api/devices/task-result", task)
         assert status == 200
+    # both reports are answered, so whatever the hub queued for the phone is queued now: once
+    queued = hub.hub.db.execute(
+        "SELECT COUNT(*) FROM relay WHERE device_id = ?", [phone.device_id]
+    ).fetchone()[0]
+    assert queued == 1
     await until(lambda: len(phone.notices) == 1, what="the notification on the phone")
-    await asyncio.sleep(0.3)
     [notice] = phone.notices
     assert notice["title"] == "laptop finished a task" and notice["body"] == "Backup finished"
     assert notice["tag"] == "task:backup-1"

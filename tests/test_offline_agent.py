@@ -28,7 +28,8 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
         not bundled_models.installed(QWEN_CODER_1_5B),
-        reason="the agent-model extra (Qwen2.5-Coder-1.5B parts) is not installed",
+        reason="the agent-model extra (Qwen2.5-Coder-1.5B parts, 1.1 GB) is not installed; "
+        "test_small_tools.py drives the same tool protocol end to end through a scripted runner",
     ),
 ]
 

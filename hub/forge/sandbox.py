@@ -41,7 +41,8 @@ DEADLINE_GRACE_S = 5.0  # the child enforces the limits; this is for a child tha
 CHILD_ENV_KEYS = ("PATH", "PYTHONPATH", "LANG", "LC_ALL", "TMPDIR", "SSL_CERT_FILE", "SSL_CERT_DIR")
 
 
-def _child_env() -> dict[str, str]:
+def child_env() -> dict[str, str]:
+    """The whole environment a sandbox child starts with."""
     kept = {key: os.environ[key] for key in CHILD_ENV_KEYS if key in os.environ}
     return {**kept, "PYTHONUNBUFFERED": "1"}
 
@@ -70,7 +71,7 @@ class Worker:
             stderr=subprocess.DEVNULL,  # V8's crash reports are many lines of C stack
             text=True,
             encoding="utf-8",
-            env=_child_env(),
+            env=child_env(),
         )
         worker = cls(process, 0.0)
         try:
