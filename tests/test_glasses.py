@@ -257,6 +257,7 @@ async def test_the_emulate_phone_command_pairs_and_prints_what_it_is_asked(
         await until(lambda: mounted_names(hub) >= GLASSES_TOOLS, what="the phone's heartbeat")
         result, _ = await tool_in_a_turn(hub, fake_ollama, "meta_take_photo")
         assert result["status"] == "success", result
+        assert images_seen(fake_ollama) == [PHOTO.read_bytes()], "the photo reached the model"
         said = (await process.stdout.readline()).decode()
         assert said.startswith("action: meta_take_photo")
     finally:
