@@ -50,7 +50,8 @@ async def _use(tool_context: StrandsToolContext, action: Action) -> dict[str, An
 
 @tool(name="nicla_take_photo", context=True)
 async def nicla_take_photo(tool_context: StrandsToolContext) -> dict[str, Any]:
-    """Take a photo with the Nicla Vision (the camera worn as a necklace) and look at it."""
+    """Take a photo with the necklace camera (the Nicla Vision the user wears) and look at
+    it."""
 
     async def photo(board: NiclaVisionDriver, host: DriverHost) -> dict[str, Any]:
         return host.seen(BOARD, board.device_id, await board.snapshot())

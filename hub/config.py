@@ -111,6 +111,14 @@ class Settings:
         "auto (tools for the embedded models that score with them), on (also for a GGUF of "
         "your own), or off",
     )
+    embedded_call_grammar: str = _setting(
+        "embedded",
+        "call_grammar",
+        "TINY_HUB_EMBEDDED_CALL_GRAMMAR",
+        "on",
+        "on (a call is decoded under a grammar: an offered tool's name and arguments valid for "
+        "its schema) or off (read leniently, then checked)",
+    )
     embedded_model_path: str = _setting(
         "embedded",
         "model_path",
@@ -680,6 +688,11 @@ def _validate(settings: Settings, path: Path, env: Mapping[str, str]) -> None:
         )
     if settings.embedded_tools not in ("auto", "on", "off"):
         fail("embedded_tools", f"{settings.embedded_tools!r} is not one of: auto, on, off")
+    if settings.embedded_call_grammar not in ("on", "off"):
+        fail(
+            "embedded_call_grammar",
+            f"{settings.embedded_call_grammar!r} is not one of: on, off",
+        )
     if settings.embedded_context < 256:
         fail("embedded_context", "must be at least 256 tokens")
     if settings.embedded_threads < 0:

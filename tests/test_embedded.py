@@ -16,7 +16,13 @@ from hub import contracts as c
 from hub.agent import small_tools
 from hub.agent.embedded import SAMPLING, EmbeddedModel, bundled_gguf, flatten_messages
 from hub.agent.runner.process import Generation, RunnerSpec
-from hub.agent.runner.protocol import FIELD_GRAMMAR, FIELD_TOOLS, FIELD_TOOLS_PROMPT
+from hub.agent.runner.protocol import (
+    FIELD_CONSTRAIN,
+    FIELD_GRAMMAR,
+    FIELD_MUST_CALL,
+    FIELD_TOOLS,
+    FIELD_TOOLS_PROMPT,
+)
 from hub.agent.runner.supervisor import RunnerSupervisor
 from hub.agent.turn import ChatMessage, Turn, run_turn
 from tests.waits import until
@@ -230,6 +236,58 @@ async def test_tools_reach_a_template_without_a_place_for_them(runner: RunnerSup
     async for _ in runner.generate(question, 1, SAMPLING, offered, offer):
         pass
     assert offered.prompt_tokens > plain.prompt_tokens + 40
+
+
+async def test_a_constrained_reply_is_an_answer_or_a_valid_call(runner: RunnerSupervisor) -> None:
+    """Under the call grammar even the 135M model writes either plain text or a well-formed
+    call to an offered tool whose arguments pass that tool's schema; asked for one tool, it
+    writes exactly that call."""
+    functions = [small_tools.as_function(s) for s in LISTEN_SPECS]
+    offered = {s["name"]: s for s in LISTEN_SPECS}
+    fields = {FIELD_TOOLS: functions, FIELD_TOOLS_PROMPT: small_tools.tools_prompt(functions)}
+    question = [{"role": "user", "content": "Listen for infrared signals for 2 seconds."}]
+    free = "".join([p async for p in runner.generate(question, 96, SAMPLING, Generation(), fields)])
+    constrained = "".join(
+        [
+            p
+            async for p in runner.generate(
+                question, 96, SAMPLING, Generation(), {**fields, FIELD_CONSTRAIN: True}
+            )
+        ]
+    )
+    if constrained.startswith("<"):
+        assert small_tools.parse_reply(constrained, offered).call is not None, constrained
+    else:
+        assert constrained.strip() and constrained[0] not in "{`[", constrained
+    must = {**fields, FIELD_MUST_CALL: "flipper_listen"}
+    forced = "".join([p async for p in runner.generate(question, 96, SAMPLING, Generation(), must)])
+    call = small_tools.parse_reply(forced, offered).call
+    assert call is not None and call.name == "flipper_listen", (free, forced)
+    assert call.arguments["kind"] in ("ir", "subghz")
+    assert forced.startswith("<tool_call>\n{") and forced.endswith("}\n</tool_call>")
+
+
+LISTEN_SPECS: list[ToolSpec] = [
+    {
+        "name": "flipper_listen",
+        "description": "Listen with the Flipper Zero's infrared or sub-GHz receiver.",
+        "inputSchema": {
+            "json": {
+                "type": "object",
+                "properties": {
+                    "kind": {"type": "string", "enum": ["ir", "subghz"]},
+                    "seconds": {"type": "integer", "minimum": 1, "maximum": 10},
+                },
+                "required": ["kind"],
+            }
+        },
+    },
+    {
+        "name": "flipper_status",
+        "description": "The Flipper Zero attached to this hub: battery, firmware.",
+        "inputSchema": {"json": {"type": "object", "properties": {}}},
+    },
+]
 
 
 TOOL_SPECS: list[ToolSpec] = [

@@ -113,7 +113,7 @@ def test_functions_and_the_fallback_prompt_carry_names_and_schemas() -> None:
 
 
 def test_few_tools_are_all_offered_and_many_are_chosen_by_the_message() -> None:
-    assert small_tools.choose([LEARN, STATUS], "hello", cached_embed) == [LEARN, STATUS]
+    assert small_tools.choose([LEARN, STATUS], "hello", cached_embed).tools == [LEARN, STATUS]
     many = [
         LEARN,
         spec("recall", "Search everything learned about the user by meaning.", {}, []),
@@ -124,11 +124,52 @@ def test_few_tools_are_all_offered_and_many_are_chosen_by_the_message() -> None:
         spec("speak", "Say something aloud with the device's speech.", {}, []),
         spec("open_url", "Open a web page on the user's device.", {}, []),
     ]
-    chosen = [s["name"] for s in small_tools.choose(many, "is my Flipper charged?", cached_embed)]
-    assert len(chosen) == small_tools.OFFERED_AT_MOST
+    offer = small_tools.choose(many, "is my Flipper charged?", cached_embed)
+    chosen = [s["name"] for s in offer.tools]
+    assert len(chosen) <= small_tools.OFFERED_AT_MOST
     assert {"learn", "recall", "flipper_status"} <= set(chosen)
+    assert not {"set_theme", "speak", "open_url"} & set(chosen), "unrelated tools stay out"
+    small_talk = small_tools.choose(many, "good morning, how was your night?", cached_embed)
+    assert [s["name"] for s in small_talk.tools] == ["learn", "recall"]
+    assert "flipper_status" in offer.nearest and len(offer.nearest) == small_tools.NEAREST
     photo = small_tools.choose(many, "take a photo with the webcam", cached_embed, at_most=3)
-    assert "camera_photo" in [s["name"] for s in photo]
+    assert "camera_photo" in [s["name"] for s in photo.tools]
+    assert photo.nearest[0] == "camera_photo"
+
+
+def test_optional_arguments_that_take_objects_and_null_defaults_are_not_offered() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "fact": {"type": "string"},
+            "supersedes": {"type": "array", "items": {"type": "string"}, "default": None},
+            "links": {"type": "array", "items": {"type": "object"}, "default": None},
+            "where": {"type": "object", "properties": {"x": {"type": "number"}}},
+            "needed": {"type": "object", "properties": {}},
+        },
+        "required": ["fact", "needed"],
+    }
+    offered = small_tools.offered_schema(schema)
+    assert list(offered["properties"]) == ["fact", "supersedes", "needed"]
+    assert "default" not in offered["properties"]["supersedes"]
+    assert offered["required"] == ["fact", "needed"]
+
+
+@pytest.mark.parametrize(
+    ("reply", "named"),
+    [
+        ("To make it beep, use the `flipper_find` function with signal true.", "flipper_find"),
+        ('You can use the "nicla_status" tool.', "nicla_status"),
+        ("call flipper_find(signal=true)", ""),  # not named as a tool
+        ("Use the flipper_find function or the `nicla_status` one.", ""),  # two
+        ("Try the learn function to keep it.", "learn"),
+        ("I will learn that.", ""),
+        ('```json\n{"name": "create_ai", "arguments": {"name": "Ch', "create_ai"),
+    ],
+)
+def test_a_reply_that_describes_a_call_names_its_tool(reply: str, named: str) -> None:
+    offered = ["learn", "flipper_find", "nicla_status", "create_ai"]
+    assert small_tools.named_in_words(reply, offered) == named
 
 
 def test_the_answer_turn_gives_the_result_as_plain_text() -> None:
@@ -228,6 +269,47 @@ async def test_a_fenced_call_runs_the_real_tool_and_the_answer_has_no_tools(
     assert "tools" not in second, "the answer is written without the tools block"
     assert "What the tool flipper_status returned:" in second["messages"][-1]["content"]
     assert "battery 87" in second["messages"][-1]["content"]
+
+
+async def test_a_call_described_in_words_is_asked_again_as_that_call(
+    start_hub: StartHub, closed_port: int, tmp_path: Path, emulator: FlipperEmulator
+) -> None:
+    """The model names the tool nearest the message instead of calling it: the hub asks the
+    same prompt again for a call to that tool, and the tool runs."""
+    described = "To check, you can use the `flipper_status` function."
+    call = '<tool_call>\n{"name": "flipper_status", "arguments": {}}\n</tool_call>'
+    server, log = await scripted_hub(
+        start_hub, closed_port, tmp_path, [described, call, "It is at 87%."]
+    )
+    transcript = await post_chat(
+        server.url,
+        {"messages": [{"role": "user", "content": "is my Flipper charged?"}]},
+        owner_headers(server),
+    )
+    assert transcript.done and not transcript.of_type(c.EV_ERROR)
+    [result] = [e["toolResult"] for e in transcript.of_type(c.EV_AFTER_TOOL)]
+    assert (result["name"], result["status"]) == ("flipper_status", "success")
+    first, again, answer = requests_sent(log)
+    assert first["constrain"] is True and "must_call" not in first
+    assert again["must_call"] == "flipper_status"
+    assert again["messages"] == first["messages"] and again["tools"] == first["tools"]
+    assert "tools" not in answer
+
+
+async def test_a_tool_named_in_words_that_is_not_the_nearest_is_not_called(
+    start_hub: StartHub, closed_port: int, tmp_path: Path, emulator: FlipperEmulator
+) -> None:
+    """Chit-chat that mentions a tool in passing stays an answer."""
+    server, log = await scripted_hub(
+        start_hub, closed_port, tmp_path, ["Good morning! I could use the `learn` tool later."]
+    )
+    transcript = await post_chat(
+        server.url,
+        {"messages": [{"role": "user", "content": "is my Flipper charged?"}]},
+        owner_headers(server),
+    )
+    assert transcript.done and not transcript.of_type(c.EV_BEFORE_TOOL)
+    assert len(requests_sent(log)) == 1
 
 
 async def test_an_invented_tool_is_no_call_and_a_plain_answer_follows(

@@ -45,6 +45,9 @@ SAMPLING = {"temperature": 0.2, "top_p": 0.9, "repeat_penalty": 1.1}
 # A call is a choice, not prose: the most likely reply, every time.
 TOOL_SAMPLING = {**SAMPLING, "temperature": 0.0}
 
+# A call asked for on its own gets at least this many tokens: a tiny's prompt is an argument.
+CALL_TOKENS = 384
+
 T = TypeVar("T", bound=BaseModel)
 
 
@@ -138,10 +141,16 @@ class EmbeddedModel(Model):
     into strands' own tool-use events, so strands runs the tool loop as it does for Ollama."""
 
     def __init__(
-        self, runner: RunnerSupervisor, *, max_tokens: int = 1024, embed: Embed | None = None
+        self,
+        runner: RunnerSupervisor,
+        *,
+        max_tokens: int = 1024,
+        embed: Embed | None = None,
+        call_grammar: bool = True,
     ) -> None:
         self._runner = runner
         self._embed = embed or cached_embed
+        self._call_grammar = call_grammar
         self.config: dict[str, Any] = {
             "model_id": runner.spec.model_path.stem,
             "max_tokens": max_tokens,
@@ -173,7 +182,8 @@ class EmbeddedModel(Model):
         **kwargs: Any,
     ) -> AsyncGenerator[StreamEvent, None]:
         usage = Generation()
-        offered = await self._offer(messages, tool_specs or [])
+        offer = await self._offer(messages, tool_specs or [])
+        offered = offer.tools
         self.last_offer = [spec["name"] for spec in offered]
         note = small_tools.offer_note(len(offered), len(tool_specs or [])) if offered else ""
         prompt = "\n\n".join(p for p in (system_prompt or "", note) if p)
@@ -184,7 +194,7 @@ class EmbeddedModel(Model):
             yield {"contentBlockStart": {"start": {}}}
             yield {"contentBlockStop": {}}
         elif offered:
-            async for event in self._with_tools(chat, offered, usage, cancel_signal):
+            async for event in self._with_tools(chat, offer, usage, cancel_signal):
                 yield event
         else:
             async for event in self._text(chat, None, usage, cancel_signal):
@@ -192,11 +202,11 @@ class EmbeddedModel(Model):
         yield {"messageStop": {"stopReason": usage.stop_reason}}  # type: ignore[typeddict-item]
         yield usage_event(usage)
 
-    async def _offer(self, messages: Messages, specs: list[ToolSpec]) -> list[ToolSpec]:
+    async def _offer(self, messages: Messages, specs: list[ToolSpec]) -> small_tools.Offer:
         """No tools after a result (the answer is written without them); with many mounted,
         the nearest few to the user's message."""
         if not specs or after_tool_result(messages):
-            return []
+            return small_tools.Offer([], ())
         return await asyncio.to_thread(
             small_tools.choose, specs, last_user_text(messages), self._embed
         )
@@ -208,8 +218,11 @@ class EmbeddedModel(Model):
         usage: Generation,
         cancel_signal: threading.Event | None,
     ) -> AsyncGenerator[str, None]:
-        """The runner's text; a set cancel signal stops the decoding."""
+        """The runner's text; a set cancel signal stops the decoding. A call asked for on its
+        own is never cut short by the answer's token budget."""
         max_tokens = int(self.config["max_tokens"])
+        if offer and offer.get(p.FIELD_MUST_CALL):
+            max_tokens = max(max_tokens, CALL_TOKENS)
         sampling = TOOL_SAMPLING if offer else SAMPLING
         pieces = self._runner.generate(chat, max_tokens, sampling, usage, offer)
         async for piece in pieces:
@@ -234,20 +247,22 @@ class EmbeddedModel(Model):
     async def _with_tools(
         self,
         chat: list[dict[str, str]],
-        offered: list[ToolSpec],
+        offer: small_tools.Offer,
         usage: Generation,
         cancel_signal: threading.Event | None,
     ) -> AsyncGenerator[StreamEvent, None]:
         """Text that cannot be a call streams as it comes; a reply that may be one is read
         whole, then becomes a tool use, its text, or (nothing usable) a plain answer."""
-        functions = [small_tools.as_function(spec) for spec in offered]
-        offer = {
+        offered = {spec["name"]: spec for spec in offer.tools}
+        functions = [small_tools.as_function(spec) for spec in offer.tools]
+        fields: dict[str, Any] = {
             p.FIELD_TOOLS: functions,
             p.FIELD_TOOLS_PROMPT: small_tools.tools_prompt(functions),
+            p.FIELD_CONSTRAIN: self._call_grammar,
         }
         reply, streaming = "", False
         yield {"contentBlockStart": {"start": {}}}
-        async for piece in self._pieces(chat, offer, usage, cancel_signal):
+        async for piece in self._pieces(chat, fields, usage, cancel_signal):
             reply += piece
             if not streaming and len(reply.strip()) >= 2:
                 streaming = not small_tools.looks_like_call(reply)
@@ -255,7 +270,56 @@ class EmbeddedModel(Model):
                     yield {"contentBlockDelta": {"delta": {"text": reply}}}
             elif streaming:
                 yield {"contentBlockDelta": {"delta": {"text": piece}}}
-        parsed = small_tools.parse_reply(reply, {spec["name"]: spec for spec in offered})
+        parsed = small_tools.parse_reply(reply, offered)
+        self._log_reply(reply, usage, parsed)
+        cancelled = usage.stop_reason == STOP_CANCELLED
+        if not streaming and parsed.text and not cancelled:
+            yield {"contentBlockDelta": {"delta": {"text": parsed.text}}}
+        yield {"contentBlockStop": {}}
+        call = parsed.call
+        if call is None and not cancelled and self._call_grammar:
+            call = await self._call_described(chat, fields, reply, offer, usage, cancel_signal)
+        if call is not None and usage.stop_reason != STOP_CANCELLED:
+            for event in tool_use_events(call):
+                yield event
+            usage.stop_reason = "tool_use"
+        elif not streaming and not parsed.text and not cancelled:
+            async for event in self._text(chat, None, usage, cancel_signal):
+                yield event
+
+    async def _call_described(
+        self,
+        chat: list[dict[str, str]],
+        fields: dict[str, Any],
+        reply: str,
+        offer: small_tools.Offer,
+        usage: Generation,
+        cancel_signal: threading.Event | None,
+    ) -> small_tools.Call | None:
+        """A reply that names a tool near the message instead of calling it is asked again,
+        now as a call to that tool (same prompt, so the runner reuses its cache)."""
+        named = small_tools.named_in_words(reply, [spec["name"] for spec in offer.tools])
+        if not named or named not in offer.nearest:
+            return None
+        again = Generation()
+        text = "".join(
+            [
+                piece
+                async for piece in self._pieces(
+                    chat, {**fields, p.FIELD_MUST_CALL: named}, again, cancel_signal
+                )
+            ]
+        )
+        usage.completion_tokens += again.completion_tokens
+        usage.seconds += again.seconds
+        if again.stop_reason == STOP_CANCELLED:
+            usage.stop_reason = STOP_CANCELLED
+            return None
+        parsed = small_tools.parse_reply(text, {spec["name"]: spec for spec in offer.tools})
+        self._log_reply(text, again, parsed)
+        return parsed.call
+
+    def _log_reply(self, reply: str, usage: Generation, parsed: small_tools.Parsed) -> None:
         log.debug(
             "offered %s; after a %d-token prompt the model wrote %r in %.1f s",
             self.last_offer,
@@ -265,16 +329,6 @@ class EmbeddedModel(Model):
         )
         if parsed.refused:
             log.info("embedded model's call not taken: %s", parsed.refused)
-        if not streaming and parsed.text and usage.stop_reason != STOP_CANCELLED:
-            yield {"contentBlockDelta": {"delta": {"text": parsed.text}}}
-        yield {"contentBlockStop": {}}
-        if parsed.call is not None and usage.stop_reason != STOP_CANCELLED:
-            for event in tool_use_events(parsed.call):
-                yield event
-            usage.stop_reason = "tool_use"
-        elif not streaming and not parsed.text and usage.stop_reason != STOP_CANCELLED:
-            async for event in self._text(chat, None, usage, cancel_signal):
-                yield event
 
 
 def tool_use_events(call: small_tools.Call) -> list[StreamEvent]:

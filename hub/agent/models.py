@@ -361,7 +361,11 @@ class ModelRouter:
     def build(self, choice: ModelChoice) -> Model:
         max_tokens = choice.max_tokens or self._settings.model_max_tokens
         if choice.provider == c.PROVIDER_EMBEDDED:
-            return EmbeddedModel(self.embedded_runner(), max_tokens=max_tokens)
+            return EmbeddedModel(
+                self.embedded_runner(),
+                max_tokens=max_tokens,
+                call_grammar=self._settings.embedded_call_grammar == "on",
+            )
         if choice.provider == c.PROVIDER_OLLAMA:
             from strands.models.ollama import OllamaModel
 

@@ -10,6 +10,13 @@ calling after the result has come back. So the hub, not the model, draws the lin
 - a call is read from ``<tool_call>`` tags, a code fence or bare JSON, whichever is there;
 - a call counts only if it names an offered tool and its arguments are valid for that tool's
   JSON schema; anything else is "no tool";
+- each tool is offered with its plain arguments only: an optional argument that takes objects
+  (a list of links, say) is left out, and so are null defaults, so the block stays short and
+  the model does not invent structure;
+- where the runner can, the reply is decoded under a grammar that allows plain text or one
+  well-formed call to an offered tool (``runner/call_grammar.py``); a reply that describes a
+  call in words ("use the `flipper_find` function") instead of making it, naming one of the
+  three tools nearest the message, is asked again as that call;
 - the answer after a result is written in a turn without the tools block, the result given as
   plain text, so the model answers instead of calling again.
 
@@ -35,6 +42,11 @@ from strands.types.tools import ToolSpec
 OFFERED_AT_MOST = 6
 # Memory is what makes the companion personal: its two tools are offered on every turn.
 ALWAYS_OFFERED = frozenset({"learn", "recall"})
+NEAREST = 3
+# A tool less related than this is not offered (measured on requests kept apart from the
+# evaluation: chit-chat stays below it, requests for a tool reach above it), so small talk
+# meets only the memory tools and has nothing to call by mistake.
+RELATED_AT_LEAST = 0.4
 WORDS_WEIGHT = 0.5
 STEM = 6
 STOP_WORDS = frozenset(
@@ -72,6 +84,8 @@ STOP_WORDS = frozenset(
         "tell",
         "about",
         "how",
+        # Every tool's description speaks of the hub; the word tells them apart not at all.
+        "hub",
     ]
 )
 DESCRIPTION_CHARS = 240
@@ -115,6 +129,30 @@ def schema_of(spec: ToolSpec) -> dict[str, Any]:
     return dict(schema) if isinstance(schema, Mapping) else {}
 
 
+def plain(schema: Mapping[str, Any]) -> bool:
+    """Whether an argument's schema is a plain value (or a list of plain values)."""
+    kind = schema.get("type")
+    if kind == "array":
+        items = schema.get("items")
+        return not isinstance(items, Mapping) or plain(items)
+    return kind != "object" and "properties" not in schema
+
+
+def offered_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments a small model is offered: the required ones and the plain optional ones,
+    without null defaults."""
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return dict(schema)
+    required = list(schema.get("required", ()))
+    kept = {
+        name: {k: v for k, v in prop.items() if not (k == "default" and v is None)}
+        for name, prop in properties.items()
+        if isinstance(prop, Mapping) and (name in required or plain(prop))
+    }
+    return {**schema, "properties": kept, "required": required}
+
+
 def as_function(spec: ToolSpec) -> dict[str, Any]:
     """A strands tool spec in the OpenAI function shape that chat templates render."""
     return {
@@ -122,7 +160,7 @@ def as_function(spec: ToolSpec) -> dict[str, Any]:
         "function": {
             "name": spec["name"],
             "description": short_description(spec),
-            "parameters": schema_of(spec),
+            "parameters": offered_schema(schema_of(spec)),
         },
     }
 
@@ -156,8 +194,14 @@ def offer_note(offered: int, mounted: int) -> str:
 
 
 def words(text: str) -> set[str]:
-    """Content words, cut to a common stem length so "charged" meets "charge"."""
-    return {w[:STEM] for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in STOP_WORDS}
+    """Content words, cut to a common stem length so "charged" meets "charge" (and without a
+    plural s, so "tinys" meets "tiny")."""
+    found = re.findall(r"[a-z0-9]+", text.lower())
+    return {stem(w) for w in found if w not in STOP_WORDS}
+
+
+def stem(word: str) -> str:
+    return (word[:-1] if len(word) > 3 and word.endswith("s") else word)[:STEM]
 
 
 def relevance(specs: Sequence[ToolSpec], message: str, embed: Embed) -> npt.NDArray[np.float32]:
@@ -172,19 +216,47 @@ def relevance(specs: Sequence[ToolSpec], message: str, embed: Embed) -> npt.NDAr
     return np.asarray(meaning + WORDS_WEIGHT * np.asarray(shared), dtype=np.float32)
 
 
+@dataclass(frozen=True)
+class Offer:
+    """The tools offered for one message, in mount order, and the few nearest to it (a tool
+    named in words is asked for as a call only when it is one of them)."""
+
+    tools: list[ToolSpec]
+    nearest: tuple[str, ...]
+
+
 def choose(
     specs: Sequence[ToolSpec], message: str, embed: Embed, at_most: int = OFFERED_AT_MOST
-) -> list[ToolSpec]:
-    """The always-offered memory tools and the ones nearest ``message``, in mount order; all
-    of them when few."""
+) -> Offer:
+    """The always-offered memory tools and the ones nearest ``message`` that are related
+    enough, in mount order; all of them when few."""
+    if not specs:
+        return Offer([], ())
+    scores = relevance(specs, message, embed)
+    ranked = np.argsort(-scores).tolist()
+    nearest = tuple(specs[i]["name"] for i in ranked[:NEAREST])
     if len(specs) <= at_most:
-        return list(specs)
+        return Offer(list(specs), nearest)
     keep = {i for i, s in enumerate(specs) if s["name"] in ALWAYS_OFFERED}
-    for i in np.argsort(-relevance(specs, message, embed)).tolist():
-        if len(keep) >= at_most:
+    for i in ranked:
+        if len(keep) >= at_most or scores[i] < RELATED_AT_LEAST:
             break
         keep.add(i)
-    return [spec for i, spec in enumerate(specs) if i in keep]
+    return Offer([spec for i, spec in enumerate(specs) if i in keep], nearest)
+
+
+def named_in_words(text: str, offered: Sequence[str]) -> str:
+    """The one offered tool a reply names as a tool (in backticks or quotes, or as "the X
+    function/tool"), as a model does when it describes a call instead of making it; empty when
+    it names none or several."""
+    named = {
+        name
+        for name in offered
+        if re.search(
+            rf"[`'\"]{re.escape(name)}[`'\"(]|\b{re.escape(name)}\s+(?:function|tool)\b", text
+        )
+    }
+    return named.pop() if len(named) == 1 else ""
 
 
 def json_objects(text: str) -> Iterator[tuple[dict[str, Any], str]]:

@@ -25,6 +25,7 @@ import threading
 import time
 from typing import Any, BinaryIO
 
+from hub.agent.runner import call_grammar
 from hub.agent.runner import protocol as p
 
 
@@ -144,11 +145,26 @@ def tool_arguments(llama: Any, request: dict[str, Any]) -> dict[str, Any]:
             extra["tools"] = tools
         else:
             messages = with_tools_prompt(messages, str(request.get(p.FIELD_TOOLS_PROMPT, "")))
-    if grammar := request.get(p.FIELD_GRAMMAR):
+    if grammar := requested_grammar(request):
         from llama_cpp.llama_grammar import LlamaGrammar
 
-        extra["grammar"] = LlamaGrammar.from_string(str(grammar), verbose=False)
+        extra["grammar"] = LlamaGrammar.from_string(grammar, verbose=False)
     return {"messages": messages, **extra}
+
+
+def requested_grammar(request: dict[str, Any]) -> str:
+    """The GBNF a request asks for: its own, or the one built from its tools."""
+    if grammar := request.get(p.FIELD_GRAMMAR):
+        return str(grammar)
+    tools = request.get(p.FIELD_TOOLS) or []
+    must_call = str(request.get(p.FIELD_MUST_CALL) or "")
+    if not tools or not (must_call or request.get(p.FIELD_CONSTRAIN)):
+        return ""
+    try:
+        return call_grammar.grammar_for(tools, only=must_call)
+    except Exception as exc:  # a schema the converter cannot express: decode unconstrained
+        print(f"no call grammar: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        return ""
 
 
 def generate(llama: Any, request: dict[str, Any], cancelled: set[int], out: Output) -> None:

@@ -5,7 +5,9 @@ The hub writes requests to the runner's stdin; the runner writes events to its s
 - ``{"op": "generate", "id", "messages", "max_tokens", "sampling"}`` — decode a chat reply;
   optional ``tools`` (OpenAI-style function list) are rendered by the model's own chat template,
   or, when the template has no place for them, ``tools_prompt`` (the hub's rendering) joins the
-  system message; optional ``grammar`` (GBNF) limits what may be decoded;
+  system message; optional ``grammar`` (GBNF) limits what may be decoded; optional
+  ``constrain`` (true) limits the reply to an answer or one well-formed call to an offered tool,
+  and ``must_call`` (a tool's name) to a call to that tool (see ``call_grammar``);
 - ``{"op": "cancel", "id"}`` — stop that generation now (a stale id is ignored);
 - ``{"ev": "ready", "model", "load_s", "threads", "system_info"}`` — loaded, once;
 - ``{"ev": "text", "id", "text", "n"}`` — ``n`` decoded tokens' text;
@@ -26,6 +28,8 @@ OP_CANCEL = "cancel"
 FIELD_TOOLS = "tools"
 FIELD_TOOLS_PROMPT = "tools_prompt"
 FIELD_GRAMMAR = "grammar"
+FIELD_CONSTRAIN = "constrain"
+FIELD_MUST_CALL = "must_call"
 
 EV_READY = "ready"
 EV_TEXT = "text"

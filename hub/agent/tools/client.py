@@ -29,8 +29,8 @@ _HEX = re.compile(r"^#[0-9a-fA-F]{6}$")
 
 @tool(name="remember")
 def remember(note: str) -> dict[str, Any]:
-    """Keep a short note on this device (not in the user's memory); it survives clearing the
-    chat history.
+    """Pin a short note to this screen's notes panel (a to-do, not a fact about the user:
+    those go to learn); it survives clearing the chat history.
 
     Args:
         note: the note, at most 500 characters.
@@ -43,7 +43,8 @@ def remember(note: str) -> dict[str, Any]:
 
 @tool(name="forget")
 def forget(contains: str) -> dict[str, Any]:
-    """Delete the notes kept on this device that contain some text.
+    """Delete the notes pinned to this screen's notes panel that contain some text (facts
+    about the user are forgotten with unlearn).
 
     Args:
         contains: the text the notes to delete contain (case-insensitive).

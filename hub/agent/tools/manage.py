@@ -63,8 +63,9 @@ def _list_text(listed: list[dict[str, Any]], trusted: list[str]) -> str:
 
 @tool(name="manage_tools", context=True)
 def manage_tools(action: str, tool_context: StrandsToolContext, name: str = "") -> dict[str, Any]:
-    """List every tool you get (with its tier: built-in, forged, dynamic or mcp, and whether it
-    is on), turn one off or on again, or trust / untrust a GitHub owner for install_tool.
+    """Manage your own agent tools (not devices or lights): list every tool you get (with its
+    tier: built-in, forged, dynamic or mcp, and whether it is on), turn one of them off or on
+    again, or trust / untrust a GitHub owner for install_tool.
 
     Args:
         action: list, disable, enable, trust or untrust.

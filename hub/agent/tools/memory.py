@@ -29,7 +29,10 @@ def learn(
     links: list[dict[str, str]] | None = None,
     visibility: str = "private",
 ) -> dict[str, Any]:
-    """Store one self-contained fact about the user, readable on its own later.
+    """Store one self-contained fact about the user in their memory, readable on its own
+    later: who they are, the people in their life, what they like, what they plan. Use it
+    whenever they ask you to remember, note, not forget or keep in mind something about
+    themselves.
 
     Args:
         fact: the fact, in a full sentence ("Ada's sister Mia lives in Lyon").
@@ -77,7 +80,8 @@ def recall(
 
 @tool(name="unlearn", context=True)
 def unlearn(tool_context: StrandsToolContext, id: str = "", scope: str = "") -> dict[str, Any]:
-    """Close one fact by id (it stays as history), or forget everything with scope "all".
+    """Forget what was learned about the user: close one fact by id (it stays as history),
+    or with scope "all" delete everything learned about them.
 
     Args:
         id: the fact to close.
