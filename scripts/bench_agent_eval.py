@@ -17,12 +17,19 @@ Scored per request, by these rules:
 - **answer**: the final text is not empty, holds no raw call (``<tool_call>``, a JSON object),
   and, where the case names words, contains one of them (case-insensitive).
 
-Runs on the embedded models (``qwen`` = Qwen2.5-Coder-1.5B, needs the agent-model extra;
-``smollm2`` with the protocol forced on) and on the fake Ollama as a control (scripted with each
-case's right call, so it checks the scoring and the hub's tool loop, not a model). Also: the
-decode rate of each embedded model (a fresh runner, 48 tokens) and the seconds per turn.
+Runs on the embedded models (``qwen`` = Qwen2.5-Coder-1.5B, needs the agent-model extra, with
+the call grammar; ``qwen_lenient``: the same model with ``embedded.call_grammar = off``, the
+reply read leniently; ``smollm2`` with the protocol forced on) and on the fake Ollama as a
+control (scripted with each case's right call, so it checks the scoring and the hub's tool loop,
+not a model). Also: the decode rate of each embedded model (a fresh runner, 48 tokens) and the
+seconds per turn.
 
-``python -m scripts.bench_agent_eval [runs] [qwen,smollm2,control]`` prints the rows.
+The protocol (which tools are offered, their descriptions, the grammar, asking again for a call
+described in words) was tuned on ``TUNING_CASES``, other requests with other seeded facts;
+``TINY_HUB_EVAL_SET=tuning`` runs those instead of the evaluation set.
+
+``python -m scripts.bench_agent_eval [runs] [qwen,qwen_lenient,smollm2,control]`` prints the
+rows (``TINY_HUB_EVAL_MODELS`` chooses them for ``scripts/bench``).
 """
 
 from __future__ import annotations
@@ -140,6 +147,47 @@ CASES: tuple[Case, ...] = (
 )
 
 
+# For tuning only: never scored in scripts/bench.
+TUNING_FACTS = (
+    "The user's cat is called Miso.",
+    "The user lives in Porto.",
+    "The user plays the cello.",
+)
+TUNING_CASES: tuple[Case, ...] = (
+    Case("don't forget that my brother's name is Tom", ("learn",), ("Tom",)),
+    Case("I'm vegetarian, store that about me", ("learn",), ("vegetarian",)),
+    Case("jot down that my car is a blue Fiat", ("learn",), ("Fiat",)),
+    Case("where do I live?", (NONE, "recall"), ("Porto",)),
+    Case("look through what you know about my cat", ("recall",), ("Miso",)),
+    Case("delete all my memories", ("unlearn",)),
+    Case("wipe everything you've learned about me", ("unlearn",)),
+    Case("how much battery does the Flipper have left?", ("flipper_status",), ("87",)),
+    Case("show me what's in /ext/subghz on the Flipper", ("flipper_files",)),
+    Case("I lost my flipper, help me find it", ("flipper_find",)),
+    Case("scan for sub-ghz signals for 3 seconds with the flipper", ("flipper_listen",)),
+    Case("snap a picture with the camera around my neck", ("nicla_take_photo",)),
+    Case("record a short video with the Nicla Vision", ("nicla_take_video",)),
+    Case("use this computer's camera to take a photo", ("camera_photo",)),
+    Case("make a tiny named Coach that motivates me to run", ("create_ai",), ("Coach",)),
+    Case("what tinys are on this hub?", ("list_tiny",)),
+    Case("good morning", (NONE,)),
+    Case("what's the capital of France?", (NONE,), ("Paris",)),
+    Case("give me three tips for sleeping better", (NONE,)),
+    Case("call my mom", (NONE,)),
+    Case("set the thermostat to 21 degrees", (NONE,)),
+    Case("what's 15% of 80?", (NONE,), ("12",)),
+    Case("unlock the front door", (NONE,)),
+    Case("what's the weather like in Berlin right now?", (NONE,)),
+)
+
+
+def chosen_set() -> tuple[tuple[Case, ...], tuple[str, ...]]:
+    """The requests and seeded facts to run: the evaluation set unless tuning is asked for."""
+    if os.environ.get("TINY_HUB_EVAL_SET", "") == "tuning":
+        return TUNING_CASES, TUNING_FACTS
+    return CASES, SEEDED_FACTS
+
+
 @dataclass
 class Outcome:
     case: Case
@@ -222,7 +270,7 @@ async def eval_hub(**overrides: Any) -> AsyncIterator[Any]:
                 flipper_port=str(link), camera_device="", microphone_device="off", **overrides
             ) as server:
                 await flipper_online(server)
-                for fact in SEEDED_FACTS:
+                for fact in chosen_set()[1]:
                     server.hub.memory.learn(server.hub.owner.id, fact)
                 yield server
         finally:
@@ -259,14 +307,17 @@ def log_outcome(o: Outcome) -> None:
     )
 
 
-async def embedded_outcomes(key: str) -> tuple[list[Outcome], dict[str, dict[str, Any]]]:
+async def embedded_outcomes(
+    key: str, grammar: str = "on"
+) -> tuple[list[Outcome], dict[str, dict[str, Any]]]:
     async with eval_hub(
         model_provider="embedded",
         embedded_model=key,
         embedded_tools="on",
+        embedded_call_grammar=grammar,
         model_max_tokens=MAX_TOKENS,
     ) as server:
-        return await run_cases(server, CASES), schemas(server)
+        return await run_cases(server, chosen_set()[0]), schemas(server)
 
 
 async def control_outcomes() -> tuple[list[Outcome], dict[str, dict[str, Any]]]:
@@ -279,7 +330,7 @@ async def control_outcomes() -> tuple[list[Outcome], dict[str, dict[str, Any]]]:
         async with eval_hub(ollama_host=fake.url, model_max_tokens=MAX_TOKENS) as server:
             outcomes = []
             async with aiohttp.ClientSession() as http:
-                for case in CASES:
+                for case in chosen_set()[0]:
                     answer = Reply(chunks=[f"Here you are: {' '.join(case.words) or 'done'}."])
                     tool = case.accepted[0]
                     if tool:
@@ -350,7 +401,11 @@ async def decode_rate(key: str) -> float:
 
 
 async def measure(runs: int, labels: Sequence[str]) -> list[Row]:
-    keys = {"qwen": "qwen2.5-coder-1.5b", "smollm2": "smollm2"}
+    keys = {
+        "qwen": "qwen2.5-coder-1.5b",
+        "qwen_lenient": "qwen2.5-coder-1.5b",
+        "smollm2": "smollm2",
+    }
     rows: list[Row] = []
     for label in labels:
         print(f"offline agent eval: {label}", file=sys.stderr, flush=True)
@@ -359,7 +414,8 @@ async def measure(runs: int, labels: Sequence[str]) -> list[Row]:
             rows += score_rows(label, outcomes, tool_schemas)
             continue
         rates = [await decode_rate(keys[label]) for _ in range(runs)]
-        outcomes, tool_schemas = await embedded_outcomes(keys[label])
+        grammar = "off" if label.endswith("_lenient") else "on"
+        outcomes, tool_schemas = await embedded_outcomes(keys[label], grammar)
         rows += score_rows(label, outcomes, tool_schemas)
         suffix = "" if label == "qwen" else f"_{label}"
         rows.append(
@@ -379,9 +435,9 @@ def bench(runs: int, labels: Sequence[str] | None = None) -> list[Row]:
     if labels is None:
         wanted = os.environ.get("TINY_HUB_EVAL_MODELS", "qwen,smollm2,control")
         labels = [label for label in wanted.split(",") if label]
-    if "qwen" in labels and not bundled_models.installed(bundled_models.QWEN_CODER_1_5B):
+    if not bundled_models.installed(bundled_models.QWEN_CODER_1_5B):
         print("offline agent eval: qwen skipped (the agent-model extra is not installed)")
-        labels = [label for label in labels if label != "qwen"]
+        labels = [label for label in labels if not label.startswith("qwen")]
     return asyncio.run(measure(runs, labels))
 
 
