@@ -264,7 +264,8 @@ async def test_a_fenced_call_runs_the_real_tool_and_the_answer_has_no_tools(
     assert transcript.text == "Yes: your Flipper is at 87%."
     first, second = requests_sent(log)
     offered = [f["function"]["name"] for f in first["tools"]]
-    assert "flipper_status" in offered and len(offered) == small_tools.OFFERED_AT_MOST
+    assert "flipper_status" in offered and len(offered) == small_tools.OFFERED_AT_MOST + 1
+    assert offered[-1] == "answer", "the way to answer in words is offered last"
     assert "most related to this message" in first["messages"][0]["content"]
     assert "tools" not in second, "the answer is written without the tools block"
     assert "What the tool flipper_status returned:" in second["messages"][-1]["content"]
@@ -310,6 +311,42 @@ async def test_a_tool_named_in_words_that_is_not_the_nearest_is_not_called(
     )
     assert transcript.done and not transcript.of_type(c.EV_BEFORE_TOOL)
     assert len(requests_sent(log)) == 1
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '<tool_call>\n{"name": "answer", "arguments": {"text": "Good morning, \\"Ada\\"!"}}\n</tool_call>',
+        '<tool_call>\n{"name": "answer", "arguments": {"text": "Good morning, \\"Ada\\"!',  # cut off
+    ],
+)
+async def test_an_answer_given_as_a_call_is_the_reply_and_runs_nothing(
+    start_hub: StartHub, closed_port: int, tmp_path: Path, emulator: FlipperEmulator, reply: str
+) -> None:
+    server, log = await scripted_hub(start_hub, closed_port, tmp_path, [reply])
+    transcript = await post_chat(
+        server.url,
+        {"messages": [{"role": "user", "content": "good morning"}]},
+        owner_headers(server),
+    )
+    assert transcript.done and not transcript.of_type(c.EV_BEFORE_TOOL)
+    assert transcript.text == 'Good morning, "Ada"!'
+    assert len(requests_sent(log)) == 1
+
+
+async def test_an_unreadable_call_is_never_shown_and_the_model_answers_again(
+    start_hub: StartHub, closed_port: int, tmp_path: Path, emulator: FlipperEmulator
+) -> None:
+    cut = '<tool_call>\n{"name": "flipper_sta'
+    server, log = await scripted_hub(start_hub, closed_port, tmp_path, [cut, "Hello!"])
+    transcript = await post_chat(
+        server.url,
+        {"messages": [{"role": "user", "content": "hi there"}]},
+        owner_headers(server),
+    )
+    assert transcript.done and transcript.text == "Hello!"
+    first, second = requests_sent(log)
+    assert "tools" in first and "tools" not in second
 
 
 async def test_an_invented_tool_is_no_call_and_a_plain_answer_follows(

@@ -253,8 +253,9 @@ class EmbeddedModel(Model):
     ) -> AsyncGenerator[StreamEvent, None]:
         """Text that cannot be a call streams as it comes; a reply that may be one is read
         whole, then becomes a tool use, its text, or (nothing usable) a plain answer."""
-        offered = {spec["name"]: spec for spec in offer.tools}
-        functions = [small_tools.as_function(spec) for spec in offer.tools]
+        tools = small_tools.with_answer(offer.tools)
+        offered = {spec["name"]: spec for spec in tools}
+        functions = [small_tools.as_function(spec) for spec in tools]
         fields: dict[str, Any] = {
             p.FIELD_TOOLS: functions,
             p.FIELD_TOOLS_PROMPT: small_tools.tools_prompt(functions),
@@ -273,17 +274,25 @@ class EmbeddedModel(Model):
         parsed = small_tools.parse_reply(reply, offered)
         self._log_reply(reply, usage, parsed)
         cancelled = usage.stop_reason == STOP_CANCELLED
-        if not streaming and parsed.text and not cancelled:
-            yield {"contentBlockDelta": {"delta": {"text": parsed.text}}}
-        yield {"contentBlockStop": {}}
         call = parsed.call
+        text = parsed.text
+        if small_tools.ANSWER_SPEC in tools and not streaming:
+            answered = small_tools.answer_text(reply, call)
+            if answered is not None:
+                call, text = None, answered
+        if not streaming and small_tools.looks_like_call(text):
+            text = ""  # an unreadable call is never shown; the model answers again below
+        if not streaming and text and not cancelled:
+            yield {"contentBlockDelta": {"delta": {"text": text}}}
+        yield {"contentBlockStop": {}}
         if call is None and not cancelled and self._call_grammar:
-            call = await self._call_described(chat, fields, reply, offer, usage, cancel_signal)
+            described = text or reply
+            call = await self._call_described(chat, fields, described, offer, usage, cancel_signal)
         if call is not None and usage.stop_reason != STOP_CANCELLED:
             for event in tool_use_events(call):
                 yield event
             usage.stop_reason = "tool_use"
-        elif not streaming and not parsed.text and not cancelled:
+        elif not streaming and not text and not cancelled:
             async for event in self._text(chat, None, usage, cancel_signal):
                 yield event
 

@@ -17,6 +17,9 @@ calling after the result has come back. So the hub, not the model, draws the lin
   well-formed call to an offered tool (``runner/call_grammar.py``); a reply that describes a
   call in words ("use the `flipper_find` function") instead of making it, naming one of the
   three tools nearest the message, is asked again as that call;
+- one more function is offered, ``answer`` (reply in plain words): a small model shown only
+  tools calls one of them even for "good morning"; given a way to answer that has the shape of
+  a call, it takes it, and the hub shows the text as the reply;
 - the answer after a result is written in a turn without the tools block, the result given as
   plain text, so the model answers instead of calling again.
 
@@ -99,6 +102,22 @@ NAME_KEYS = ("name", "tool", "function", "tool_name")
 ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
 
 Embed = Callable[[Sequence[str]], npt.NDArray[np.float32]]
+
+ANSWER = "answer"
+ANSWER_SPEC: ToolSpec = {
+    "name": ANSWER,
+    "description": "Reply to the user in plain words: small talk, questions you can answer "
+    "yourself, and requests that no other tool here can do.",
+    "inputSchema": {
+        "json": {
+            "type": "object",
+            "properties": {"text": {"type": "string", "description": "your reply"}},
+            "required": ["text"],
+        }
+    },
+}
+# The reply inside an ``answer`` call, also when the call was cut off by the token limit.
+ANSWER_TEXT = re.compile(r'"name":\s*"answer".*?"text":\s*"((?:[^"\\]|\\.)*)', re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -345,6 +364,25 @@ def leftover(text: str) -> str:
     for _, span in list(json_objects(text)):
         text = text.replace(span, "")
     return text.strip()
+
+
+def with_answer(offered: Sequence[ToolSpec]) -> list[ToolSpec]:
+    """The offered tools and ``answer`` last, unless a mounted tool already has that name."""
+    if any(spec["name"] == ANSWER for spec in offered):
+        return list(offered)
+    return [*offered, ANSWER_SPEC]
+
+
+def answer_text(reply: str, call: Call | None) -> str | None:
+    """The reply's text when the model answered through ``answer`` (whole or cut off)."""
+    if call is not None:
+        return str(call.arguments.get("text", "")) if call.name == ANSWER else None
+    match = ANSWER_TEXT.search(reply)
+    if match is None:
+        return None
+    with contextlib.suppress(json.JSONDecodeError):
+        return str(json.loads(f'"{match.group(1)}"'))
+    return None
 
 
 def looks_like_call(start: str) -> bool:
