@@ -313,11 +313,14 @@ async def test_a_tool_named_in_words_that_is_not_the_nearest_is_not_called(
     assert len(requests_sent(log)) == 1
 
 
+ANSWERED = '<tool_call>\n{"name": "answer", "arguments": {"text": "Good morning, \\"Ada\\"!'
+
+
 @pytest.mark.parametrize(
     "reply",
     [
-        '<tool_call>\n{"name": "answer", "arguments": {"text": "Good morning, \\"Ada\\"!"}}\n</tool_call>',
-        '<tool_call>\n{"name": "answer", "arguments": {"text": "Good morning, \\"Ada\\"!',  # cut off
+        ANSWERED + '"}}\n</tool_call>',
+        ANSWERED,  # cut off by the token limit
     ],
 )
 async def test_an_answer_given_as_a_call_is_the_reply_and_runs_nothing(
