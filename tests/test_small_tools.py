@@ -313,6 +313,42 @@ async def test_a_tool_named_in_words_that_is_not_the_nearest_is_not_called(
     assert len(requests_sent(log)) == 1
 
 
+LEARN_CALL = (
+    '<tool_call>\n{"name": "learn", "arguments": {"fact": "The thermostat is at 21."}}\n'
+    "</tool_call>"
+)
+
+
+@pytest.mark.parametrize(("verdict", "learned"), [("no", False), ("yes", True)])
+async def test_a_memory_write_runs_only_when_the_model_confirms_it_was_asked_for(
+    start_hub: StartHub,
+    closed_port: int,
+    tmp_path: Path,
+    emulator: FlipperEmulator,
+    verdict: str,
+    learned: bool,
+) -> None:
+    server, log = await scripted_hub(
+        start_hub, closed_port, tmp_path, [LEARN_CALL, verdict, "All right."]
+    )
+    transcript = await post_chat(
+        server.url,
+        {"messages": [{"role": "user", "content": "set the thermostat to 21 degrees"}]},
+        owner_headers(server),
+    )
+    assert transcript.done and not transcript.of_type(c.EV_ERROR)
+    ran = [e["toolResult"]["name"] for e in transcript.of_type(c.EV_AFTER_TOOL)]
+    assert ran == (["learn"] if learned else [])
+    facts = server.hub.memory.recent(server.hub.owner.id, 10)
+    assert any("thermostat" in f.text for f in facts) is learned
+    first, asked, last = requests_sent(log)
+    assert asked["grammar"] == small_tools.YES_OR_NO
+    assert asked["messages"][: len(first["messages"])] == first["messages"]
+    assert asked["messages"][-1]["content"].startswith("Did my last message tell you")
+    assert transcript.text.endswith("All right.")
+    assert "tools" not in last
+
+
 ANSWERED = '<tool_call>\n{"name": "answer", "arguments": {"text": "Good morning, \\"Ada\\"!'
 
 

@@ -288,13 +288,46 @@ class EmbeddedModel(Model):
         if call is None and not cancelled and self._call_grammar:
             described = text or reply
             call = await self._call_described(chat, fields, described, offer, usage, cancel_signal)
+        if call is not None and not await self._confirmed(chat, fields, call, reply, usage):
+            call = None
         if call is not None and usage.stop_reason != STOP_CANCELLED:
             for event in tool_use_events(call):
                 yield event
             usage.stop_reason = "tool_use"
-        elif not streaming and not text and not cancelled:
+        elif not (streaming or text) and usage.stop_reason != STOP_CANCELLED:
             async for event in self._text(chat, None, usage, cancel_signal):
                 yield event
+
+    async def _confirmed(
+        self,
+        chat: list[dict[str, str]],
+        fields: dict[str, Any],
+        call: small_tools.Call,
+        reply: str,
+        usage: Generation,
+    ) -> bool:
+        """A call that writes to the person's memory runs only when the model, asked in the
+        same conversation (the runner reuses what it has read), says the message asked for
+        it."""
+        asking = small_tools.confirmation(call, reply)
+        if not asking or usage.stop_reason == STOP_CANCELLED:
+            return True
+        answer = Generation()
+        verdict = "".join(
+            [
+                piece
+                async for piece in self._runner.generate(
+                    [*chat, *asking],
+                    2,
+                    TOOL_SAMPLING,
+                    answer,
+                    {**fields, p.FIELD_CONSTRAIN: False, p.FIELD_GRAMMAR: small_tools.YES_OR_NO},
+                )
+            ]
+        )
+        usage.seconds += answer.seconds
+        log.debug("asked whether %s was wanted: %r", call.name, verdict)
+        return verdict.strip().lower() != "no"
 
     async def _call_described(
         self,

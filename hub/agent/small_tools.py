@@ -116,6 +116,25 @@ ANSWER_SPEC: ToolSpec = {
         }
     },
 }
+# The question that confirms a call to a tool that writes to the person's memory.
+CONFIRMED = {
+    "learn": "Did my last message tell you something about myself that I want you to remember?",
+    "unlearn": "Did my last message ask you to forget what you know about me?",
+}
+YES_OR_NO = 'root ::= "yes" | "no"'
+
+
+def confirmation(call: Call, reply: str) -> list[dict[str, str]]:
+    """The turns that ask whether ``call`` was asked for; empty when it needs no asking."""
+    question = CONFIRMED.get(call.name)
+    if question is None:
+        return []
+    return [
+        {"role": "assistant", "content": reply},
+        {"role": "user", "content": f"{question} Answer yes or no."},
+    ]
+
+
 # The reply inside an ``answer`` call, also when the call was cut off by the token limit.
 ANSWER_TEXT = re.compile(r'"name":\s*"answer".*?"text":\s*"((?:[^"\\]|\\.)*)', re.DOTALL)
 
