@@ -24,7 +24,7 @@ from drivers.speech import SpeechUnavailable
 from hub import contracts as c
 from hub.agent.asking import Question, card, question_from
 from hub.agent.compose import AnswerFailed, answer_with_images
-from hub.api.auth import Access, access, caller
+from hub.api.auth import Access, access, signed_in
 from hub.api.body import query_int, read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
@@ -53,19 +53,12 @@ from hub.devices.registry import Device, DeviceNotFound
 from hub.devices.relay import check_limit, check_wait
 from hub.devices.service import DeviceAnswer, Devices
 from hub.devices.transcripts import TRANSCRIPT_EVENT
-from hub.identity import User
 
 routes = web.RouteTableDef()
 
 
 def _devices(request: web.Request) -> Devices:
     return request.app[HUB].devices
-
-
-def _user(request: web.Request) -> User:
-    user = caller(request)
-    assert user is not None  # the route's access rule already required one
-    return user
 
 
 async def _run(action: Callable[[], Any]) -> Any:
@@ -127,7 +120,7 @@ def _once(
 )
 async def enroll(request: web.Request) -> web.Response:
     body = await _object(request)
-    devices, owner = _devices(request), _user(request)
+    devices, owner = _devices(request), signed_in(request)
     url = body.get("url")
     if body.get("kind") == "endpoint":
         if not isinstance(url, str):
@@ -157,7 +150,7 @@ async def enroll(request: web.Request) -> web.Response:
 @documented(Operation("your devices", answers={200: obj({"devices": array(obj())})}))
 async def list_devices(request: web.Request) -> web.Response:
     devices, now = _devices(request), _devices(request).now()
-    listed = devices.registry.list(_user(request).id)
+    listed = devices.registry.list(signed_in(request).id)
     return web.json_response({"devices": [d.as_json(now) for d in listed]})
 
 
@@ -168,7 +161,7 @@ async def list_devices(request: web.Request) -> web.Response:
 )
 async def remove_device(request: web.Request) -> web.Response:
     device_id = request.query.get("id", "")
-    owner = _user(request).id
+    owner = signed_in(request).id
     await _run(lambda: _devices(request).registry.remove(owner, device_id))
     return web.json_response({"ok": True})
 
@@ -184,7 +177,7 @@ async def remove_device(request: web.Request) -> web.Response:
     )
 )
 async def adopt(request: web.Request) -> web.Response:
-    body, owner = await _object(request), _user(request).id
+    body, owner = await _object(request), signed_in(request).id
     device_id = body.get("deviceId")
     if not isinstance(device_id, str):
         raise http_error(web.HTTPBadRequest, "deviceId is required")
@@ -209,7 +202,7 @@ async def adopt(request: web.Request) -> web.Response:
 )
 async def endpoint_call(request: web.Request) -> web.StreamResponse:
     """Dial an endpoint device now: ``?deviceId=&action=telemetry|snapshot|chat&prompt=``."""
-    devices, owner = _devices(request), _user(request).id
+    devices, owner = _devices(request), signed_in(request).id
     device = await _run(lambda: devices.registry.get(owner, request.query.get("deviceId", "")))
     if device.dial_in or device.url is None:
         raise http_error(web.HTTPBadRequest, f"{device.name} is a dial-in device, not an endpoint")
@@ -247,7 +240,7 @@ async def endpoint_call(request: web.Request) -> web.StreamResponse:
 async def invoke(request: web.Request) -> web.Response:
     """What ``use_device`` does, for the TUI and scripts: ``{deviceId, prompt}`` → the answer,
     or ``{pending: true, id}`` after about 45 s (redeem with ``GET /api/devices/invoke?id=``)."""
-    body, owner = await _object(request), _user(request).id
+    body, owner = await _object(request), signed_in(request).id
     devices, prompt = _devices(request), body.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip() or len(prompt) > MAX_TEXT:
         raise http_error(web.HTTPBadRequest, f"prompt must be 1-{MAX_TEXT} characters")
@@ -267,7 +260,7 @@ async def invoke(request: web.Request) -> web.Response:
     )
 )
 async def invoke_result(request: web.Request) -> web.Response:
-    owner, message_id = _user(request).id, request.query.get("id", "")
+    owner, message_id = signed_in(request).id, request.query.get("id", "")
     answered = await _run(lambda: _devices(request).result(owner, message_id))
     return web.json_response(_answer_json(answered))
 
@@ -297,7 +290,7 @@ async def events(request: web.Request) -> web.StreamResponse:
     await response.prepare(request)
     ring = _devices(request).events
     with contextlib.suppress(ConnectionResetError):
-        async for event in ring.follow(_user(request).id, after):
+        async for event in ring.follow(signed_in(request).id, after):
             await response.write(_frame(event))
     return response
 
@@ -310,7 +303,7 @@ def _frame(event: RingEvent) -> bytes:
 @access(Access.USER)
 @documented(Operation("media your devices uploaded", answers={200: ANY}, content_types=("*/*",)))
 async def media(request: web.Request) -> web.Response:
-    owner = _user(request).id
+    owner = signed_in(request).id
     data, content_type = await _run(
         lambda: _devices(request).media.get(owner, request.match_info["key"])
     )
