@@ -55,6 +55,8 @@ from hub.devices.service import DeviceAnswer, Devices
 from hub.devices.transcripts import TRANSCRIPT_EVENT
 
 routes = web.RouteTableDef()
+# Every dial-in request names the device and carries its token (see `_dial_in`).
+DIAL_IN = {"deviceId": STRING, "token": STRING}
 
 
 def _devices(request: web.Request) -> Devices:
@@ -322,7 +324,7 @@ async def media(request: web.Request) -> web.Response:
         "a dial-in device's heartbeat",
         answers={200: OK},
         body=obj(
-            {"deviceId": STRING, "token": STRING},
+            DIAL_IN,
             capabilities=array(STRING),
             lanUrl=nullable(STRING),
             wantUnread=BOOLEAN,
@@ -348,7 +350,7 @@ async def heartbeat(request: web.Request) -> web.Response:
     Operation(
         "pull envelopes from the device's mailbox",
         answers={200: obj({"messages": array(obj())})},
-        body=obj({"deviceId": STRING, "token": STRING}, max=INTEGER),
+        body=obj(DIAL_IN, max=INTEGER),
         errors=(404,),
     )
 )
@@ -373,6 +375,13 @@ async def pull(request: web.Request) -> web.Response:
     return web.json_response({"ok": True, "messages": [m.as_json() for m in messages]})
 
 
+def _fits_the_relay(value: Any, what: str) -> None:
+    """What a device publishes travels to the owner's phones and the cloud: it must fit an
+    envelope."""
+    if len(json.dumps(value)) > c.RELAY_PAYLOAD_MAX_BYTES:
+        raise http_error(web.HTTPBadRequest, f"{what} is over {c.RELAY_PAYLOAD_MAX_BYTES} bytes")
+
+
 def _hung_up(request: web.Request) -> bool:
     transport = request.transport
     return transport is None or transport.is_closing()
@@ -391,7 +400,7 @@ def _seen(devices: Devices, device: Device) -> None:
         "answer an envelope",
         answers={200: OK},
         body=obj(
-            {**{"deviceId": STRING, "token": STRING}, "payload": ANY},
+            {**DIAL_IN, "payload": ANY},
             inReplyTo=STRING,
             idempotencyKey=STRING,
         ),
@@ -420,7 +429,7 @@ async def reply(request: web.Request) -> web.Response:
         "upload media (base64)",
         answers={200: obj({"key": STRING, "url": STRING})},
         body=obj(
-            {**{"deviceId": STRING, "token": STRING}, "data": STRING},
+            {**DIAL_IN, "data": STRING},
             contentType=STRING,
             idempotencyKey=STRING,
         ),
@@ -445,7 +454,7 @@ async def upload(request: web.Request) -> web.Response:
         "publish an event on the owner's ring",
         answers={200: obj({"id": INTEGER})},
         body=obj(
-            {**{"deviceId": STRING, "token": STRING}, "kind": STRING},
+            {**DIAL_IN, "kind": STRING},
             detail=ANY,
             idempotencyKey=STRING,
         ),
@@ -458,8 +467,7 @@ async def device_event(request: web.Request) -> web.Response:
     if kind not in DEVICE_EVENT_KINDS:
         raise http_error(web.HTTPBadRequest, f"kind must be one of {', '.join(DEVICE_EVENT_KINDS)}")
     detail = body.get("detail")
-    if len(json.dumps(detail)) > c.RELAY_PAYLOAD_MAX_BYTES:
-        raise http_error(web.HTTPBadRequest, f"detail is over {c.RELAY_PAYLOAD_MAX_BYTES} bytes")
+    _fits_the_relay(detail, "detail")
     hub = request.app[HUB]
 
     def work() -> dict[str, Any]:
@@ -486,7 +494,7 @@ async def device_event(request: web.Request) -> web.Response:
         "report a finished task",
         answers={200: obj({"id": INTEGER})},
         body=obj(
-            {**{"deviceId": STRING, "token": STRING}, "taskId": STRING},
+            {**DIAL_IN, "taskId": STRING},
             summary=STRING,
             result=ANY,
             idempotencyKey=STRING,
@@ -503,8 +511,7 @@ async def task_result(request: web.Request) -> web.Response:
     if summary is not None and not isinstance(summary, str):
         raise http_error(web.HTTPBadRequest, "summary must be a string")
     detail = {"taskId": task_id, "summary": summary, "result": result, "device": device.name}
-    if len(json.dumps(detail)) > c.RELAY_PAYLOAD_MAX_BYTES:
-        raise http_error(web.HTTPBadRequest, f"result is over {c.RELAY_PAYLOAD_MAX_BYTES} bytes")
+    _fits_the_relay(detail, "result")
     devices = _devices(request)
 
     def work() -> dict[str, Any]:
@@ -536,7 +543,7 @@ def _finished(device: Device, task_id: str, summary: str | None, result: Any) ->
     Operation(
         "ask the owner's tiny",
         answers={200: obj({"text": STRING, "card": obj({"title": STRING, "body": STRING})})},
-        body=obj({"deviceId": STRING, "token": STRING}, text=STRING, mediaId=STRING),
+        body=obj(DIAL_IN, text=STRING, mediaId=STRING),
         errors=(404, 502, 503),
     )
 )
