@@ -37,6 +37,7 @@ from hub.cloud.client import (
     backoff_s,
     read_answer,
 )
+from hub.cloud.rounds import rounds
 from hub.memory.graph import MemoryRefused
 from hub.memory.sync import SYNC_PAGE, Changes, parse_page
 from hub.runtime import Hub
@@ -180,25 +181,9 @@ class MemorySync:
     # --- the loop --------------------------------------------------------------------------
 
     async def _loop(self) -> None:
-        failures = 0
-        while True:
-            try:
-                done = await self.sync_once()
-            except CloudAuthError as exc:
-                log.error("memory sync stopped: %s. %s", exc, REFUSED_DETAIL)
-                self.state, self.since, self.detail = "refused", self.clock(), REFUSED_DETAIL
-                return
-            except CloudError as exc:
-                failures += 1
-                self._offline(str(exc))
-                await asyncio.sleep(self._backoff(failures))
-                continue
-            except Exception:  # a local fault (the database, the index): keep the loop alive
-                log.exception("memory sync round failed")
-                failures += 1
-                await asyncio.sleep(self._backoff(failures))
-                continue
-            failures = 0
+        async for done in rounds(
+            self.sync_once, self._failed, self._backoff, "memory sync round failed"
+        ):
             self._online(done)
             await self._wait_for_work()
 
@@ -218,6 +203,15 @@ class MemorySync:
         self.detail = f"in sync with {self.cloud.url}"
         if done.pushed or done.pulled:
             log.info("memory sync: sent %d, received %d", done.pushed, done.pulled)
+
+    def _failed(self, exc: CloudError) -> bool:
+        """Record a failure; False when the loop must end (the token was refused)."""
+        if isinstance(exc, CloudAuthError):
+            log.error("memory sync stopped: %s. %s", exc, REFUSED_DETAIL)
+            self.state, self.since, self.detail = "refused", self.clock(), REFUSED_DETAIL
+            return False
+        self._offline(str(exc))
+        return True
 
     def _offline(self, reason: str) -> None:
         if self.state != "offline":
