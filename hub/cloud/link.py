@@ -29,7 +29,6 @@ cloud does:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import time
@@ -53,6 +52,7 @@ from hub.devices.events import DEVICE_EVENT_KINDS, RingEvent
 from hub.devices.media import IMAGE_FORMATS
 from hub.devices.relay import DEAD_LETTER_AFTER_S
 from hub.runtime import Hub
+from hub.tasks import cancel_all
 
 log = logging.getLogger(__name__)
 
@@ -283,11 +283,7 @@ class CloudLink:
 
     async def stop(self) -> None:
         tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_all(tasks)
         if self.notifier is not None:
             await self.notifier.close()
 

@@ -20,7 +20,6 @@ no retry can fix: it stops and says what to do.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -41,6 +40,7 @@ from hub.cloud.rounds import rounds
 from hub.memory.graph import MemoryRefused
 from hub.memory.sync import SYNC_PAGE, Changes, parse_page
 from hub.runtime import Hub
+from hub.tasks import cancel_all
 
 log = logging.getLogger(__name__)
 
@@ -126,10 +126,7 @@ class MemorySync:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_all([task])
 
     def status(self) -> dict[str, Any]:
         return {
