@@ -1,5 +1,9 @@
 """What a driver is, how the hub recognises its hardware, and how drivers are found.
 
+It is one module on purpose: it is the whole contract a driver package imports (the driver
+class, its matchers, its host, its result shapes), so a third-party driver imports one stable
+module rather than following the hub's internal layout.
+
 A driver is a class that names itself, says which hardware it handles (USB and BLE matchers, in
 the spirit of Home Assistant's manifest matchers: every field of one matcher must fit, fnmatch
 patterns, and when two drivers claim the same port the matcher constraining more fields wins) and
