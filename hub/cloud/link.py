@@ -34,7 +34,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from hub.agent.compose import Answer, Picture, answer_with_images
 from hub.cloud.client import (
@@ -46,7 +46,7 @@ from hub.cloud.client import (
     backoff_s,
 )
 from hub.cloud.outbox import Call, DrainResult, images_from, upload_call
-from hub.cloud.rounds import rounds
+from hub.cloud.rounds import LinkState, rounds
 from hub.contracts import RELAY_PAYLOAD_MAX_BYTES
 from hub.devices.events import DEVICE_EVENT_KINDS, RingEvent
 from hub.devices.media import IMAGE_FORMATS
@@ -56,7 +56,6 @@ from hub.tasks import cancel_all
 
 log = logging.getLogger(__name__)
 
-LinkState = Literal["starting", "online", "offline", "refused"]
 
 HUB_CAPABILITIES = ("chat", "memory")
 RESULT_BUDGET_BYTES = 7680  # the result text's share of the 8 KB reply; the rest is headroom

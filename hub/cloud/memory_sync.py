@@ -24,7 +24,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import aiohttp
 
@@ -36,7 +36,7 @@ from hub.cloud.client import (
     backoff_s,
     read_answer,
 )
-from hub.cloud.rounds import rounds
+from hub.cloud.rounds import LinkState, rounds
 from hub.memory.graph import MemoryRefused
 from hub.memory.sync import SYNC_PAGE, Changes, parse_page
 from hub.runtime import Hub
@@ -44,7 +44,6 @@ from hub.tasks import cancel_all
 
 log = logging.getLogger(__name__)
 
-SyncState = Literal["starting", "online", "offline", "refused"]
 SYNC_PATH = "/learnings/sync"
 REFUSED_DETAIL = (
     "The cloud refused the user token memory sync uses (it was revoked, or it is not a user's "
@@ -110,7 +109,7 @@ class MemorySync:
         self.interval_s, self.check_s = interval_s, check_s
         self.backoff_min_s, self.backoff_max_s = backoff_min_s, backoff_max_s
         self.clock = clock
-        self.state: SyncState = "starting"
+        self.state: LinkState = "starting"
         self.since: float | None = None
         self.detail = "syncing memory with the cloud"
         self.synced_at: float | None = None

@@ -8,12 +8,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from hub.cloud.client import CloudError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+# Where a loop of rounds stands, for /api/health: "refused" is final (the token was refused).
+LinkState = Literal["starting", "online", "offline", "refused"]
 
 
 async def rounds(
