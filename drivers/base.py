@@ -1,5 +1,9 @@
 """What a driver is, how the hub recognises its hardware, and how drivers are found.
 
+It is one module on purpose: it is the whole contract a driver package imports (the driver
+class, its matchers, its host, its result shapes), so a third-party driver imports one stable
+module rather than following the hub's internal layout.
+
 A driver is a class that names itself, says which hardware it handles (USB and BLE matchers, in
 the spirit of Home Assistant's manifest matchers: every field of one matcher must fit, fnmatch
 patterns, and when two drivers claim the same port the matcher constraining more fields wins) and
@@ -106,18 +110,26 @@ class Advertisement:
     manufacturer_ids: tuple[int, ...] = ()
 
 
-def _constrained(matcher: Any) -> int:
-    """How many of a matcher's fields are set."""
-    return sum(getattr(matcher, f.name) is not None for f in dataclasses.fields(matcher))
+class _Matcher:
+    """What a USB and a BLE matcher share: at least one field set (an empty matcher would claim
+    every device), and how many are set (the most specific matcher wins a device)."""
 
+    claimed_when_empty: ClassVar[str]
 
-def _require_a_field(matcher: Any, claims: str) -> None:
-    if _constrained(matcher) == 0:
-        raise ValueError(f"a {type(matcher).__name__} with no field set would claim {claims}")
+    def __post_init__(self) -> None:
+        if self.specificity == 0:
+            raise ValueError(
+                f"a {type(self).__name__} with no field set would claim {self.claimed_when_empty}"
+            )
+
+    @property
+    def specificity(self) -> int:
+        """How many fields this matcher constrains (the most specific matcher wins a port)."""
+        return sum(getattr(self, f.name) is not None for f in dataclasses.fields(self))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
-class UsbMatcher:
+class UsbMatcher(_Matcher):
     """A USB serial device a driver handles: every field set must fit; None means any.
 
     ``vid``/``pid`` compare as integers; the text fields are fnmatch patterns compared without
@@ -131,13 +143,7 @@ class UsbMatcher:
     description: str | None = None
     product: str | None = None
 
-    def __post_init__(self) -> None:
-        _require_a_field(self, "every USB port")
-
-    @property
-    def specificity(self) -> int:
-        """How many fields this matcher constrains (the most specific matcher wins a port)."""
-        return _constrained(self)
+    claimed_when_empty: ClassVar[str] = "every USB port"
 
     def matches(self, port: PortInfo) -> bool:
         if not port.is_usb:
@@ -155,7 +161,7 @@ class UsbMatcher:
 
 
 @dataclass(frozen=True)
-class BleMatcher:
+class BleMatcher(_Matcher):
     """A BLE peripheral a driver handles: every field set must fit; None means any.
 
     ``local_name`` is an fnmatch pattern (case-insensitive); ``service_uuid`` must be among the
@@ -167,12 +173,7 @@ class BleMatcher:
     service_uuid: str | None = None
     manufacturer_id: int | None = None
 
-    def __post_init__(self) -> None:
-        _require_a_field(self, "every advertisement")
-
-    @property
-    def specificity(self) -> int:
-        return _constrained(self)
+    claimed_when_empty: ClassVar[str] = "every advertisement"
 
     def matches(self, adv: Advertisement) -> bool:
         if not _fits(self.local_name, adv.local_name):

@@ -28,7 +28,6 @@ never to start. The whole mapping is also handed to the driver as its config.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import time
@@ -46,6 +45,7 @@ from drivers.base import (
     driver_problem,
 )
 from drivers.transports.serial import list_ports as serial_list_ports
+from hub.tasks import cancel_all
 
 if TYPE_CHECKING:  # annotations only: importing strands costs ~0.4 s
     from strands.types.tools import AgentTool
@@ -156,11 +156,8 @@ class DriverManager:
 
     async def stop(self) -> None:
         """Stop the loop, then every running driver."""
-        if self._loop_task is not None:
-            self._loop_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._loop_task
-            self._loop_task = None
+        await cancel_all([self._loop_task])
+        self._loop_task = None
         steps = [d.task for d in self._devices.values() if d.task is not None and not d.task.done()]
         for step in steps:
             step.cancel()

@@ -211,8 +211,8 @@ class Outcome:
 
 async def chat(http: aiohttp.ClientSession, server: Any, case: Case) -> Outcome:
     """One request as a fresh conversation; the calls made, the final text, the wall time."""
+    from harness.sse import read_sse
     from hub import contracts as c
-    from tests.sse import read_sse
 
     body = {"messages": [{"role": "user", "content": case.request}]}
     started = time.perf_counter()

@@ -64,7 +64,7 @@ async def _tui_reply_rate(
     url: str, fake: Any, data_dir: Path, chunks: int, paragraph_every: int
 ) -> float:
     from fakes.ollama import Reply
-    from tests.waits import until
+    from harness.waits import until
     from tui.app import TinyApp
     from tui.chat import ChatScreen, ReplyMessage
     from tui.client import HubClient

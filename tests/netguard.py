@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+from hub.api.auth import is_loopback_peer
 
 LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"}
 
@@ -19,15 +20,7 @@ def is_loopback(host: object) -> bool:
         host = host.decode("ascii", "replace")
     if not isinstance(host, str):
         return False
-    if host.lower().rstrip(".") in LOOPBACK_NAMES:
-        return True
-    try:
-        address = ipaddress.ip_address(host.split("%", 1)[0])
-    except ValueError:
-        return False
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return address.ipv4_mapped.is_loopback
-    return address.is_loopback
+    return host.lower().rstrip(".") in LOOPBACK_NAMES or is_loopback_peer(host)
 
 
 @pytest.fixture

@@ -112,3 +112,12 @@ def test_drivers_and_the_tui_keep_to_their_side() -> None:
     for name, path in modules("tui").items():
         hub_imports = {t for t in imported(path, name) if t.split(".")[0] == "hub"}
         assert hub_imports <= {"hub", "hub.contracts"}, (name, hub_imports)
+
+
+def test_what_the_tests_share_with_the_benchmarks_is_outside_the_tests() -> None:
+    """scripts/ (the benchmarks) and what they share with the tests (fakes/, harness/) never
+    import the test suite: a helper both need lives where both may import it."""
+    for folder in ("scripts", "fakes", "harness"):
+        for path in (ROOT / folder).rglob("*.py"):
+            name = module_name(path)
+            assert not any(t.split(".")[0] == "tests" for t in imported(path, name)), name

@@ -35,14 +35,11 @@ SCREENS_IN_ORDER = ("chat", "devices", "memory", "settings", "map", "inbox", "co
 class TinyApp(App[None]):
     TITLE = "tiny-hub"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("f1", "switch_mode('chat')", "Chat", id="show_chat"),
-        Binding("f2", "switch_mode('devices')", "Devices", id="show_devices"),
-        Binding("f3", "switch_mode('memory')", "Memory", id="show_memory"),
-        Binding("f4", "switch_mode('settings')", "Settings", id="show_settings"),
-        Binding("f5", "switch_mode('map')", "Map", id="show_map"),
-        Binding("f6", "switch_mode('inbox')", "Inbox", id="show_inbox"),
-        Binding("f7", "switch_mode('community')", "Community", id="show_community"),
-        Binding("f8", "switch_mode('jobs')", "Jobs", id="show_jobs"),
+        # F1 … F8 show the screens in their order.
+        *(
+            Binding(f"f{key}", f"switch_mode('{mode}')", mode.title(), id=f"show_{mode}")
+            for key, mode in enumerate(SCREENS_IN_ORDER, start=1)
+        ),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
     ]
 

@@ -20,6 +20,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Header, Static
 
 from tui.client import HubClient, HubError
+from tui.tables import cursor_key
 from tui.widgets import AskTextScreen, KeysFooter
 
 RANKING_LIMIT = 50
@@ -127,11 +128,7 @@ class CommunityScreen(Screen[None]):
             table.add_row(Text("none yet", style="dim"), "", "")
 
     def selected_target(self) -> str | None:
-        table = self.query_one("#following", DataTable)
-        if not table.row_count:
-            return None
-        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        return key or None
+        return cursor_key(self.query_one("#following", DataTable)) or None
 
     # --- following ----------------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Header, Static
 
 from tui.client import Event, HubClient, HubError
+from tui.tables import Cells, one_line
 from tui.widgets import KeysFooter
 
 DEVICE_COLUMNS = ("name", "kind", "transport", "status", "capabilities", "detail")
@@ -44,16 +45,8 @@ CAPABILITY_CHARS = 32
 SUMMARY_CHARS = 100
 SCROLLBAR = 2
 
-Cells = tuple[str | Text, ...]
-
 
 # --- what a row says (pure, so the wording is testable without a terminal) ------------------
-
-
-def one_line(text: str, limit: int) -> str:
-    """Collapse whitespace and cut to ``limit`` characters: a cell is one line."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def ago(seconds: float) -> str:

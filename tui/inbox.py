@@ -26,17 +26,13 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Header, Input, Static
 
 from tui.client import Event, HubClient, HubError
+from tui.tables import cursor_key, one_line
 from tui.widgets import KeysFooter
 
 LAST_CHARS = 48
 SHOWN_MESSAGES = 100
 MESSAGE_TAG = "message:"
 MAX_RETRY_S = 30.0
-
-
-def one_line(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def clock(stamp: Any) -> str:
@@ -182,10 +178,7 @@ class InboxScreen(Screen[None]):
             table.move_cursor(row=table.get_row_index(was))
 
     def selected(self) -> str | None:
-        table = self.query_one("#conversations", DataTable)
-        if not table.row_count:
-            return None
-        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        key = cursor_key(self.query_one("#conversations", DataTable))
         return key if key in self.unread else None
 
     # --- one conversation -------------------------------------------------------------------

@@ -25,18 +25,12 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Header, Static
 
 from tui.client import HubClient, HubError
+from tui.tables import Cells, cursor_key, one_line
 from tui.widgets import ConfirmScreen, KeysFooter
 
 COLUMNS = ("what", "schedule", "next run", "last run", "status")
 WHAT_CHARS = 28
 STATUS_CHARS = 40
-
-Cells = tuple[str | Text, ...]
-
-
-def one_line(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def in_words(seconds: float) -> str:
@@ -154,10 +148,9 @@ class JobsScreen(Screen[None]):
         status.set_class(problem, "problem")
 
     def action_delete(self) -> None:
-        table = self.query_one("#jobs", DataTable)
-        if not table.row_count:
+        key = cursor_key(self.query_one("#jobs", DataTable))
+        if key is None:
             return
-        key = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
         item = self.items.get(key, {})
         label = item.get("title") or item.get("prompt") or item.get("message") or key
         question = Text(f"Delete {item.get('kind', 'job')} “{one_line(str(label), 60)}”?")

@@ -23,6 +23,7 @@ from textual.widgets import DataTable, Header, Input, Static
 
 from tui.client import HubClient, HubError
 from tui.guidance import memory_guidance
+from tui.tables import cursor_key, one_line
 from tui.widgets import AskTextScreen, ConfirmScreen, KeysFooter
 
 Fact = dict[str, Any]
@@ -32,11 +33,6 @@ RECENT_LIMIT = 200
 MATCH_LIMIT = 20
 FACT_CHARS = 44
 CLEAR_WORD = "all"
-
-
-def one_line(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def stamp(iso: Any) -> str:
@@ -201,10 +197,7 @@ class MemoryScreen(Screen[None]):
             self.query_one("#detail", Static).update(Text(empty, style="dim"))
 
     def selected_id(self) -> str | None:
-        table = self.query_one("#facts", DataTable)
-        if not table.row_count:
-            return None
-        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        key = cursor_key(self.query_one("#facts", DataTable))
         return key if key in self.facts else None
 
     # --- a fact's detail ------------------------------------------------------------------

@@ -17,13 +17,12 @@ from typing import Any
 
 from aiohttp import web
 
-from hub.api.auth import Access, access, caller
+from hub.api.auth import Access, access, signed_in
 from hub.api.body import read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
 from hub.api.spec import BOOLEAN, OK, STRING, Operation, array, documented, obj
 from hub.archives import ArchiveStore, restore_messages
-from hub.identity import User
 
 routes = web.RouteTableDef()
 ID_ANSWER = obj({"ok": BOOLEAN, "id": STRING})
@@ -31,12 +30,6 @@ ID_ANSWER = obj({"ok": BOOLEAN, "id": STRING})
 
 def _store(request: web.Request) -> ArchiveStore:
     return ArchiveStore(request.app[HUB].db)
-
-
-def _user(request: web.Request) -> User:
-    user = caller(request)
-    assert user is not None  # Access.USER routes only run for a signed-in caller
-    return user
 
 
 async def _body(request: web.Request) -> Any:
@@ -58,7 +51,7 @@ async def _body(request: web.Request) -> Any:
 )
 async def create_archive(request: web.Request) -> web.Response:
     body = await _body(request)
-    archive = _store(request).create_archive(_user(request), body)
+    archive = _store(request).create_archive(signed_in(request), body)
     return web.json_response({"ok": True, "id": archive.id}, status=201)
 
 
@@ -68,7 +61,7 @@ async def create_archive(request: web.Request) -> web.Response:
     Operation("your archives, newest first", answers={200: obj({"archives": array(obj())})})
 )
 async def list_archives(request: web.Request) -> web.Response:
-    archives = _store(request).list_archives(_user(request))
+    archives = _store(request).list_archives(signed_in(request))
     return web.json_response({"archives": [a.summary() for a in archives]})
 
 
@@ -76,7 +69,7 @@ async def list_archives(request: web.Request) -> web.Response:
 @access(Access.USER)
 @documented(Operation("one archive", answers={200: obj()}))
 async def get_archive(request: web.Request) -> web.Response:
-    archive = _store(request).get_archive(_user(request), request.match_info["id"])
+    archive = _store(request).get_archive(signed_in(request), request.match_info["id"])
     return web.json_response(archive.full())
 
 
@@ -88,7 +81,7 @@ async def get_archive(request: web.Request) -> web.Response:
     )
 )
 async def restore_archive(request: web.Request) -> web.Response:
-    archive = _store(request).get_archive(_user(request), request.match_info["id"])
+    archive = _store(request).get_archive(signed_in(request), request.match_info["id"])
     return web.json_response({"messages": restore_messages(archive.body)})
 
 
@@ -96,7 +89,7 @@ async def restore_archive(request: web.Request) -> web.Response:
 @access(Access.USER)
 @documented(Operation("delete an archive", answers={200: OK}))
 async def delete_archive(request: web.Request) -> web.Response:
-    _store(request).delete_archive(_user(request), request.match_info["id"])
+    _store(request).delete_archive(signed_in(request), request.match_info["id"])
     return web.json_response({"ok": True})
 
 
@@ -112,7 +105,7 @@ async def delete_archive(request: web.Request) -> web.Response:
 )
 async def create_share(request: web.Request) -> web.Response:
     body = await _body(request)
-    share = _store(request).create_share(_user(request), body)
+    share = _store(request).create_share(signed_in(request), body)
     return web.json_response({"ok": True, "id": share.id, "url": f"/share/{share.id}"}, status=201)
 
 
@@ -128,5 +121,5 @@ async def get_share(request: web.Request) -> web.Response:
 @access(Access.USER)
 @documented(Operation("withdraw a share", answers={200: OK}))
 async def delete_share(request: web.Request) -> web.Response:
-    _store(request).delete_share(_user(request), request.match_info["id"])
+    _store(request).delete_share(signed_in(request), request.match_info["id"])
     return web.json_response({"ok": True})

@@ -92,6 +92,14 @@ def caller(request: web.Request) -> User | None:
     return request.get(_CALLER)
 
 
+def signed_in(request: web.Request) -> User:
+    """The caller of a route whose access rule needs a signed-in caller: the middleware answers
+    401 before such a handler runs without one."""
+    user = caller(request)
+    assert user is not None
+    return user
+
+
 def _presented_token(request: web.Request) -> str | None:
     header = request.headers.get("Authorization")
     if header is not None:

@@ -14,7 +14,7 @@ from typing import Any
 from aiohttp import web
 
 from hub import contracts as c
-from hub.api.auth import Access, access, caller
+from hub.api.auth import Access, access, caller, signed_in
 from hub.api.body import query_int, read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
@@ -57,8 +57,7 @@ async def _object_body(request: web.Request, allowed: set[str], example: str) ->
     )
 )
 async def follow(request: web.Request) -> web.Response:
-    user = caller(request)
-    assert user is not None  # Access.USER
+    user = signed_in(request)
     body = await _object_body(
         request, {"action", "login", "tiny"}, '{"action": "follow", "login": "@bea"}'
     )

@@ -24,7 +24,7 @@ from drivers.speech import SpeechUnavailable
 from hub import contracts as c
 from hub.agent.asking import Question, card, question_from
 from hub.agent.compose import AnswerFailed, answer_with_images
-from hub.api.auth import Access, access, caller
+from hub.api.auth import Access, access, signed_in
 from hub.api.body import query_int, read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
@@ -53,19 +53,14 @@ from hub.devices.registry import Device, DeviceNotFound
 from hub.devices.relay import check_limit, check_wait
 from hub.devices.service import DeviceAnswer, Devices
 from hub.devices.transcripts import TRANSCRIPT_EVENT
-from hub.identity import User
 
 routes = web.RouteTableDef()
+# Every dial-in request names the device and carries its token (see `_dial_in`).
+DIAL_IN = {"deviceId": STRING, "token": STRING}
 
 
 def _devices(request: web.Request) -> Devices:
     return request.app[HUB].devices
-
-
-def _user(request: web.Request) -> User:
-    user = caller(request)
-    assert user is not None  # the route's access rule already required one
-    return user
 
 
 async def _run(action: Callable[[], Any]) -> Any:
@@ -127,7 +122,7 @@ def _once(
 )
 async def enroll(request: web.Request) -> web.Response:
     body = await _object(request)
-    devices, owner = _devices(request), _user(request)
+    devices, owner = _devices(request), signed_in(request)
     url = body.get("url")
     if body.get("kind") == "endpoint":
         if not isinstance(url, str):
@@ -157,7 +152,7 @@ async def enroll(request: web.Request) -> web.Response:
 @documented(Operation("your devices", answers={200: obj({"devices": array(obj())})}))
 async def list_devices(request: web.Request) -> web.Response:
     devices, now = _devices(request), _devices(request).now()
-    listed = devices.registry.list(_user(request).id)
+    listed = devices.registry.list(signed_in(request).id)
     return web.json_response({"devices": [d.as_json(now) for d in listed]})
 
 
@@ -168,7 +163,7 @@ async def list_devices(request: web.Request) -> web.Response:
 )
 async def remove_device(request: web.Request) -> web.Response:
     device_id = request.query.get("id", "")
-    owner = _user(request).id
+    owner = signed_in(request).id
     await _run(lambda: _devices(request).registry.remove(owner, device_id))
     return web.json_response({"ok": True})
 
@@ -184,7 +179,7 @@ async def remove_device(request: web.Request) -> web.Response:
     )
 )
 async def adopt(request: web.Request) -> web.Response:
-    body, owner = await _object(request), _user(request).id
+    body, owner = await _object(request), signed_in(request).id
     device_id = body.get("deviceId")
     if not isinstance(device_id, str):
         raise http_error(web.HTTPBadRequest, "deviceId is required")
@@ -209,7 +204,7 @@ async def adopt(request: web.Request) -> web.Response:
 )
 async def endpoint_call(request: web.Request) -> web.StreamResponse:
     """Dial an endpoint device now: ``?deviceId=&action=telemetry|snapshot|chat&prompt=``."""
-    devices, owner = _devices(request), _user(request).id
+    devices, owner = _devices(request), signed_in(request).id
     device = await _run(lambda: devices.registry.get(owner, request.query.get("deviceId", "")))
     if device.dial_in or device.url is None:
         raise http_error(web.HTTPBadRequest, f"{device.name} is a dial-in device, not an endpoint")
@@ -247,7 +242,7 @@ async def endpoint_call(request: web.Request) -> web.StreamResponse:
 async def invoke(request: web.Request) -> web.Response:
     """What ``use_device`` does, for the TUI and scripts: ``{deviceId, prompt}`` → the answer,
     or ``{pending: true, id}`` after about 45 s (redeem with ``GET /api/devices/invoke?id=``)."""
-    body, owner = await _object(request), _user(request).id
+    body, owner = await _object(request), signed_in(request).id
     devices, prompt = _devices(request), body.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip() or len(prompt) > MAX_TEXT:
         raise http_error(web.HTTPBadRequest, f"prompt must be 1-{MAX_TEXT} characters")
@@ -267,7 +262,7 @@ async def invoke(request: web.Request) -> web.Response:
     )
 )
 async def invoke_result(request: web.Request) -> web.Response:
-    owner, message_id = _user(request).id, request.query.get("id", "")
+    owner, message_id = signed_in(request).id, request.query.get("id", "")
     answered = await _run(lambda: _devices(request).result(owner, message_id))
     return web.json_response(_answer_json(answered))
 
@@ -297,7 +292,7 @@ async def events(request: web.Request) -> web.StreamResponse:
     await response.prepare(request)
     ring = _devices(request).events
     with contextlib.suppress(ConnectionResetError):
-        async for event in ring.follow(_user(request).id, after):
+        async for event in ring.follow(signed_in(request).id, after):
             await response.write(_frame(event))
     return response
 
@@ -310,7 +305,7 @@ def _frame(event: RingEvent) -> bytes:
 @access(Access.USER)
 @documented(Operation("media your devices uploaded", answers={200: ANY}, content_types=("*/*",)))
 async def media(request: web.Request) -> web.Response:
-    owner = _user(request).id
+    owner = signed_in(request).id
     data, content_type = await _run(
         lambda: _devices(request).media.get(owner, request.match_info["key"])
     )
@@ -329,7 +324,7 @@ async def media(request: web.Request) -> web.Response:
         "a dial-in device's heartbeat",
         answers={200: OK},
         body=obj(
-            {"deviceId": STRING, "token": STRING},
+            DIAL_IN,
             capabilities=array(STRING),
             lanUrl=nullable(STRING),
             wantUnread=BOOLEAN,
@@ -355,7 +350,7 @@ async def heartbeat(request: web.Request) -> web.Response:
     Operation(
         "pull envelopes from the device's mailbox",
         answers={200: obj({"messages": array(obj())})},
-        body=obj({"deviceId": STRING, "token": STRING}, max=INTEGER),
+        body=obj(DIAL_IN, max=INTEGER),
         errors=(404,),
     )
 )
@@ -380,6 +375,13 @@ async def pull(request: web.Request) -> web.Response:
     return web.json_response({"ok": True, "messages": [m.as_json() for m in messages]})
 
 
+def _fits_the_relay(value: Any, what: str) -> None:
+    """What a device publishes travels to the owner's phones and the cloud: it must fit an
+    envelope."""
+    if len(json.dumps(value)) > c.RELAY_PAYLOAD_MAX_BYTES:
+        raise http_error(web.HTTPBadRequest, f"{what} is over {c.RELAY_PAYLOAD_MAX_BYTES} bytes")
+
+
 def _hung_up(request: web.Request) -> bool:
     transport = request.transport
     return transport is None or transport.is_closing()
@@ -398,7 +400,7 @@ def _seen(devices: Devices, device: Device) -> None:
         "answer an envelope",
         answers={200: OK},
         body=obj(
-            {**{"deviceId": STRING, "token": STRING}, "payload": ANY},
+            {**DIAL_IN, "payload": ANY},
             inReplyTo=STRING,
             idempotencyKey=STRING,
         ),
@@ -427,7 +429,7 @@ async def reply(request: web.Request) -> web.Response:
         "upload media (base64)",
         answers={200: obj({"key": STRING, "url": STRING})},
         body=obj(
-            {**{"deviceId": STRING, "token": STRING}, "data": STRING},
+            {**DIAL_IN, "data": STRING},
             contentType=STRING,
             idempotencyKey=STRING,
         ),
@@ -452,7 +454,7 @@ async def upload(request: web.Request) -> web.Response:
         "publish an event on the owner's ring",
         answers={200: obj({"id": INTEGER})},
         body=obj(
-            {**{"deviceId": STRING, "token": STRING}, "kind": STRING},
+            {**DIAL_IN, "kind": STRING},
             detail=ANY,
             idempotencyKey=STRING,
         ),
@@ -465,8 +467,7 @@ async def device_event(request: web.Request) -> web.Response:
     if kind not in DEVICE_EVENT_KINDS:
         raise http_error(web.HTTPBadRequest, f"kind must be one of {', '.join(DEVICE_EVENT_KINDS)}")
     detail = body.get("detail")
-    if len(json.dumps(detail)) > c.RELAY_PAYLOAD_MAX_BYTES:
-        raise http_error(web.HTTPBadRequest, f"detail is over {c.RELAY_PAYLOAD_MAX_BYTES} bytes")
+    _fits_the_relay(detail, "detail")
     hub = request.app[HUB]
 
     def work() -> dict[str, Any]:
@@ -493,7 +494,7 @@ async def device_event(request: web.Request) -> web.Response:
         "report a finished task",
         answers={200: obj({"id": INTEGER})},
         body=obj(
-            {**{"deviceId": STRING, "token": STRING}, "taskId": STRING},
+            {**DIAL_IN, "taskId": STRING},
             summary=STRING,
             result=ANY,
             idempotencyKey=STRING,
@@ -510,8 +511,7 @@ async def task_result(request: web.Request) -> web.Response:
     if summary is not None and not isinstance(summary, str):
         raise http_error(web.HTTPBadRequest, "summary must be a string")
     detail = {"taskId": task_id, "summary": summary, "result": result, "device": device.name}
-    if len(json.dumps(detail)) > c.RELAY_PAYLOAD_MAX_BYTES:
-        raise http_error(web.HTTPBadRequest, f"result is over {c.RELAY_PAYLOAD_MAX_BYTES} bytes")
+    _fits_the_relay(detail, "result")
     devices = _devices(request)
 
     def work() -> dict[str, Any]:
@@ -543,7 +543,7 @@ def _finished(device: Device, task_id: str, summary: str | None, result: Any) ->
     Operation(
         "ask the owner's tiny",
         answers={200: obj({"text": STRING, "card": obj({"title": STRING, "body": STRING})})},
-        body=obj({"deviceId": STRING, "token": STRING}, text=STRING, mediaId=STRING),
+        body=obj(DIAL_IN, text=STRING, mediaId=STRING),
         errors=(404, 502, 503),
     )
 )

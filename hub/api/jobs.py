@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from hub.api.auth import Access, access, caller
+from hub.api.auth import Access, access, signed_in
 from hub.api.keys import HUB
 from hub.api.spec import ANY, INTEGER, NUMBER, OK, Operation, array, documented, obj
-from hub.identity import User
 from hub.scheduler.store import MAX_JOBS, ScheduleStore
 
 routes = web.RouteTableDef()
@@ -21,12 +20,6 @@ routes = web.RouteTableDef()
 def _store(request: web.Request) -> ScheduleStore:
     hub = request.app[HUB]
     return ScheduleStore(hub.db, hub.devices.clock)
-
-
-def _user(request: web.Request) -> User:
-    user = caller(request)
-    assert user is not None  # Access.USER routes only run for a signed-in caller
-    return user
 
 
 @routes.get("/api/jobs")
@@ -40,7 +33,7 @@ def _user(request: web.Request) -> User:
     )
 )
 async def list_jobs(request: web.Request) -> web.Response:
-    store, owner = _store(request), _user(request).id
+    store, owner = _store(request), signed_in(request).id
     return web.json_response(
         {
             "jobs": [job.as_json() for job in store.of_owner(owner, "job")],
@@ -55,5 +48,5 @@ async def list_jobs(request: web.Request) -> web.Response:
 @access(Access.USER)
 @documented(Operation("delete one of your jobs or alerts", answers={200: OK}, errors=(404,)))
 async def delete_job(request: web.Request) -> web.Response:
-    _store(request).delete(_user(request).id, request.match_info["id"])
+    _store(request).delete(signed_in(request).id, request.match_info["id"])
     return web.json_response({"ok": True})

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
-from hub.api.auth import Access, access, caller
+from hub.api.auth import Access, access, signed_in
 from hub.api.body import query_int, read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
@@ -49,8 +49,7 @@ async def _run(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 
 
 def _owner(request: web.Request) -> str:
-    user = caller(request)
-    assert user is not None  # every route here needs a signed-in user
+    user = signed_in(request)
     asked = request.query.get("userId")
     if asked not in (None, "", user.id):
         raise http_error(web.HTTPForbidden, "you can read and write only your own facts")

@@ -11,7 +11,7 @@ from typing import Any
 
 from aiohttp import web
 
-from hub.api.auth import Access, access, caller
+from hub.api.auth import Access, access, signed_in
 from hub.api.body import query_int, read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
@@ -27,7 +27,6 @@ from hub.api.spec import (
     nullable,
     obj,
 )
-from hub.identity import User
 from hub.messages.delivery import peer, send_message
 from hub.messages.store import MAX_LIST, MAX_TEXT, Inbox
 
@@ -48,12 +47,6 @@ CONVERSATION = obj({"with": STRING, "name": STRING, "unread": INTEGER, "last": M
 SEND_BODY = closed({"to": STRING, "text": {"type": "string", "maxLength": MAX_TEXT}})
 
 
-def _person(request: web.Request) -> User:
-    user = caller(request)
-    assert user is not None  # every route here needs a signed-in user
-    return user
-
-
 @routes.get("/api/messages")
 @access(Access.USER)
 @documented(
@@ -64,7 +57,7 @@ def _person(request: web.Request) -> User:
     )
 )
 async def overview(request: web.Request) -> web.Response:
-    user, inbox = _person(request), Inbox(request.app[HUB].db)
+    user, inbox = signed_in(request), Inbox(request.app[HUB].db)
     limit = query_int(request, "limit", 50, 1, MAX_LIST)
     conversations = inbox.overview(user.id, limit)
     return web.json_response(
@@ -93,7 +86,7 @@ async def overview(request: web.Request) -> web.Response:
     )
 )
 async def conversation(request: web.Request) -> web.Response:
-    user, hub = _person(request), request.app[HUB]
+    user, hub = signed_in(request), request.app[HUB]
     other = peer(hub, request.match_info["login"])
     limit = query_int(request, "limit", 50, 1, MAX_LIST)
     before = query_int(request, "before", 2**62, 1, 2**62)
@@ -126,7 +119,7 @@ async def conversation(request: web.Request) -> web.Response:
 async def send(request: web.Request) -> web.Response:
     body = await read_json_body(request)
     fields = _send_fields(body)
-    message = send_message(request.app[HUB], _person(request), *fields)
+    message = send_message(request.app[HUB], signed_in(request), *fields)
     return web.json_response({"ok": True, "message": message.as_json()}, status=201)
 
 

@@ -13,7 +13,7 @@ from aiohttp import web
 from hub import contracts as c
 from hub.agent.embedded import BUNDLED_MODEL_ID
 from hub.agent.models import probe_ollama
-from hub.api.auth import Access, access, caller
+from hub.api.auth import Access, access, caller, signed_in
 from hub.api.body import read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
@@ -91,8 +91,7 @@ async def put_model(request: web.Request) -> web.Response:
     ):
         raise http_error(web.HTTPBadRequest, "maxTokens must be a whole number above 0")
     saved = SavedModel(provider, body.get("id", ""), body.get("baseUrl", ""), max_tokens)
-    user = caller(request)
-    assert user is not None
+    user = signed_in(request)
     save_model(request.app[HUB].db, user, saved)
     return web.json_response({"saved": _describe(saved)})
 
@@ -101,8 +100,7 @@ async def put_model(request: web.Request) -> web.Response:
 @access(Access.USER)
 @documented(Operation("forget your model choice", answers={200: obj({"saved": nullable(obj())})}))
 async def delete_model(request: web.Request) -> web.Response:
-    user = caller(request)
-    assert user is not None
+    user = signed_in(request)
     save_model(request.app[HUB].db, user, None)
     return web.json_response({"saved": None})
 

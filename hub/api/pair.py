@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from hub.api.auth import Access, access, caller
+from hub.api.auth import Access, access, signed_in
 from hub.api.body import read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
@@ -26,12 +26,6 @@ routes = web.RouteTableDef()
 
 #: What a request with no peer address (a Unix socket) is throttled as.
 UNKNOWN_ADDRESS = "unknown"
-
-
-def _owner_id(request: web.Request) -> str:
-    user = caller(request)
-    assert user is not None  # the route's access rule already required the owner
-    return user.id
 
 
 def _locked(exc: PairingLocked) -> web.Response:
@@ -84,7 +78,7 @@ async def pair(request: web.Request) -> web.Response:
     )
 )
 async def list_tokens(request: web.Request) -> web.Response:
-    paired = Pairing(request.app[HUB]).paired(_owner_id(request))
+    paired = Pairing(request.app[HUB]).paired(signed_in(request).id)
     return web.json_response({"tokens": paired})
 
 
@@ -103,5 +97,5 @@ async def revoke_token(request: web.Request) -> web.Response:
     device_id = request.query.get("id", "")
     if not device_id:
         raise http_error(web.HTTPBadRequest, "id is required (a deviceId from GET /api/tokens)")
-    Pairing(request.app[HUB]).revoke(_owner_id(request), device_id)
+    Pairing(request.app[HUB]).revoke(signed_in(request).id, device_id)
     return web.json_response({"ok": True})

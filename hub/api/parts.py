@@ -29,6 +29,7 @@ from hub.lan.address import is_loopback_host, lan_url
 from hub.lan.advertise import Advertiser, hub_id, hub_name
 from hub.runtime import Hub
 from hub.scheduler.runner import Scheduler
+from hub.tasks import cancel_all
 from hub.telegram.poller import TelegramPoller
 
 log = logging.getLogger(__name__)
@@ -113,9 +114,7 @@ async def background_work(app: web.Application) -> AsyncIterator[None]:
     maintenance = asyncio.create_task(repair_at_start(hub, repairs))
     sweeper = asyncio.create_task(sweep_mailbox(hub))
     yield
-    sweeper.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await sweeper
+    await cancel_all([sweeper])
     await maintenance  # a thread cannot be interrupted; it finishes its batch
 
 

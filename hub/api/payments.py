@@ -11,11 +11,10 @@ from typing import Any
 
 from aiohttp import web
 
-from hub.api.auth import Access, access, caller
+from hub.api.auth import Access, access, signed_in
 from hub.api.body import read_json_body
 from hub.api.keys import HUB
 from hub.api.spec import BOOLEAN, INTEGER, STRING, Operation, closed, documented, obj
-from hub.identity import User
 from hub.payments import PaymentError, Payments, payments_of
 
 routes = web.RouteTableDef()
@@ -33,12 +32,6 @@ def _enabled(request: web.Request) -> Payments:
     return payments
 
 
-def _user(request: web.Request) -> User:
-    user = caller(request)
-    assert user is not None  # the route's access rule already required a signed-in caller
-    return user
-
-
 async def _body(request: web.Request, fields: set[str]) -> dict[str, Any]:
     body = await read_json_body(request, MAX_PAYMENT_BODY_BYTES)
     if not isinstance(body, dict):
@@ -52,7 +45,7 @@ async def _body(request: web.Request, fields: set[str]) -> dict[str, Any]:
 @routes.get("/api/wallet")
 @documented(Operation("your balance and ledger (read only)", answers={200: WALLET}, errors=OFF))
 async def wallet(request: web.Request) -> web.Response:
-    return web.json_response(_enabled(request).wallet(_user(request)))
+    return web.json_response(_enabled(request).wallet(signed_in(request)))
 
 
 @routes.post("/api/wallet/deposit")
@@ -88,7 +81,7 @@ async def deposit(request: web.Request) -> web.Response:
 async def set_price(request: web.Request) -> web.Response:
     payments = _enabled(request)
     body = await _body(request, {"tiny", "priceMicro"})
-    price = payments.set_price(_user(request), body.get("tiny"), body.get("priceMicro"))
+    price = payments.set_price(signed_in(request), body.get("tiny"), body.get("priceMicro"))
     return web.json_response({"tiny": str(body["tiny"]).strip().lower(), "priceMicro": price})
 
 
@@ -110,7 +103,7 @@ async def set_price(request: web.Request) -> web.Response:
 async def quote(request: web.Request) -> web.Response:
     payments = _enabled(request)
     body = await _body(request, {"kind", "to", "amountMicro", "memo", "tiny"})
-    payer = _user(request)
+    payer = signed_in(request)
     if body.get("kind") == "transfer":
         to = body.get("to")
         payee = request.app[HUB].identity.by_login(to) if isinstance(to, str) else None
@@ -134,5 +127,5 @@ async def quote(request: web.Request) -> web.Response:
 async def confirm(request: web.Request) -> web.Response:
     payments = _enabled(request)
     body = await _body(request, {"quoteId"})
-    confirmed, moved = payments.confirm(_user(request), body.get("quoteId"))
+    confirmed, moved = payments.confirm(signed_in(request), body.get("quoteId"))
     return web.json_response({"quote": confirmed.as_json(), "moved": moved})

@@ -11,7 +11,7 @@ from typing import Any
 from aiohttp import web
 
 from hub import contracts as c
-from hub.api.auth import Access, access, caller
+from hub.api.auth import Access, access, caller, signed_in
 from hub.api.body import query_int, read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
@@ -96,8 +96,7 @@ async def _object_body(request: web.Request) -> dict[str, Any]:
     )
 )
 async def create_tiny(request: web.Request) -> web.Response:
-    user = caller(request)
-    assert user is not None
+    user = signed_in(request)
     tiny, key = request.app[HUB].tinys.create(user, await _object_body(request))
     return _answer(tiny, key, status=201)
 
@@ -112,8 +111,7 @@ async def create_tiny(request: web.Request) -> web.Response:
     )
 )
 async def modify_tiny(request: web.Request) -> web.Response:
-    user = caller(request)
-    assert user is not None
+    user = signed_in(request)
     tiny, key = request.app[HUB].tinys.modify(
         user, request.match_info["name"], await _object_body(request)
     )

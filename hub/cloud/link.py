@@ -29,13 +29,12 @@ cloud does:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from hub.agent.compose import Answer, Picture, answer_with_images
 from hub.cloud.client import (
@@ -47,15 +46,16 @@ from hub.cloud.client import (
     backoff_s,
 )
 from hub.cloud.outbox import Call, DrainResult, images_from, upload_call
+from hub.cloud.rounds import LinkState, rounds
 from hub.contracts import RELAY_PAYLOAD_MAX_BYTES
 from hub.devices.events import DEVICE_EVENT_KINDS, RingEvent
 from hub.devices.media import IMAGE_FORMATS
 from hub.devices.relay import DEAD_LETTER_AFTER_S
 from hub.runtime import Hub
+from hub.tasks import cancel_all
 
 log = logging.getLogger(__name__)
 
-LinkState = Literal["starting", "online", "offline", "refused"]
 
 HUB_CAPABILITIES = ("chat", "memory")
 RESULT_BUDGET_BYTES = 7680  # the result text's share of the 8 KB reply; the rest is headroom
@@ -282,11 +282,7 @@ class CloudLink:
 
     async def stop(self) -> None:
         tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_all(tasks)
         if self.notifier is not None:
             await self.notifier.close()
 
@@ -306,42 +302,22 @@ class CloudLink:
     # --- the three loops -------------------------------------------------------------------
 
     async def _heartbeat_loop(self) -> None:
-        failures = 0
-        while True:
-            try:
-                await self.client.heartbeat(self._capabilities(), self.hub.lan.url)
-            except CloudError as exc:
-                if not self._failed(exc, "heartbeat"):
-                    return
-                failures += 1
-                await asyncio.sleep(self._backoff(failures))
-                continue
-            except Exception:  # e.g. a driver's capability list failed: try again later
-                log.exception("cloud heartbeat failed")
-                failures += 1
-                await asyncio.sleep(self._backoff(failures))
-                continue
-            failures = 0
+        async for _ in rounds(
+            lambda: self.client.heartbeat(self._capabilities(), self.hub.lan.url),
+            lambda exc: self._failed(exc, "heartbeat"),
+            self._backoff,
+            "cloud heartbeat failed",  # e.g. a driver's capability list failed
+        ):
             self._online()
             await asyncio.sleep(self.heartbeat_s)
 
     async def _relay_loop(self) -> None:
-        failures = 0
-        while True:
-            try:
-                batch = await self._round()
-            except CloudError as exc:
-                if not self._failed(exc, "relay"):
-                    return
-                failures += 1
-                await asyncio.sleep(self._backoff(failures))
-                continue
-            except Exception:  # a bug or a local fault (the database): keep the loop alive
-                log.exception("cloud relay round failed")
-                failures += 1
-                await asyncio.sleep(self._backoff(failures))
-                continue
-            failures = 0
+        async for batch in rounds(
+            self._round,
+            lambda exc: self._failed(exc, "relay"),
+            self._backoff,
+            "cloud relay round failed",
+        ):
             self._online()
             # A cloud that held the pull has already waited; one that answered at once (it
             # ignores ``wait``, or polls are plain) gets the idle sleep, as before.

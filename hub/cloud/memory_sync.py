@@ -20,12 +20,11 @@ no retry can fix: it stops and says what to do.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import aiohttp
 
@@ -37,13 +36,14 @@ from hub.cloud.client import (
     backoff_s,
     read_answer,
 )
+from hub.cloud.rounds import LinkState, rounds
 from hub.memory.graph import MemoryRefused
 from hub.memory.sync import SYNC_PAGE, Changes, parse_page
 from hub.runtime import Hub
+from hub.tasks import cancel_all
 
 log = logging.getLogger(__name__)
 
-SyncState = Literal["starting", "online", "offline", "refused"]
 SYNC_PATH = "/learnings/sync"
 REFUSED_DETAIL = (
     "The cloud refused the user token memory sync uses (it was revoked, or it is not a user's "
@@ -109,7 +109,7 @@ class MemorySync:
         self.interval_s, self.check_s = interval_s, check_s
         self.backoff_min_s, self.backoff_max_s = backoff_min_s, backoff_max_s
         self.clock = clock
-        self.state: SyncState = "starting"
+        self.state: LinkState = "starting"
         self.since: float | None = None
         self.detail = "syncing memory with the cloud"
         self.synced_at: float | None = None
@@ -125,10 +125,7 @@ class MemorySync:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_all([task])
 
     def status(self) -> dict[str, Any]:
         return {
@@ -180,25 +177,9 @@ class MemorySync:
     # --- the loop --------------------------------------------------------------------------
 
     async def _loop(self) -> None:
-        failures = 0
-        while True:
-            try:
-                done = await self.sync_once()
-            except CloudAuthError as exc:
-                log.error("memory sync stopped: %s. %s", exc, REFUSED_DETAIL)
-                self.state, self.since, self.detail = "refused", self.clock(), REFUSED_DETAIL
-                return
-            except CloudError as exc:
-                failures += 1
-                self._offline(str(exc))
-                await asyncio.sleep(self._backoff(failures))
-                continue
-            except Exception:  # a local fault (the database, the index): keep the loop alive
-                log.exception("memory sync round failed")
-                failures += 1
-                await asyncio.sleep(self._backoff(failures))
-                continue
-            failures = 0
+        async for done in rounds(
+            self.sync_once, self._failed, self._backoff, "memory sync round failed"
+        ):
             self._online(done)
             await self._wait_for_work()
 
@@ -218,6 +199,15 @@ class MemorySync:
         self.detail = f"in sync with {self.cloud.url}"
         if done.pushed or done.pulled:
             log.info("memory sync: sent %d, received %d", done.pushed, done.pulled)
+
+    def _failed(self, exc: CloudError) -> bool:
+        """Record a failure; False when the loop must end (the token was refused)."""
+        if isinstance(exc, CloudAuthError):
+            log.error("memory sync stopped: %s. %s", exc, REFUSED_DETAIL)
+            self.state, self.since, self.detail = "refused", self.clock(), REFUSED_DETAIL
+            return False
+        self._offline(str(exc))
+        return True
 
     def _offline(self, reason: str) -> None:
         if self.state != "offline":

@@ -17,6 +17,8 @@ import shutil
 import sys
 from collections.abc import Callable
 
+from hub.tasks import cancel_all
+
 log = logging.getLogger(__name__)
 
 SHOW_TIMEOUT_S = 5.0
@@ -80,11 +82,7 @@ class DesktopNotifier:
     async def close(self) -> None:
         """Stop what is still running (the hub is stopping)."""
         tasks, self._tasks = set(self._tasks), set()
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_all(tasks)
 
     async def _run(self, command: list[str]) -> None:
         try:

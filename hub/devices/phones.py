@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,22 +111,28 @@ def read_phone_reply(devices: Devices, phone: Device, raw: str) -> PhoneReply:
         return reply
     result = parsed.get("result", "")
     reply.text = result if isinstance(result, str) else json.dumps(result)
-    for item in _listed(parsed.get("images")):
+    images = _own(reply, parsed.get("images"), lambda url: devices.own_image(phone.owner, url))
+    for key, image in images:
+        reply.images.append(image)
+        reply.image_keys.append(key)
+    media = _own(reply, parsed.get("media"), lambda url: devices.own_media(phone.owner, url))
+    for key, (data, content_type) in media:
+        reply.media.append(PhoneMedia(key, content_type, data))
+    return reply
+
+
+def _own(
+    reply: PhoneReply, listed: Any, load: Callable[[Any], tuple[bytes, str] | None]
+) -> Iterator[tuple[str, tuple[bytes, str]]]:
+    """Each listed ``{url}``'s media key and what ``load`` read from this hub's store; a URL
+    that is not the owner's media here is kept in ``reply.refused``."""
+    for item in _listed(listed):
         url = item.get("url")
-        image = devices.own_image(phone.owner, url)
-        if image is None:
-            reply.refused.append(str(url))
-        else:
-            reply.images.append(image)
-            reply.image_keys.append(str(url).rsplit("/", 1)[-1])
-    for item in _listed(parsed.get("media")):
-        url = item.get("url")
-        loaded = devices.own_media(phone.owner, url)
+        loaded = load(url)
         if loaded is None:
             reply.refused.append(str(url))
         else:
-            reply.media.append(PhoneMedia(str(url).rsplit("/", 1)[-1], loaded[1], loaded[0]))
-    return reply
+            yield str(url).rsplit("/", 1)[-1], loaded
 
 
 def _listed(value: Any) -> list[dict[str, Any]]:

@@ -25,6 +25,7 @@ from zeroconf import IPVersion
 from zeroconf.asyncio import AsyncServiceInfo, AsyncZeroconf
 
 from hub.lan.address import LanInfo, lan_address, usable
+from hub.tasks import cancel_all
 
 log = logging.getLogger(__name__)
 
@@ -184,10 +185,7 @@ class Advertiser:
 
     async def stop(self) -> None:
         """Cancel the watcher and send goodbyes, so browsers drop the hub at once."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await cancel_all([self._task])
         await self._close()
 
     async def _close(self) -> None:

@@ -37,12 +37,13 @@ from hub.memory.model import (
     Link,
     MemoryFull,
     MemoryRefused,
+    SyncedEdge,
     check_text,
     now,
     parse_ids,
     parse_links,
 )
-from hub.memory.sync import SYNC_PAGE, Changes, MergeReport, SyncedEdge, SyncedSocial
+from hub.memory.sync import SYNC_PAGE, Changes, MergeReport, SyncedSocial
 from hub.memory.vectors import VectorIndex, VectorItem
 from hub.store.db import Database
 
@@ -554,7 +555,7 @@ class MemoryStore:
     def _edges_touching(self, owner: str, nodes: set[str], rels: Sequence[str]) -> list[Edge]:
         marks = ",".join("?" * len(nodes))
         sql = (
-            f"SELECT id, src, rel, dst, scope, valid_from, valid_to FROM edge WHERE owner = ?"
+            f"SELECT src, rel, dst, scope, valid_from, valid_to, id FROM edge WHERE owner = ?"
             f" AND valid_to IS NULL AND (src IN ({marks}) OR dst IN ({marks}))"
         )
         params: list[Any] = [owner, *nodes, *nodes]

@@ -67,8 +67,9 @@ class Link:
 
 
 @dataclass(frozen=True)
-class Edge:
-    id: int
+class SyncedEdge:
+    """A link as it travels: no local row id, which means nothing on the other side."""
+
     src: str
     rel: str
     dst: str
@@ -78,6 +79,13 @@ class Edge:
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class Edge(SyncedEdge):
+    """A link as this store holds it: the same, with its row id."""
+
+    id: int
 
 
 def now() -> str:

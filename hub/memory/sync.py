@@ -32,6 +32,7 @@ from hub.memory.model import (
     SUPERSEDES,
     Fact,
     MemoryRefused,
+    SyncedEdge,
     check_text,
 )
 from hub.tinys.records import NAME_PATTERN
@@ -44,21 +45,6 @@ MAX_SYNC_SOCIAL = 2000
 MAX_WEIGHT = 1e12
 SELF = "self"
 _ID = re.compile(r"[A-Za-z0-9_.:-]{1,100}")
-
-
-@dataclass(frozen=True)
-class SyncedEdge:
-    """A link as it travels: no local row id, which means nothing on the other side."""
-
-    src: str
-    rel: str
-    dst: str
-    scope: str
-    valid_from: str
-    valid_to: str | None
-
-    def as_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ Time comes from the hub's clock (``Devices.clock``), so tests move it forward an
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -23,6 +22,7 @@ from hub.agent.compose import answer
 from hub.devices.notify import Notice, push_notice
 from hub.runtime import Hub
 from hub.scheduler.store import Scheduled, ScheduleStore
+from hub.tasks import cancel_all
 
 log = logging.getLogger(__name__)
 
@@ -66,12 +66,7 @@ class Scheduler:
 
     async def stop(self) -> None:
         """Stop looking, and end the runs still going (each is recorded as cut short)."""
-        tasks = [task for task in (self._task, *self._ticking) if task is not None]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_all([self._task, *self._ticking])
         if self.desktop is not None:
             await self.desktop.close()
 

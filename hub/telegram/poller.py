@@ -17,7 +17,6 @@ message between them.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from typing import Any
@@ -28,6 +27,7 @@ from hub import contracts as c
 from hub.agent.compose import answer
 from hub.devices.notify import Notice, push_notice
 from hub.runtime import Hub
+from hub.tasks import cancel_all
 from hub.telegram.api import BotApi, TelegramRefused, TelegramUnreachable
 from hub.telegram.bots import Bot, Bots
 
@@ -72,12 +72,7 @@ class TelegramPoller:
         self._supervisor = asyncio.create_task(self._supervise())
 
     async def stop(self) -> None:
-        tasks = [t for t in (self._supervisor,) if t] + [t for _, t in self._loops.values()]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_all([self._supervisor, *(task for _, task in self._loops.values())])
         self._loops.clear()
         if self._session is not None:
             await self._session.close()

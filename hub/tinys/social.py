@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 import sqlite_utils
 
@@ -134,18 +134,20 @@ def current(db: sqlite_utils.Database, src: str, rel: str, dst: str) -> SocialEd
 
 def edges_from(db: sqlite_utils.Database, node: str, rel: str = "") -> list[SocialEdge]:
     """The current social edges leaving ``node`` (e.g. ``tiny:chef``), heaviest first."""
-    rows = db.execute(
-        f"SELECT {_COLUMNS} FROM edge WHERE owner = ? AND src = ? AND valid_to IS NULL"
-        " AND (? = '' OR rel = ?) ORDER BY weight DESC, id",
-        [PLATFORM, node, rel, rel],
-    )
-    return [_edge(row) for row in rows]
+    return _current_at(db, "src", node, rel)
 
 
 def edges_to(db: sqlite_utils.Database, node: str, rel: str = "") -> list[SocialEdge]:
     """The current social edges arriving at ``node``, heaviest first."""
+    return _current_at(db, "dst", node, rel)
+
+
+def _current_at(
+    db: sqlite_utils.Database, end: Literal["src", "dst"], node: str, rel: str
+) -> list[SocialEdge]:
+    """The current edges with ``node`` at ``end`` (of relation ``rel``; any when empty)."""
     rows = db.execute(
-        f"SELECT {_COLUMNS} FROM edge WHERE owner = ? AND dst = ? AND valid_to IS NULL"
+        f"SELECT {_COLUMNS} FROM edge WHERE owner = ? AND {end} = ? AND valid_to IS NULL"
         " AND (? = '' OR rel = ?) ORDER BY weight DESC, id",
         [PLATFORM, node, rel, rel],
     )

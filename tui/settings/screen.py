@@ -52,6 +52,7 @@ from tui.settings.people import (
 )
 from tui.settings.status import status_lines
 from tui.settings.tinys import KeyNotice, TinyDraft, TinyForm, prompt_preview
+from tui.tables import cursor_key
 from tui.widgets import ConfirmScreen, KeysFooter
 
 
@@ -202,10 +203,7 @@ class SettingsScreen(Screen[None]):
         return self.selected_key("#tinys")
 
     def selected_key(self, selector: str) -> str | None:
-        table = self.query_one(selector, DataTable)
-        if table.row_count == 0:
-            return None
-        return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        return cursor_key(self.query_one(selector, DataTable))
 
     @on(DataTable.RowSelected, "#tinys")
     def row_chosen(self) -> None:

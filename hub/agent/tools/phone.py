@@ -63,9 +63,7 @@ async def meta_record_video(tool_context: StrandsToolContext, seconds: int = 10)
     Args:
         seconds: length of the video, 1 to 60.
     """
-    if not 1 <= seconds <= 60:
-        return failed("seconds must be between 1 and 60")
-    return await through_phone(tool_context, GLASSES, "meta_record_video", seconds=seconds)
+    return await _record(tool_context, "meta_record_video", seconds, most=60)
 
 
 @tool(name="meta_listen", context=True)
@@ -75,9 +73,16 @@ async def meta_listen(tool_context: StrandsToolContext, seconds: int = 10) -> di
     Args:
         seconds: how long to listen, 1 to 120.
     """
-    if not 1 <= seconds <= 120:
-        return failed("seconds must be between 1 and 120")
-    return await through_phone(tool_context, GLASSES, "meta_listen", seconds=seconds)
+    return await _record(tool_context, "meta_listen", seconds, most=120)
+
+
+async def _record(
+    tool_context: StrandsToolContext, action: str, seconds: int, most: int
+) -> dict[str, Any]:
+    """A recording on the glasses of 1 to ``most`` seconds, through the phone."""
+    if not 1 <= seconds <= most:
+        return failed(f"seconds must be between 1 and {most}")
+    return await through_phone(tool_context, GLASSES, action, seconds=seconds)
 
 
 @tool(name="meta_glasses_status", context=True)

@@ -7,34 +7,57 @@ mounted whether or not the machine has the hardware, and says why not when it ha
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from strands import tool
 from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
 from drivers.camera import Camera, CameraError
-from drivers.microphone import MicrophoneError
+from drivers.microphone import Microphone, MicrophoneError
 from drivers.video import VideoError
 from hub.agent.tools.context import ToolContext, failed, owner_turn
 from hub.devices.registry import DeviceError
+from hub.senses import Senses
 
 MACHINE = "this machine"
-CameraAction = Callable[[Camera, ToolContext], Awaitable[dict[str, Any]]]
+T = TypeVar("T")
 
 
-async def _use_camera(tool_context: StrandsToolContext, action: CameraAction) -> dict[str, Any]:
-    """Run ``action`` with this machine's camera, for the owner only; failures become text."""
-    ctx, refused = owner_turn(tool_context, "this machine's camera")
+async def _use_sense(
+    tool_context: StrandsToolContext,
+    sense: str,
+    pick: Callable[[Senses], T | None],
+    status: Callable[[Senses], tuple[bool, str]],
+    failures: tuple[type[Exception], ...],
+    action: Callable[[T, ToolContext], Awaitable[dict[str, Any]]],
+) -> dict[str, Any]:
+    """Run ``action`` with one of this machine's senses, for the owner only; a sense that is
+    off says why, and a failure becomes text."""
+    ctx, refused = owner_turn(tool_context, f"{MACHINE}'s {sense}")
     if refused is not None:
         return refused
-    camera = ctx.hub.senses.camera
-    if camera is None:
-        return failed(ctx.hub.senses.camera_status()[1])
+    found = pick(ctx.hub.senses)
+    if found is None:
+        return failed(status(ctx.hub.senses)[1])
     try:
-        return await action(camera, ctx)
-    except (CameraError, VideoError, DeviceError) as exc:
+        return await action(found, ctx)
+    except failures as exc:
         return failed(str(exc))
+
+
+async def _use_camera(
+    tool_context: StrandsToolContext,
+    action: Callable[[Camera, ToolContext], Awaitable[dict[str, Any]]],
+) -> dict[str, Any]:
+    return await _use_sense(
+        tool_context,
+        "camera",
+        lambda senses: senses.camera,
+        Senses.camera_status,
+        (CameraError, VideoError, DeviceError),
+        action,
+    )
 
 
 @tool(name="camera_photo", context=True)
@@ -69,17 +92,19 @@ async def microphone_listen(tool_context: StrandsToolContext, seconds: float = 5
     Args:
         seconds: how long, up to 60 (default 5).
     """
-    ctx, refused = owner_turn(tool_context, "this machine's microphone")
-    if refused is not None:
-        return refused
-    microphone = ctx.hub.senses.microphone
-    if microphone is None:
-        return failed(ctx.hub.senses.microphone_status()[1])
-    try:
+
+    async def listen(microphone: Microphone, ctx: ToolContext) -> dict[str, Any]:
         wav = await microphone.record(seconds)
-    except MicrophoneError as exc:
-        return failed(str(exc))
-    return await ctx.heard("microphone", None, wav)
+        return await ctx.heard("microphone", None, wav)
+
+    return await _use_sense(
+        tool_context,
+        "microphone",
+        lambda senses: senses.microphone,
+        Senses.microphone_status,
+        (MicrophoneError,),
+        listen,
+    )
 
 
 def tools(ctx: ToolContext) -> list[AgentTool]:

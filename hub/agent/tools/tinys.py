@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from strands import tool
@@ -9,12 +10,32 @@ from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
 from hub.agent.tools.context import ToolContext, failed, login_required, ok, turn_context
-from hub.tinys.records import TinyError, clamp_limit
+from hub.identity import User
+from hub.tinys.records import Tiny, TinyError, TinyStore, clamp_limit
 
 
 def _given(arguments: dict[str, Any]) -> dict[str, Any]:
     """The tiny fields a tool call set (a field left out is None; the context is no field)."""
     return {k: v for k, v in arguments.items() if v is not None and k != "tool_context"}
+
+
+def _write(
+    tool_context: StrandsToolContext,
+    done: str,
+    key_is: str,
+    change: Callable[[TinyStore, User], tuple[Tiny, str | None]],
+) -> dict[str, Any]:
+    """Create or change a tiny as the caller; what was done, with a private tiny's key (shown
+    once), or the store's reason it was refused."""
+    ctx = turn_context(tool_context)
+    if ctx.caller is None:
+        return login_required()
+    try:
+        tiny, key = change(ctx.hub.tinys, ctx.caller)
+    except TinyError as exc:
+        return failed(str(exc))
+    note = f" Its {key_is} (shown once): {key}" if key else ""
+    return ok(f"{done} {tiny.name}.{note}", tiny=tiny.summary())
 
 
 @tool(name="create_ai", context=True)
@@ -52,16 +73,7 @@ def create_ai(
         visibility: public (default) or private.
     """
     fields = _given(dict(locals()))  # first, while the locals are only the arguments
-    ctx = turn_context(tool_context)
-    store = ctx.hub.tinys
-    if ctx.caller is None:
-        return login_required()
-    try:
-        tiny, key = store.create(ctx.caller, fields)
-    except TinyError as exc:
-        return failed(str(exc))
-    note = f" Its key (shown once): {key}" if key else ""
-    return ok(f"Created {tiny.name}.{note}", tiny=tiny.summary())
+    return _write(tool_context, "Created", "key", lambda store, owner: store.create(owner, fields))
 
 
 @tool(name="modify_ai", context=True)
@@ -100,16 +112,10 @@ def modify_ai(
         visibility: public or private.
     """
     fields = _given(dict(locals()))  # first, while the locals are only the arguments
-    ctx = turn_context(tool_context)
-    store = ctx.hub.tinys
-    if ctx.caller is None:
-        return login_required()
-    try:
-        tiny, key = store.modify(ctx.caller, name, {k: v for k, v in fields.items() if k != "name"})
-    except TinyError as exc:
-        return failed(str(exc))
-    note = f" Its new key (shown once): {key}" if key else ""
-    return ok(f"Updated {tiny.name}.{note}", tiny=tiny.summary())
+    del fields["name"]
+    return _write(
+        tool_context, "Updated", "new key", lambda store, user: store.modify(user, name, fields)
+    )
 
 
 @tool(name="get_tiny", context=True)
