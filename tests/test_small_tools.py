@@ -127,10 +127,12 @@ def test_few_tools_are_all_offered_and_many_are_chosen_by_the_message() -> None:
     offer = small_tools.choose(many, "is my Flipper charged?", cached_embed)
     chosen = [s["name"] for s in offer.tools]
     assert len(chosen) <= small_tools.OFFERED_AT_MOST
-    assert {"learn", "recall", "flipper_status"} <= set(chosen)
-    assert not {"set_theme", "speak", "open_url"} & set(chosen), "unrelated tools stay out"
+    assert {"learn", "flipper_status"} <= set(chosen)
+    assert not {"set_theme", "speak", "open_url", "recall"} & set(chosen), "unrelated stay out"
     small_talk = small_tools.choose(many, "good morning, how was your night?", cached_embed)
-    assert [s["name"] for s in small_talk.tools] == ["learn", "recall"]
+    assert [s["name"] for s in small_talk.tools] == ["learn"]
+    asked = small_tools.choose(many, "search what you have learned about my job", cached_embed)
+    assert "recall" in [s["name"] for s in asked.tools]
     assert "flipper_status" in offer.nearest and len(offer.nearest) == small_tools.NEAREST
     photo = small_tools.choose(many, "take a photo with the webcam", cached_embed, at_most=3)
     assert "camera_photo" in [s["name"] for s in photo.tools]
@@ -264,7 +266,7 @@ async def test_a_fenced_call_runs_the_real_tool_and_the_answer_has_no_tools(
     assert transcript.text == "Yes: your Flipper is at 87%."
     first, second = requests_sent(log)
     offered = [f["function"]["name"] for f in first["tools"]]
-    assert "flipper_status" in offered and len(offered) == small_tools.OFFERED_AT_MOST + 1
+    assert "flipper_status" in offered and len(offered) <= small_tools.OFFERED_AT_MOST + 1
     assert offered[-1] == "answer", "the way to answer in words is offered last"
     assert "most related to this message" in first["messages"][0]["content"]
     assert "tools" not in second, "the answer is written without the tools block"
