@@ -157,6 +157,20 @@ def test_optional_arguments_that_take_objects_and_null_defaults_are_not_offered(
     assert offered["required"] == ["fact", "needed"]
 
 
+def test_a_small_model_cannot_make_a_fact_public() -> None:
+    sharing = spec(
+        "learn",
+        "Store one fact.",
+        {"fact": {"type": "string"}, "visibility": {"type": "string", "default": "private"}},
+        ["fact"],
+    )
+    offered = small_tools.as_function(sharing)["function"]["parameters"]
+    assert list(offered["properties"]) == ["fact"]
+    reply = '{"name": "learn", "arguments": {"fact": "Prefers tea", "visibility": "public"}}'
+    call = small_tools.parse_reply(reply, {"learn": sharing}).call
+    assert call == small_tools.Call("learn", {"fact": "Prefers tea"}), "the fact stays private"
+
+
 @pytest.mark.parametrize(
     ("reply", "named"),
     [

@@ -181,9 +181,18 @@ def plain(schema: Mapping[str, Any]) -> bool:
     return kind != "object" and "properties" not in schema
 
 
-def offered_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """The arguments a small model is offered: the required ones and the plain optional ones,
-    without null defaults."""
+# Arguments a small model is never offered: making a fact public shares it with everyone who
+# follows the person, and a 1.5B model set it unasked ("from now on, know that I prefer tea"
+# became public in the evaluation). The person shares through their own words to a larger
+# model, or the memory routes.
+WITHHELD = {"learn": frozenset({"visibility"})}
+
+
+def offered_schema(
+    schema: Mapping[str, Any], withheld: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """The arguments a small model is offered: the required ones and the plain optional ones
+    (but not ``withheld``), without null defaults."""
     properties = schema.get("properties")
     if not isinstance(properties, Mapping):
         return dict(schema)
@@ -191,9 +200,14 @@ def offered_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     kept = {
         name: {k: v for k, v in prop.items() if not (k == "default" and v is None)}
         for name, prop in properties.items()
-        if isinstance(prop, Mapping) and (name in required or plain(prop))
+        if isinstance(prop, Mapping)
+        and (name in required or (plain(prop) and name not in withheld))
     }
     return {**schema, "properties": kept, "required": required}
+
+
+def offered_schema_of(spec: ToolSpec) -> dict[str, Any]:
+    return offered_schema(schema_of(spec), WITHHELD.get(spec["name"], frozenset()))
 
 
 def as_function(spec: ToolSpec) -> dict[str, Any]:
@@ -203,7 +217,7 @@ def as_function(spec: ToolSpec) -> dict[str, Any]:
         "function": {
             "name": spec["name"],
             "description": short_description(spec),
-            "parameters": offered_schema(schema_of(spec)),
+            "parameters": offered_schema_of(spec),
         },
     }
 
@@ -374,7 +388,7 @@ def parse_reply(reply: str, offered: Mapping[str, ToolSpec]) -> Parsed:
     for value, span in candidates(reply):
         name, arguments = read_call(value)
         if name in offered and isinstance(arguments, dict):
-            arguments = tidy(arguments, schema_of(offered[name]))
+            arguments = tidy(arguments, offered_schema_of(offered[name]))
         problem = check(name, arguments, offered)
         if not problem:
             return Parsed(Call(name, arguments), leftover(reply.replace(span, "")))
