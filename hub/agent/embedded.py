@@ -276,10 +276,11 @@ class EmbeddedModel(Model):
         cancelled = usage.stop_reason == STOP_CANCELLED
         call = parsed.call
         text = parsed.text
-        if small_tools.ANSWER_SPEC in tools and not streaming:
-            answered = small_tools.answer_text(reply, call)
-            if answered is not None:
-                call, text = None, answered
+        answered = small_tools.answer_text(reply, call)
+        if small_tools.ANSWER_SPEC in tools and answered is not None:
+            # never a tool: its text is the reply (already shown when the reply streamed)
+            call = None
+            text = text if streaming else answered
         if not streaming and small_tools.looks_like_call(text):
             text = ""  # an unreadable call is never shown; the model answers again below
         if not streaming and text and not cancelled:
