@@ -20,7 +20,7 @@ from hub.agent.runner.process import RunnerSpec
 from hub.agent.runner.supervisor import RunnerSupervisor
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
-from tests.sse import post_chat
+from tests.sse import SseTranscript, post_chat
 from tests.waits import until
 
 
@@ -218,6 +218,12 @@ def test_the_answer_turn_gives_the_result_as_plain_text() -> None:
     assert 'battery 87% {"level": 87}' in flat[1]["content"]
 
 
+async def say(server: RunningServer, text: str) -> SseTranscript:
+    """One message as the owner, in a fresh conversation; the whole transcript."""
+    body = {"messages": [{"role": "user", "content": text}]}
+    return await post_chat(server.url, body, owner_headers(server))
+
+
 @dataclass(frozen=True)
 class ScriptedSpec(RunnerSpec):
     """A runner spec whose process is the scripted runner."""
@@ -266,11 +272,7 @@ async def test_a_fenced_call_runs_the_real_tool_and_the_answer_has_no_tools(
     server, log = await scripted_hub(
         start_hub, closed_port, tmp_path, [call, "Yes: your Flipper is at 87%."]
     )
-    transcript = await post_chat(
-        server.url,
-        {"messages": [{"role": "user", "content": "is my Flipper charged?"}]},
-        owner_headers(server),
-    )
+    transcript = await say(server, "is my Flipper charged?")
     assert transcript.done and not transcript.of_type(c.EV_ERROR)
     [result] = [e["toolResult"] for e in transcript.of_type(c.EV_AFTER_TOOL)]
     assert (result["name"], result["status"]) == ("flipper_status", "success")
@@ -298,11 +300,7 @@ async def test_a_call_described_in_words_is_asked_again_as_that_call(
     server, log = await scripted_hub(
         start_hub, closed_port, tmp_path, [described, call, "It is at 87%."]
     )
-    transcript = await post_chat(
-        server.url,
-        {"messages": [{"role": "user", "content": "is my Flipper charged?"}]},
-        owner_headers(server),
-    )
+    transcript = await say(server, "is my Flipper charged?")
     assert transcript.done and not transcript.of_type(c.EV_ERROR)
     [result] = [e["toolResult"] for e in transcript.of_type(c.EV_AFTER_TOOL)]
     assert (result["name"], result["status"]) == ("flipper_status", "success")
@@ -320,11 +318,7 @@ async def test_a_tool_named_in_words_that_is_not_the_nearest_is_not_called(
     server, log = await scripted_hub(
         start_hub, closed_port, tmp_path, ["Good morning! I could use the `learn` tool later."]
     )
-    transcript = await post_chat(
-        server.url,
-        {"messages": [{"role": "user", "content": "is my Flipper charged?"}]},
-        owner_headers(server),
-    )
+    transcript = await say(server, "is my Flipper charged?")
     assert transcript.done and not transcript.of_type(c.EV_BEFORE_TOOL)
     assert len(requests_sent(log)) == 1
 
@@ -347,11 +341,7 @@ async def test_a_memory_write_runs_only_when_the_model_confirms_it_was_asked_for
     server, log = await scripted_hub(
         start_hub, closed_port, tmp_path, [LEARN_CALL, verdict, "All right."]
     )
-    transcript = await post_chat(
-        server.url,
-        {"messages": [{"role": "user", "content": "set the thermostat to 21 degrees"}]},
-        owner_headers(server),
-    )
+    transcript = await say(server, "set the thermostat to 21 degrees")
     assert transcript.done and not transcript.of_type(c.EV_ERROR)
     ran = [e["toolResult"]["name"] for e in transcript.of_type(c.EV_AFTER_TOOL)]
     assert ran == (["learn"] if learned else [])
@@ -380,11 +370,7 @@ async def test_an_answer_given_as_a_call_is_the_reply_and_runs_nothing(
     start_hub: StartHub, closed_port: int, tmp_path: Path, emulator: FlipperEmulator, reply: str
 ) -> None:
     server, log = await scripted_hub(start_hub, closed_port, tmp_path, [reply])
-    transcript = await post_chat(
-        server.url,
-        {"messages": [{"role": "user", "content": "good morning"}]},
-        owner_headers(server),
-    )
+    transcript = await say(server, "good morning")
     assert transcript.done and not transcript.of_type(c.EV_BEFORE_TOOL)
     assert not transcript.of_type(c.EV_ERROR)
     assert transcript.text.startswith("Good morning")
@@ -396,11 +382,7 @@ async def test_an_unreadable_call_is_never_shown_and_the_model_answers_again(
 ) -> None:
     cut = '<tool_call>\n{"name": "flipper_sta'
     server, log = await scripted_hub(start_hub, closed_port, tmp_path, [cut, "Hello!"])
-    transcript = await post_chat(
-        server.url,
-        {"messages": [{"role": "user", "content": "hi there"}]},
-        owner_headers(server),
-    )
+    transcript = await say(server, "hi there")
     assert transcript.done and transcript.text == "Hello!"
     first, second = requests_sent(log)
     assert "tools" in first and "tools" not in second
@@ -413,11 +395,7 @@ async def test_an_invented_tool_is_no_call_and_a_plain_answer_follows(
     server, log = await scripted_hub(
         start_hub, closed_port, tmp_path, [invented, "Why did the robot nap? Low battery."]
     )
-    transcript = await post_chat(
-        server.url,
-        {"messages": [{"role": "user", "content": "tell me a joke"}]},
-        owner_headers(server),
-    )
+    transcript = await say(server, "tell me a joke")
     assert transcript.done and not transcript.of_type(c.EV_ERROR)
     assert not transcript.of_type(c.EV_AFTER_TOOL)
     assert transcript.text == "Why did the robot nap? Low battery."

@@ -217,10 +217,11 @@ class EmbeddedModel(Model):
         offer: dict[str, Any] | None,
         usage: Generation,
         cancel_signal: threading.Event | None,
+        max_tokens: int | None = None,
     ) -> AsyncGenerator[str, None]:
         """The runner's text; a set cancel signal stops the decoding. A call asked for on its
         own is never cut short by the answer's token budget."""
-        max_tokens = int(self.config["max_tokens"])
+        max_tokens = max_tokens or int(self.config["max_tokens"])
         if offer and offer.get(p.FIELD_MUST_CALL):
             max_tokens = max(max_tokens, CALL_TOKENS)
         sampling = TOOL_SAMPLING if offer else SAMPLING
@@ -289,7 +290,9 @@ class EmbeddedModel(Model):
         if call is None and not cancelled and self._call_grammar:
             described = text or reply
             call = await self._call_described(chat, fields, described, offer, usage, cancel_signal)
-        if call is not None and not await self._confirmed(chat, fields, call, reply, usage):
+        if call is not None and not await self._confirmed(
+            chat, fields, call, reply, usage, cancel_signal
+        ):
             call = None
         if call is not None and usage.stop_reason != STOP_CANCELLED:
             for event in tool_use_events(call):
@@ -299,6 +302,25 @@ class EmbeddedModel(Model):
             async for event in self._text(chat, None, usage, cancel_signal):
                 yield event
 
+    async def _aside(
+        self,
+        chat: list[dict[str, str]],
+        fields: dict[str, Any],
+        usage: Generation,
+        cancel_signal: threading.Event | None,
+        max_tokens: int | None = None,
+    ) -> tuple[str, Generation]:
+        """One whole generation beside the reply (a forced call, a yes or no), its cost added
+        to the turn's."""
+        aside = Generation()
+        pieces = self._pieces(chat, fields, aside, cancel_signal, max_tokens)
+        text = "".join([piece async for piece in pieces])
+        usage.completion_tokens += aside.completion_tokens
+        usage.seconds += aside.seconds
+        if aside.stop_reason == STOP_CANCELLED:
+            usage.stop_reason = STOP_CANCELLED
+        return text, aside
+
     async def _confirmed(
         self,
         chat: list[dict[str, str]],
@@ -306,6 +328,7 @@ class EmbeddedModel(Model):
         call: small_tools.Call,
         reply: str,
         usage: Generation,
+        cancel_signal: threading.Event | None,
     ) -> bool:
         """A call that writes to the person's memory runs only when the model, asked in the
         same conversation (the runner reuses what it has read), says the message asked for
@@ -313,20 +336,8 @@ class EmbeddedModel(Model):
         asking = small_tools.confirmation(call, reply)
         if not asking or usage.stop_reason == STOP_CANCELLED:
             return True
-        answer = Generation()
-        verdict = "".join(
-            [
-                piece
-                async for piece in self._runner.generate(
-                    [*chat, *asking],
-                    2,
-                    TOOL_SAMPLING,
-                    answer,
-                    {**fields, p.FIELD_CONSTRAIN: False, p.FIELD_GRAMMAR: small_tools.YES_OR_NO},
-                )
-            ]
-        )
-        usage.seconds += answer.seconds
+        yes_or_no = {**fields, p.FIELD_CONSTRAIN: False, p.FIELD_GRAMMAR: small_tools.YES_OR_NO}
+        verdict, _ = await self._aside([*chat, *asking], yes_or_no, usage, cancel_signal, 2)
         log.debug("asked whether %s was wanted: %r", call.name, verdict)
         return verdict.strip().lower() != "no"
 
@@ -344,22 +355,12 @@ class EmbeddedModel(Model):
         named = small_tools.named_in_words(reply, [spec["name"] for spec in offer.tools])
         if not named or named not in offer.nearest:
             return None
-        again = Generation()
-        text = "".join(
-            [
-                piece
-                async for piece in self._pieces(
-                    chat, {**fields, p.FIELD_MUST_CALL: named}, again, cancel_signal
-                )
-            ]
-        )
-        usage.completion_tokens += again.completion_tokens
-        usage.seconds += again.seconds
-        if again.stop_reason == STOP_CANCELLED:
-            usage.stop_reason = STOP_CANCELLED
+        forced = {**fields, p.FIELD_MUST_CALL: named}
+        text, aside = await self._aside(chat, forced, usage, cancel_signal)
+        if aside.stop_reason == STOP_CANCELLED:
             return None
         parsed = small_tools.parse_reply(text, {spec["name"]: spec for spec in offer.tools})
-        self._log_reply(text, again, parsed)
+        self._log_reply(text, aside, parsed)
         return parsed.call
 
     def _log_reply(self, reply: str, usage: Generation, parsed: small_tools.Parsed) -> None:
