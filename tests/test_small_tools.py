@@ -16,6 +16,7 @@ from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
 from hub import contracts as c
 from hub.agent import small_tools
 from hub.agent.embedded import cached_embed, flatten_messages
+from hub.agent.prompt import REMEMBERED_HEADER
 from hub.agent.runner.process import RunnerSpec
 from hub.agent.runner.supervisor import RunnerSupervisor
 from hub.server import RunningServer
@@ -401,3 +402,75 @@ async def test_an_invented_tool_is_no_call_and_a_plain_answer_follows(
     assert transcript.text == "Why did the robot nap? Low battery."
     first, second = requests_sent(log)
     assert "tools" in first and "tools" not in second
+
+
+async def test_a_small_model_sees_its_facts_without_dates_and_ids_unless_it_may_unlearn(
+    start_hub: StartHub, closed_port: int, tmp_path: Path, emulator: FlipperEmulator
+) -> None:
+    """Shown ids, a small model answered with where a fact is stored (and each id is new random
+    text on every run); shown dates, it copied them into new facts. Only ``unlearn`` takes an
+    id."""
+    server, log = await scripted_hub(
+        start_hub, closed_port, tmp_path, ["Her name is Ana.", "Which fact?"]
+    )
+    fact = server.hub.memory.learn(server.hub.owner.id, "The user's sister is called Ana.")
+    asked = await say(server, "what's my sister's name?")
+    assert asked.text == "Her name is Ana."
+    forget = await say(server, "forget what you know about my sister")
+    assert forget.done
+    answering, forgetting = requests_sent(log)
+    system = answering["messages"][0]["content"]
+    assert f"{REMEMBERED_HEADER}\n- The user's sister is called Ana.\n" in system
+    assert "[m_" not in system and "since" not in system
+    assert "unlearn" in [f["function"]["name"] for f in forgetting["tools"]]
+    assert f"- [{fact.id}] The user's sister is called Ana." in forgetting["messages"][0]["content"]
+
+
+async def test_a_fact_memory_already_holds_is_not_learned_again(
+    start_hub: StartHub, closed_port: int, tmp_path: Path, emulator: FlipperEmulator
+) -> None:
+    """Asked about a fact it was shown, a small model learns it again in other words."""
+    again = '<tool_call>\n{"name": "learn", "arguments": {"fact": "Ana is the user\'s sister."}}'
+    server, log = await scripted_hub(
+        start_hub, closed_port, tmp_path, [again + "\n</tool_call>", "She is your sister."]
+    )
+    server.hub.memory.learn(server.hub.owner.id, "The user's sister is called Ana.")
+    transcript = await say(server, "who is Ana?")
+    assert not transcript.of_type(c.EV_BEFORE_TOOL)
+    assert transcript.text == "She is your sister."
+    assert len(server.hub.memory.recent(server.hub.owner.id, 10)) == 1
+    sent = requests_sent(log)
+    assert [r.get("grammar") for r in sent] == [None, None], "no confirmation was asked"
+    assert "tools" not in sent[-1], "the answer is written without the tools block"
+
+
+@pytest.mark.parametrize(
+    ("fact", "known"),
+    [
+        ("Ana is the user's sister.", True),
+        ("The user's sister Ana lives in Porto.", False),
+        ("The user's dentist is on Monday.", False),
+    ],
+)
+def test_a_fact_is_known_when_a_remembered_one_has_all_its_words(fact: str, known: bool) -> None:
+    remembered = [
+        "The user's sister is called Ana.",
+        "The user's dentist appointment is on Friday.",
+    ]
+    call = small_tools.Call("learn", {"fact": fact})
+    assert small_tools.already_known(call, remembered) is known
+
+
+async def test_a_learned_fact_is_answered_without_its_id_and_learn_takes_no_ids(
+    start_hub: StartHub, closed_port: int, tmp_path: Path, emulator: FlipperEmulator
+) -> None:
+    server, log = await scripted_hub(
+        start_hub, closed_port, tmp_path, [LEARN_CALL, "yes", "Noted."]
+    )
+    transcript = await say(server, "remember that the thermostat is at 21")
+    assert [e["toolResult"]["name"] for e in transcript.of_type(c.EV_AFTER_TOOL)] == ["learn"]
+    first, _, answer = requests_sent(log)
+    [learn] = [f["function"] for f in first["tools"] if f["function"]["name"] == "learn"]
+    assert list(learn["parameters"]["properties"]) == ["fact"]
+    assert "What the tool learn returned: Learned." in answer["messages"][-1]["content"]
+    assert "[m_" not in answer["messages"][-1]["content"]

@@ -18,6 +18,7 @@ from strands.types.tools import AgentTool
 
 from hub import contracts as c
 from hub.agent.attachments import Attachment, take_in
+from hub.agent.embedded import EmbeddedModel
 from hub.agent.mcp import plan_for_turn
 from hub.agent.models import ModelChoice
 from hub.agent.prompt import system_prompt
@@ -68,6 +69,8 @@ async def compose_turn(
         client=client,
     )
     mounted = mount_tools(context) if choice.tools else None
+    if isinstance(model, EmbeddedModel):
+        model.remembered, memory = tuple(memory), []
     return Turn(
         messages=messages,
         model=model,

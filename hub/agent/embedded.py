@@ -30,11 +30,13 @@ from strands.types.streaming import StreamEvent
 from strands.types.tools import ToolSpec
 
 from hub.agent import small_tools
+from hub.agent.prompt import remembered_note, without_fact_ids
 from hub.agent.runner import protocol as p
 from hub.agent.runner.process import Generation
 from hub.agent.runner.protocol import STOP_CANCELLED
 from hub.agent.runner.supervisor import RunnerSupervisor
 from hub.agent.small_tools import Embed
+from hub.memory.graph import Fact
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +91,7 @@ def block_text(block: Mapping[str, Any], names: dict[str, str]) -> str:
     if "toolResult" in block:
         result = block["toolResult"]
         name = names.get(str(result.get("toolUseId", "")), "the tool")
-        return f"What the tool {name} returned: {result_text(result)}"
+        return f"What the tool {name} returned: {without_fact_ids(result_text(result))}"
     return ""
 
 
@@ -156,6 +158,9 @@ class EmbeddedModel(Model):
             "max_tokens": max_tokens,
         }
         self.last_offer: list[str] = []  # the tool names the last generation offered
+        # The person's pre-loaded facts: given here rather than in the system prompt, the model
+        # reads them in the user's message (see ``prompt.remembered_note``).
+        self.remembered: tuple[Fact, ...] = ()
 
     def update_config(self, **model_config: Any) -> None:
         self.config.update(model_config)
@@ -186,7 +191,9 @@ class EmbeddedModel(Model):
         offered = offer.tools
         self.last_offer = [spec["name"] for spec in offered]
         note = small_tools.offer_note(len(offered), len(tool_specs or [])) if offered else ""
-        prompt = "\n\n".join(p for p in (system_prompt or "", note) if p)
+        with_ids = bool(small_tools.TAKES_FACT_IDS & set(self.last_offer))
+        remembered = remembered_note(self.remembered, with_ids=with_ids) if self.remembered else ""
+        prompt = "\n\n".join(p for p in (system_prompt or "", remembered, note) if p)
         chat = flatten_messages(messages, prompt or None)
         yield {"messageStart": {"role": "assistant"}}
         if cancel_signal is not None and cancel_signal.is_set():
@@ -332,7 +339,10 @@ class EmbeddedModel(Model):
     ) -> bool:
         """A call that writes to the person's memory runs only when the model, asked in the
         same conversation (the runner reuses what it has read), says the message asked for
-        it."""
+        it. A fact the person's memory already holds, word for word, is not learned again."""
+        if small_tools.already_known(call, [fact.text for fact in self.remembered]):
+            log.debug("not learned again: %r", call.arguments)
+            return False
         asking = small_tools.confirmation(call, reply)
         if not asking or usage.stop_reason == STOP_CANCELLED:
             return True

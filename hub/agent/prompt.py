@@ -5,6 +5,7 @@ The pre-load is what makes the embedded model personal although it cannot call t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from hub.memory.graph import Fact
@@ -18,10 +19,33 @@ MEMORY_HEADER = (
     "learn the new fact with supersedes: [id]; to drop one, unlearn it by id."
 )
 
+# A fact's id in brackets, as the memory section and the memory tools' results write it.
+FACT_ID = re.compile(r" ?\[m_[0-9a-f]{20}\]")
+REMEMBERED_HEADER = (
+    "## What you remember about the user\n"
+    'Newest first. Answer from these facts, speaking to the user as "you".'
+)
+
 
 def memory_section(facts: Sequence[Fact]) -> str:
     lines = [f"- [{f.id}] {f.text} (since {f.valid_from[:10]})" for f in facts]
     return MEMORY_HEADER + "\n" + "\n".join(lines)
+
+
+def remembered_note(facts: Sequence[Fact], *, with_ids: bool) -> str:
+    """The pre-load for a small on-device model, each fact as the user's own words: shown
+    "- Ana is my sister", a 1.5B model took the sister for its own ("I am your sister"). No
+    dates (it copied them into new facts) and ids only where a tool offered takes one: shown
+    ids, it answered with where a fact is stored, and each id is new random text in the
+    prompt, so the same question met a different prompt on every run."""
+    lines = [f"- [{f.id}] {f.text}" if with_ids else f"- {f.text}" for f in facts]
+    return REMEMBERED_HEADER + "\n" + "\n".join(lines)
+
+
+def without_fact_ids(text: str) -> str:
+    """A tool's result without the ids of facts, for a small model's answer turn (see
+    :func:`remembered_note`)."""
+    return FACT_ID.sub("", text)
 
 
 RELATED_HEADER = (

@@ -140,6 +140,17 @@ def confirmation(call: Call, reply: str) -> list[dict[str, str]]:
     ]
 
 
+def already_known(call: Call, known: Sequence[str]) -> bool:
+    """Whether ``call`` learns a fact whose every word one of the ``known`` facts already has
+    ("Ana is the user's sister" beside "The user's sister is called Ana"): asked about a fact
+    it was shown, a small model learns it again. A fact with one new word ("Monday" for
+    "Friday") is news."""
+    if call.name != "learn":
+        return False
+    said = words(str(call.arguments.get("fact", "")))
+    return bool(said) and any(said <= words(fact) for fact in known)
+
+
 # The reply inside an ``answer`` call, also when the call was cut off by the token limit.
 ANSWER_TEXT = re.compile(r'"name":\s*"answer".*?"text":\s*"((?:[^"\\]|\\.)*)', re.DOTALL)
 
@@ -185,7 +196,11 @@ def plain(schema: Mapping[str, Any]) -> bool:
 # follows the person, and a 1.5B model set it unasked ("from now on, know that I prefer tea"
 # became public in the evaluation). The person shares through their own words to a larger
 # model, or the memory routes.
-WITHHELD = {"learn": frozenset({"visibility"})}
+# Nor are the ids of facts a new one replaces: the prompt shows a small model its facts without
+# ids (see ``prompt.without_fact_ids``), unless it is offered ``unlearn``, the tool that takes
+# one; a newer fact is listed first and wins.
+WITHHELD = {"learn": frozenset({"visibility", "supersedes"})}
+TAKES_FACT_IDS = frozenset({"unlearn"})
 
 
 def offered_schema(

@@ -35,7 +35,8 @@ def learn(
     themselves.
 
     Args:
-        fact: the fact, in a full sentence ("Ada's sister Mia lives in Lyon").
+        fact: the fact, a full sentence about the user in the third person ("The user's
+            ...", "The user ...").
         supersedes: ids of facts this one replaces; they are closed and linked to it.
         links: connections to existing facts: [{"rel": "part_of|authored|relates_to|about",
             "dst": "<fact id>", "scope": "<context, optional>"}].
