@@ -349,9 +349,10 @@ async def test_a_memory_write_runs_only_when_the_model_confirms_it_was_asked_for
     facts = server.hub.memory.recent(server.hub.owner.id, 10)
     assert any("thermostat" in f.text for f in facts) is learned
     first, asked, last = requests_sent(log)
-    assert asked["grammar"] == small_tools.YES_OR_NO
-    assert asked["messages"][: len(first["messages"])] == first["messages"]
-    assert asked["messages"][-1]["content"].startswith("Did my last message tell you")
+    assert asked["grammar"] == small_tools.YES_OR_NO and "tools" not in asked
+    [question] = asked["messages"]  # the message alone, not the conversation
+    assert question["content"].startswith('Message: "set the thermostat to 21 degrees"\n\nIs the')
+    assert first["messages"][-1]["content"] == "set the thermostat to 21 degrees"
     assert transcript.text.endswith("All right.")
     assert "tools" not in last
 

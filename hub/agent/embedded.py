@@ -337,17 +337,17 @@ class EmbeddedModel(Model):
         usage: Generation,
         cancel_signal: threading.Event | None,
     ) -> bool:
-        """A call that writes to the person's memory runs only when the model, asked in the
-        same conversation (the runner reuses what it has read), says the message asked for
-        it. A fact the person's memory already holds, word for word, is not learned again."""
+        """A call that writes to the person's memory runs only when the model, asked about the
+        user's message alone, says the message asked for it. A fact the person's memory
+        already holds, word for word, is not learned again."""
         if small_tools.already_known(call, [fact.text for fact in self.remembered]):
             log.debug("not learned again: %r", call.arguments)
             return False
-        asking = small_tools.confirmation(call, reply)
+        asking = small_tools.confirmation(call, chat[-1]["content"])
         if not asking or usage.stop_reason == STOP_CANCELLED:
             return True
-        yes_or_no = {**fields, p.FIELD_CONSTRAIN: False, p.FIELD_GRAMMAR: small_tools.YES_OR_NO}
-        verdict, _ = await self._aside([*chat, *asking], yes_or_no, usage, cancel_signal, 2)
+        yes_or_no = {p.FIELD_GRAMMAR: small_tools.YES_OR_NO}
+        verdict, _ = await self._aside(asking, yes_or_no, usage, cancel_signal, 2)
         log.debug("asked whether %s was wanted: %r", call.name, verdict)
         return verdict.strip().lower() != "no"
 

@@ -121,22 +121,29 @@ ANSWER_SPEC: ToolSpec = {
         }
     },
 }
-# The question that confirms a call to a tool that writes to the person's memory.
+# The question that confirms a call to a tool that writes to the person's memory, asked about
+# the message alone: asked in the conversation right after its own call, the 1.5B said "yes"
+# to "book me a flight" and "set the thermostat to 21 degrees" alike. On 20 requests kept apart
+# from the evaluation (7 to remember, 13 not), this wording was right for 18, the old question
+# asked about the message alone for 10.
 CONFIRMED = {
-    "learn": "Did my last message tell you something about myself that I want you to remember?",
-    "unlearn": "Did my last message ask you to forget what you know about me?",
+    "learn": "Is the writer of this message asking you to store a fact in your memory?",
+    "unlearn": "Is the writer of this message asking you to delete facts from your memory?",
 }
 YES_OR_NO = 'root ::= "yes" | "no"'
 
 
-def confirmation(call: Call, reply: str) -> list[dict[str, str]]:
-    """The turns that ask whether ``call`` was asked for; empty when it needs no asking."""
+def confirmation(call: Call, message: str) -> list[dict[str, str]]:
+    """The chat that asks whether ``message`` asked for ``call``; empty when it needs no
+    asking."""
     question = CONFIRMED.get(call.name)
     if question is None:
         return []
     return [
-        {"role": "assistant", "content": reply},
-        {"role": "user", "content": f"{question} Answer yes or no."},
+        {
+            "role": "user",
+            "content": f"Message: {json.dumps(message)}\n\n{question} Answer yes or no.",
+        }
     ]
 
 
