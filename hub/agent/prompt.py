@@ -21,10 +21,10 @@ MEMORY_HEADER = (
 
 # A fact's id in brackets, as the memory section and the memory tools' results write it.
 FACT_ID = re.compile(r" ?\[m_[0-9a-f]{20}\]")
-REMEMBERED_HEADER = (
-    "## What you remember about the user\n"
-    'Newest first. Answer from these facts, speaking to the user as "you".'
-)
+# Only "newest first": told to answer from these facts, the 1.5B answered requests for its tools
+# from them too ("what's the battery of my Nicla Vision?").
+REMEMBERED_HEADER = "## What you remember about the user\nNewest first."
+REMEMBERED_IDS = " Each has its id: to drop one, unlearn it by id."
 
 
 def memory_section(facts: Sequence[Fact]) -> str:
@@ -33,13 +33,13 @@ def memory_section(facts: Sequence[Fact]) -> str:
 
 
 def remembered_note(facts: Sequence[Fact], *, with_ids: bool) -> str:
-    """The pre-load for a small on-device model, each fact as the user's own words: shown
-    "- Ana is my sister", a 1.5B model took the sister for its own ("I am your sister"). No
-    dates (it copied them into new facts) and ids only where a tool offered takes one: shown
-    ids, it answered with where a fact is stored, and each id is new random text in the
+    """The pre-load for a small on-device model: no dates (the 1.5B copied them into new
+    facts), and ids only where a tool offered takes one: shown ids, it answered "what's my
+    sister's name?" with where the fact is stored, and each id is new random text in the
     prompt, so the same question met a different prompt on every run."""
+    header = REMEMBERED_HEADER + (REMEMBERED_IDS if with_ids else "")
     lines = [f"- [{f.id}] {f.text}" if with_ids else f"- {f.text}" for f in facts]
-    return REMEMBERED_HEADER + "\n" + "\n".join(lines)
+    return header + "\n" + "\n".join(lines)
 
 
 def without_fact_ids(text: str) -> str:

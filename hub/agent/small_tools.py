@@ -123,12 +123,13 @@ ANSWER_SPEC: ToolSpec = {
 }
 # The question that confirms a call to a tool that writes to the person's memory, asked about
 # the message alone: asked in the conversation right after its own call, the 1.5B said "yes"
-# to "book me a flight" and "set the thermostat to 21 degrees" alike. On 20 requests kept apart
-# from the evaluation (7 to remember, 13 not), this wording was right for 18, the old question
-# asked about the message alone for 10.
+# to "book me a flight" and "set the thermostat to 21 degrees" alike. On requests kept apart
+# from the evaluation, these wordings were right for 18 of 20 (7 to remember, 13 not; the old
+# question, asked about the message alone: 10) and 11 of 12 (5 to forget, 7 not; "… delete
+# facts from your memory?" said no to "forget that my sister is called Ana").
 CONFIRMED = {
     "learn": "Is the writer of this message asking you to store a fact in your memory?",
-    "unlearn": "Is the writer of this message asking you to delete facts from your memory?",
+    "unlearn": "Is the writer of this message asking you to forget something you know about them?",
 }
 YES_OR_NO = 'root ::= "yes" | "no"'
 
