@@ -350,7 +350,8 @@ async def test_a_memory_write_runs_only_when_the_model_confirms_it_was_asked_for
     assert any("thermostat" in f.text for f in facts) is learned
     first, asked, last = requests_sent(log)
     assert asked["grammar"] == small_tools.YES_OR_NO and "tools" not in asked
-    [question] = asked["messages"]  # the message alone, not the conversation
+    *examples, question = asked["messages"]  # the message alone, not the conversation
+    assert [m["role"] for m in examples] == ["user", "assistant"] * 3
     assert question["content"].startswith('Message: "set the thermostat to 21 degrees"\n\nIs the')
     assert first["messages"][-1]["content"] == "set the thermostat to 21 degrees"
     assert transcript.text.endswith("All right.")

@@ -121,15 +121,39 @@ ANSWER_SPEC: ToolSpec = {
         }
     },
 }
-# The question that confirms a call to a tool that writes to the person's memory, asked about
-# the message alone: asked in the conversation right after its own call, the 1.5B said "yes"
-# to "book me a flight" and "set the thermostat to 21 degrees" alike. On requests kept apart
-# from the evaluation, these wordings were right for 18 of 20 (7 to remember, 13 not; the old
-# question, asked about the message alone: 10) and 11 of 12 (5 to forget, 7 not; "… delete
-# facts from your memory?" said no to "forget that my sister is called Ana").
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """The question that confirms a call to a tool that writes to the person's memory, and
+    example messages answered before the real one."""
+
+    question: str
+    examples: tuple[tuple[str, str], ...] = ()
+
+    def asked(self, message: str) -> str:
+        quoted = json.dumps(message, ensure_ascii=False)
+        return f"Message: {quoted}\n\n{self.question} Answer yes or no."
+
+
+# Asked about the message alone: asked in the conversation right after its own call, the 1.5B
+# said "yes" to "book me a flight" and "set the thermostat to 21 degrees" alike. Measured on
+# requests kept apart from the evaluation: for learn, 7 to remember and 13 not, 19 right with
+# the three examples, 18 without (the thermostat), 10 for the old question; for unlearn, 5 to
+# forget and 7 not, 11 right without examples, 9 with them, and "… delete facts from your
+# memory?" said no to "forget that my sister is called Ana".
 CONFIRMED = {
-    "learn": "Is the writer of this message asking you to store a fact in your memory?",
-    "unlearn": "Is the writer of this message asking you to forget something you know about them?",
+    "learn": Confirmation(
+        "Is the writer of this message asking you to store a fact in your memory?",
+        (
+            ("please remember that my flat is on the 3rd floor", "yes"),
+            ("switch the radio on", "no"),
+            ("what is my flat number?", "no"),
+        ),
+    ),
+    "unlearn": Confirmation(
+        "Is the writer of this message asking you to forget something you know about them?"
+    ),
 }
 YES_OR_NO = 'root ::= "yes" | "no"'
 
@@ -137,15 +161,16 @@ YES_OR_NO = 'root ::= "yes" | "no"'
 def confirmation(call: Call, message: str) -> list[dict[str, str]]:
     """The chat that asks whether ``message`` asked for ``call``; empty when it needs no
     asking."""
-    question = CONFIRMED.get(call.name)
-    if question is None:
+    confirming = CONFIRMED.get(call.name)
+    if confirming is None:
         return []
-    return [
-        {
-            "role": "user",
-            "content": f"Message: {json.dumps(message)}\n\n{question} Answer yes or no.",
-        }
-    ]
+    chat: list[dict[str, str]] = []
+    for example, verdict in confirming.examples:
+        chat += [
+            {"role": "user", "content": confirming.asked(example)},
+            {"role": "assistant", "content": verdict},
+        ]
+    return [*chat, {"role": "user", "content": confirming.asked(message)}]
 
 
 def already_known(call: Call, known: Sequence[str]) -> bool:
