@@ -271,7 +271,7 @@ async def test_a_fenced_call_runs_the_real_tool_and_the_answer_has_no_tools(
 ) -> None:
     call = '```json\n{"name": "flipper_status", "arguments": {}}\n```'
     server, log = await scripted_hub(
-        start_hub, closed_port, tmp_path, [call, "Yes: your Flipper is at 87%."]
+        start_hub, closed_port, tmp_path, [call, "yes", "Yes: your Flipper is at 87%."]
     )
     transcript = await say(server, "is my Flipper charged?")
     assert transcript.done and not transcript.of_type(c.EV_ERROR)
@@ -281,7 +281,11 @@ async def test_a_fenced_call_runs_the_real_tool_and_the_answer_has_no_tools(
         "the emulator's battery, through the driver"
     )
     assert transcript.text == "Yes: your Flipper is at 87%."
-    first, second = requests_sent(log)
+    first, checked, second = requests_sent(log)
+    assert checked["grammar"] == small_tools.YES_OR_NO
+    assert checked["messages"][-1]["content"].startswith(
+        'Message: "is my Flipper charged?"\nTool: flipper_status — '
+    )
     offered = [f["function"]["name"] for f in first["tools"]]
     assert "flipper_status" in offered and len(offered) <= small_tools.OFFERED_AT_MOST + 1
     assert offered[-1] == "answer", "the way to answer in words is offered last"
@@ -299,13 +303,13 @@ async def test_a_call_described_in_words_is_asked_again_as_that_call(
     described = "To check, you can use the `flipper_status` function."
     call = '<tool_call>\n{"name": "flipper_status", "arguments": {}}\n</tool_call>'
     server, log = await scripted_hub(
-        start_hub, closed_port, tmp_path, [described, call, "It is at 87%."]
+        start_hub, closed_port, tmp_path, [described, call, "yes", "It is at 87%."]
     )
     transcript = await say(server, "is my Flipper charged?")
     assert transcript.done and not transcript.of_type(c.EV_ERROR)
     [result] = [e["toolResult"] for e in transcript.of_type(c.EV_AFTER_TOOL)]
     assert (result["name"], result["status"]) == ("flipper_status", "success")
-    first, again, answer = requests_sent(log)
+    first, again, _, answer = requests_sent(log)
     assert first["constrain"] is True and "must_call" not in first
     assert again["must_call"] == "flipper_status"
     assert again["messages"] == first["messages"] and again["tools"] == first["tools"]
@@ -322,6 +326,27 @@ async def test_a_tool_named_in_words_that_is_not_the_nearest_is_not_called(
     transcript = await say(server, "is my Flipper charged?")
     assert transcript.done and not transcript.of_type(c.EV_BEFORE_TOOL)
     assert len(requests_sent(log)) == 1
+
+
+async def test_a_call_to_a_tool_not_made_for_the_request_is_not_run(
+    start_hub: StartHub, closed_port: int, tmp_path: Path, emulator: FlipperEmulator
+) -> None:
+    """Asked for something the hub cannot do, a small model reaches for a tool that sounds
+    alike; the model, asked whether that tool is made for the message, says no."""
+    call = '<tool_call>\n{"name": "flipper_find", "arguments": {"signal": true}}\n</tool_call>'
+    server, log = await scripted_hub(
+        start_hub, closed_port, tmp_path, [call, "no", "I can't unlock doors."]
+    )
+    transcript = await say(server, "unlock the front door with my Flipper")
+    assert transcript.done and not transcript.of_type(c.EV_BEFORE_TOOL)
+    assert transcript.text == "I can't unlock doors."
+    _, checked, answer = requests_sent(log)
+    *examples, question = checked["messages"]
+    assert len(examples) == 2 * len(small_tools.TOOL_CHECK_EXAMPLES)
+    assert question["content"].startswith(
+        'Message: "unlock the front door with my Flipper"\nTool: flipper_find'
+    )
+    assert "tools" not in answer
 
 
 LEARN_CALL = (

@@ -297,9 +297,7 @@ class EmbeddedModel(Model):
         if call is None and not cancelled and self._call_grammar:
             described = text or reply
             call = await self._call_described(chat, fields, described, offer, usage, cancel_signal)
-        if call is not None and not await self._confirmed(
-            chat, fields, call, reply, usage, cancel_signal
-        ):
+        if call is not None and not await self._confirmed(chat, offer, call, usage, cancel_signal):
             call = None
         if call is not None and usage.stop_reason != STOP_CANCELLED:
             for event in tool_use_events(call):
@@ -331,19 +329,20 @@ class EmbeddedModel(Model):
     async def _confirmed(
         self,
         chat: list[dict[str, str]],
-        fields: dict[str, Any],
+        offer: small_tools.Offer,
         call: small_tools.Call,
-        reply: str,
         usage: Generation,
         cancel_signal: threading.Event | None,
     ) -> bool:
-        """A call that writes to the person's memory runs only when the model, asked about the
-        user's message alone, says the message asked for it. A fact the person's memory
-        already holds, word for word, is not learned again."""
+        """A call runs only when the model, asked about the user's message alone, says the
+        message asked for it (a memory write) or that the tool is made for it (any other
+        call). A fact the person's memory already holds, word for word, is not learned
+        again."""
         if small_tools.already_known(call, [fact.text for fact in self.remembered]):
             log.debug("not learned again: %r", call.arguments)
             return False
-        asking = small_tools.confirmation(call, chat[-1]["content"])
+        spec = next((t for t in offer.tools if t["name"] == call.name), None)
+        asking = small_tools.confirmation(call, chat[-1]["content"], spec)
         if not asking or usage.stop_reason == STOP_CANCELLED:
             return True
         yes_or_no = {p.FIELD_GRAMMAR: small_tools.YES_OR_NO}

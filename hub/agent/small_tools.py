@@ -158,19 +158,60 @@ CONFIRMED = {
 YES_OR_NO = 'root ::= "yes" | "no"'
 
 
-def confirmation(call: Call, message: str) -> list[dict[str, str]]:
-    """The chat that asks whether ``message`` asked for ``call``; empty when it needs no
-    asking."""
+# Any other call is checked against what its tool is made for: a request for something the hub
+# cannot do reaches for the tool that sounds alike ("switch on the kitchen lamp" → the phone's
+# flashlight). Chosen on 20 held-apart pairs (12 right calls, 8 wrong): with these examples
+# all 12 right calls pass and 3 wrong ones stop (both lamps, "rent me a car" → send_message);
+# without examples the model says yes to all 20, and other wordings refused a right call.
+TOOL_CHECK = "Is this tool made for what the message asks?"
+TOOL_CHECK_EXAMPLES = (
+    (
+        "book a table for two tonight",
+        "send_message",
+        "Send a direct message to another person of this hub; it lands in their inbox and on "
+        "their phones.",
+        "no",
+    ),
+    ("show me the tinys here", "list_tiny", "List tinys: public ones and the user's own.", "yes"),
+    (
+        "turn up the heating",
+        "set_brightness",
+        "Set the screen brightness of the user's device.",
+        "no",
+    ),
+    (
+        "remind me in 5 minutes to stretch",
+        "schedule_alert",
+        "An alert at a time: a notification on the user's devices and screens.",
+        "yes",
+    ),
+)
+
+
+def tool_asked(message: str, name: str, description: str) -> str:
+    quoted = json.dumps(message, ensure_ascii=False)
+    return f"Message: {quoted}\nTool: {name} — {description}\n\n{TOOL_CHECK} Answer yes or no."
+
+
+def confirmation(call: Call, message: str, spec: ToolSpec | None = None) -> list[dict[str, str]]:
+    """The chat that asks whether ``message`` asked for ``call`` (a memory write), or whether
+    the called tool (``spec``) is made for it; empty when it needs no asking."""
     confirming = CONFIRMED.get(call.name)
-    if confirming is None:
+    if confirming is not None:
+        examples = [(confirming.asked(m), verdict) for m, verdict in confirming.examples]
+        asked = confirming.asked(message)
+    elif spec is not None and call.name != ANSWER:
+        examples = [(tool_asked(m, n, d), verdict) for m, n, d, verdict in TOOL_CHECK_EXAMPLES]
+        asked = tool_asked(message, call.name, short_description(spec))
+    else:
         return []
     chat: list[dict[str, str]] = []
-    for example, verdict in confirming.examples:
+    for question, verdict in examples:
         chat += [
-            {"role": "user", "content": confirming.asked(example)},
+            {"role": "user", "content": question},
             {"role": "assistant", "content": verdict},
         ]
-    return [*chat, {"role": "user", "content": confirming.asked(message)}]
+    return [*chat, {"role": "user", "content": asked}]
 
 
 def already_known(call: Call, known: Sequence[str]) -> bool:
