@@ -342,7 +342,7 @@ async def test_a_call_to_a_tool_not_made_for_the_request_is_not_run(
     assert transcript.text == "I can't unlock doors."
     _, checked, answer = requests_sent(log)
     *examples, question = checked["messages"]
-    assert len(examples) == 2 * len(small_tools.TOOL_CHECK_EXAMPLES)
+    assert len(examples) == 2 * len(small_tools.TOOL_CHECK.examples)
     assert question["content"].startswith(
         'Message: "unlock the front door with my Flipper"\nTool: flipper_find'
     )

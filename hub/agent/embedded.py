@@ -158,8 +158,8 @@ class EmbeddedModel(Model):
             "max_tokens": max_tokens,
         }
         self.last_offer: list[str] = []  # the tool names the last generation offered
-        # The person's pre-loaded facts: given here rather than in the system prompt, the model
-        # reads them in the user's message (see ``prompt.remembered_note``).
+        # The person's pre-loaded facts, handed over instead of the system prompt's memory
+        # section: a small model is shown them in its own way (``prompt.remembered_note``).
         self.remembered: tuple[Fact, ...] = ()
 
     def update_config(self, **model_config: Any) -> None:

@@ -9,6 +9,7 @@ import re
 from collections.abc import Sequence
 
 from hub.memory.graph import Fact
+from hub.memory.model import FACT_ID_PATTERN
 from hub.tinys.records import DEFAULT_PROMPT, Tiny
 from hub.tinys.universe import tiny_url
 
@@ -20,7 +21,7 @@ MEMORY_HEADER = (
 )
 
 # A fact's id in brackets, as the memory section and the memory tools' results write it.
-FACT_ID = re.compile(r" ?\[m_[0-9a-f]{20}\]")
+FACT_ID = re.compile(rf" ?\[{FACT_ID_PATTERN}\]")
 # Only "newest first": told to answer from these facts, the 1.5B answered requests for its tools
 # from them too ("what's the battery of my Nicla Vision?").
 REMEMBERED_HEADER = "## What you remember about the user\nNewest first."

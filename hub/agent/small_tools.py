@@ -125,30 +125,41 @@ ANSWER_SPEC: ToolSpec = {
 
 @dataclass(frozen=True)
 class Confirmation:
-    """The question that confirms a call to a tool that writes to the person's memory, and
-    example messages answered before the real one."""
+    """A yes/no question about the user's message alone (and, where one is named, the tool
+    called for it), asked after example messages answered the same way."""
 
     question: str
-    examples: tuple[tuple[str, str], ...] = ()
+    # (message, the tool called as "name — description" or "", the answer)
+    examples: tuple[tuple[str, str, str], ...] = ()
 
-    def asked(self, message: str) -> str:
+    def asked(self, message: str, tool: str = "") -> str:
         quoted = json.dumps(message, ensure_ascii=False)
-        return f"Message: {quoted}\n\n{self.question} Answer yes or no."
+        called = f"Tool: {tool}\n" if tool else ""
+        return f"Message: {quoted}\n{called}\n{self.question} Answer yes or no."
+
+    def chat(self, message: str, tool: str = "") -> list[dict[str, str]]:
+        chat: list[dict[str, str]] = []
+        for example, example_tool, verdict in self.examples:
+            chat += [
+                {"role": "user", "content": self.asked(example, example_tool)},
+                {"role": "assistant", "content": verdict},
+            ]
+        return [*chat, {"role": "user", "content": self.asked(message, tool)}]
 
 
-# Asked about the message alone: asked in the conversation right after its own call, the 1.5B
-# said "yes" to "book me a flight" and "set the thermostat to 21 degrees" alike. Measured on
-# requests kept apart from the evaluation: for learn, 7 to remember and 13 not, 19 right with
-# the three examples, 18 without (the thermostat), 10 for the old question; for unlearn, 5 to
-# forget and 7 not, 11 right without examples, 9 with them, and "… delete facts from your
-# memory?" said no to "forget that my sister is called Ana".
+# A memory write is confirmed by asking about the message alone: asked in the conversation
+# right after its own call, the 1.5B said "yes" to "book me a flight" and "set the thermostat
+# to 21 degrees" alike. Measured on requests kept apart from the evaluation: for learn, 7 to
+# remember and 13 not, 19 right with the three examples, 18 without (the thermostat), 10 for
+# the old question; for unlearn, 5 to forget and 7 not, 11 right without examples, 9 with
+# them, and "… delete facts from your memory?" said no to "forget that my sister is called Ana".
 CONFIRMED = {
     "learn": Confirmation(
         "Is the writer of this message asking you to store a fact in your memory?",
         (
-            ("please remember that my flat is on the 3rd floor", "yes"),
-            ("switch the radio on", "no"),
-            ("what is my flat number?", "no"),
+            ("please remember that my flat is on the 3rd floor", "", "yes"),
+            ("switch the radio on", "", "no"),
+            ("what is my flat number?", "", "no"),
         ),
     ),
     "unlearn": Confirmation(
@@ -163,34 +174,33 @@ YES_OR_NO = 'root ::= "yes" | "no"'
 # flashlight). Chosen on 20 held-apart pairs (12 right calls, 8 wrong): with these examples
 # all 12 right calls pass and 3 wrong ones stop (both lamps, "rent me a car" → send_message);
 # without examples the model says yes to all 20, and other wordings refused a right call.
-TOOL_CHECK = "Is this tool made for what the message asks?"
-TOOL_CHECK_EXAMPLES = (
+TOOL_CHECK = Confirmation(
+    "Is this tool made for what the message asks?",
     (
-        "book a table for two tonight",
-        "send_message",
-        "Send a direct message to another person of this hub; it lands in their inbox and on "
-        "their phones.",
-        "no",
-    ),
-    ("show me the tinys here", "list_tiny", "List tinys: public ones and the user's own.", "yes"),
-    (
-        "turn up the heating",
-        "set_brightness",
-        "Set the screen brightness of the user's device.",
-        "no",
-    ),
-    (
-        "remind me in 5 minutes to stretch",
-        "schedule_alert",
-        "An alert at a time: a notification on the user's devices and screens.",
-        "yes",
+        (
+            "book a table for two tonight",
+            "send_message — Send a direct message to another person of this hub; it lands in "
+            "their inbox and on their phones.",
+            "no",
+        ),
+        (
+            "show me the tinys here",
+            "list_tiny — List tinys: public ones and the user's own.",
+            "yes",
+        ),
+        (
+            "turn up the heating",
+            "set_brightness — Set the screen brightness of the user's device.",
+            "no",
+        ),
+        (
+            "remind me in 5 minutes to stretch",
+            "schedule_alert — An alert at a time: a notification on the user's devices and "
+            "screens.",
+            "yes",
+        ),
     ),
 )
-
-
-def tool_asked(message: str, name: str, description: str) -> str:
-    quoted = json.dumps(message, ensure_ascii=False)
-    return f"Message: {quoted}\nTool: {name} — {description}\n\n{TOOL_CHECK} Answer yes or no."
 
 
 def confirmation(call: Call, message: str, spec: ToolSpec | None = None) -> list[dict[str, str]]:
@@ -198,20 +208,10 @@ def confirmation(call: Call, message: str, spec: ToolSpec | None = None) -> list
     the called tool (``spec``) is made for it; empty when it needs no asking."""
     confirming = CONFIRMED.get(call.name)
     if confirming is not None:
-        examples = [(confirming.asked(m), verdict) for m, verdict in confirming.examples]
-        asked = confirming.asked(message)
-    elif spec is not None and call.name != ANSWER:
-        examples = [(tool_asked(m, n, d), verdict) for m, n, d, verdict in TOOL_CHECK_EXAMPLES]
-        asked = tool_asked(message, call.name, short_description(spec))
-    else:
-        return []
-    chat: list[dict[str, str]] = []
-    for question, verdict in examples:
-        chat += [
-            {"role": "user", "content": question},
-            {"role": "assistant", "content": verdict},
-        ]
-    return [*chat, {"role": "user", "content": asked}]
+        return confirming.chat(message)
+    if spec is not None and call.name != ANSWER:
+        return TOOL_CHECK.chat(message, f"{call.name} — {short_description(spec)}")
+    return []
 
 
 def already_known(call: Call, known: Sequence[str]) -> bool:
@@ -271,7 +271,7 @@ def plain(schema: Mapping[str, Any]) -> bool:
 # became public in the evaluation). The person shares through their own words to a larger
 # model, or the memory routes.
 # Nor are the ids of facts a new one replaces: the prompt shows a small model its facts without
-# ids (see ``prompt.without_fact_ids``), unless it is offered ``unlearn``, the tool that takes
+# ids (see ``prompt.remembered_note``), unless it is offered ``unlearn``, the tool that takes
 # one; a newer fact is listed first and wins.
 WITHHELD = {"learn": frozenset({"visibility", "supersedes"})}
 TAKES_FACT_IDS = frozenset({"unlearn"})

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -39,6 +38,7 @@ from hub.memory.model import (
     MemoryRefused,
     SyncedEdge,
     check_text,
+    new_fact_id,
     now,
     parse_ids,
     parse_links,
@@ -108,7 +108,7 @@ class MemoryStore:
             raise MemoryRefused(f"kind must be one of {', '.join(KINDS)}")
         if visibility not in ("private", "public"):
             raise MemoryRefused("visibility must be private or public")
-        fact_id = "m_" + uuid.uuid4().hex[:20]
+        fact_id = new_fact_id()
         stamp = now()
         with self._db.atomic():
             rev = self._next_rev()

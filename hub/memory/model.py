@@ -6,6 +6,7 @@ use them without importing each other.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -86,6 +87,14 @@ class Edge(SyncedEdge):
     """A link as this store holds it: the same, with its row id."""
 
     id: int
+
+
+# A fact's id: "m_" and 20 hex digits; the pattern lets a prompt find ids in text.
+FACT_ID_PATTERN = r"m_[0-9a-f]{20}"
+
+
+def new_fact_id() -> str:
+    return "m_" + uuid.uuid4().hex[:20]
 
 
 def now() -> str:
