@@ -64,6 +64,14 @@ class Settings:
     port: int = _setting(
         "server", "port", "TINY_HUB_PORT", 8765, "HTTP port; 0 picks a free one and prints it"
     )
+    repairs_after_s: float = _setting(
+        "server",
+        "repairs_after_s",
+        "TINY_HUB_REPAIRS_AFTER_S",
+        5.0,
+        "seconds after start before the start-up repairs (missing vectors, the tinys' search"
+        " index) run; 0 runs them at once",
+    )
     model_provider: str = _setting(
         "model",
         "provider",
@@ -697,6 +705,8 @@ def _validate(settings: Settings, path: Path, env: Mapping[str, str]) -> None:
         fail("embedded_context", "must be at least 256 tokens")
     if settings.embedded_threads < 0:
         fail("embedded_threads", "must be 0 (every core but one) or more")
+    if not 0 <= settings.repairs_after_s <= 3600:
+        fail("repairs_after_s", "must be between 0 and 3600 seconds")
     if settings.ping_interval_s <= 0:
         fail("ping_interval_s", "must be more than 0 seconds")
     if settings.turn_timeout_s <= 0:

@@ -336,7 +336,7 @@ async def test_copying_the_last_reply_a_focused_message_and_a_copy_tool(
         chat = chat_of(app)
         await say(pilot, chat, "copy my key")
         await turn_done(chat, 2)
-        assert app.clipboard == "ssh-ed25519 AAAA"
+        await until(lambda: app.clipboard == "ssh-ed25519 AAAA", what="the tool's text copied")
         assert any("OSC 52" in n for n in notices(chat))
         await pilot.press("ctrl+o")
         assert app.clipboard == "ok"

@@ -125,7 +125,7 @@ async def test_a_message_arriving_shows_at_once_and_in_the_open_conversation_is_
         send_message(server.hub, ann, "@bea", "Who is there?")
         await until(lambda: "Who is there?" in thread(screen), what="in the open conversation")
         await until(lambda: Inbox(server.hub.db).unread(bea.id) == 0, what="read as it came")
-        assert rows(screen) == [("@ann", "")]
+        await until(lambda: rows(screen) == [("@ann", "")], what="the list says it is read")
 
 
 def test_how_a_line_is_addressed_and_a_conversation_reads() -> None:

@@ -99,7 +99,7 @@ def create(server: RunningServer, name: str, prompt: str, **fields: Any) -> None
 
 @pytest.fixture
 async def server(start_hub: StartHub, fake_ollama: FakeOllama) -> RunningServer:
-    running = await start_hub(ollama_host=fake_ollama.url)
+    running = await start_hub(ollama_host=fake_ollama.url, repairs_after_s=0)
     await repaired(running)  # the start's indexing (the default tiny) is done
     return running
 
@@ -187,13 +187,28 @@ async def test_a_start_indexes_what_a_stopped_hub_left_out_of_step(
     assert hub.universe.vector_names() == ["astro", "chef"]
     hub.close()
 
-    again = await start_hub(ollama_host=fake_ollama.url)
+    again = await start_hub(ollama_host=fake_ollama.url, repairs_after_s=0)
     await repaired(again)
     assert again.hub.universe.vector_names() == ["late", "tiny"]
     _, found = await get(again, "/retrieve?q=growing+vegetables")
     assert names(found) == ["late", "tiny"]
     # In step now: nothing left to do.
     assert await asyncio.to_thread(again.hub.universe.index_missing) == 0
+
+
+async def test_the_start_up_repairs_wait_and_a_search_meanwhile_catches_up(
+    start_hub: StartHub, fake_ollama: FakeOllama, home: Path
+) -> None:
+    hub = Hub.open(settings_for(home))
+    hub.tinys.create(hub.owner, {"name": "late", "systemPrompt": "You grow vegetables."})
+    hub.universe.close()  # the change never reached the index, as if the hub had died
+    hub.close()
+
+    again = await start_hub(ollama_host=fake_ollama.url, repairs_after_s=3600)
+    assert again.parts.repairs.state == "pending"
+    _, found = await get(again, "/retrieve?q=growing+vegetables")
+    assert names(found) == ["late", "tiny"]
+    assert again.parts.repairs.state == "pending"  # stopped while waiting: nothing to await
 
 
 async def test_list_pages_by_offset_and_by_cursor(server: RunningServer) -> None:
@@ -504,8 +519,15 @@ def test_hubs_sharing_a_chroma_server_keep_their_own_universes(
         second.universe.settle()
         assert first.universe.vector_names() == ["chef"]
         assert second.universe.vector_names() == ["baker"]
-        assert [f.tiny.name for f in first.universe.search("cooking and baking")] == ["chef"]
-        assert [f.tiny.name for f in second.universe.search("cooking and baking")] == ["baker"]
+        # A search catches up first: each default tiny joins its own hub's universe only.
+        assert [f.tiny.name for f in first.universe.search("cooking and baking")] == [
+            "chef",
+            "tiny",
+        ]
+        assert [f.tiny.name for f in second.universe.search("cooking and baking")] == [
+            "baker",
+            "tiny",
+        ]
         assert first.universe.collection.name != second.universe.collection.name
         assert not (tmp_path / "a" / "chroma").exists(), "on the server, not embedded"
     finally:

@@ -23,7 +23,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.reactive import reactive
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widget import Widget
 from textual.widgets import (
     Button,
@@ -427,7 +427,11 @@ class KeysFooter(Footer):
 
     Footer.compose makes one cell per action (two per group: its keys, its label); here they
     go into a grid, and a grid wider than the footer gets one more row and is laid out
-    again. A new width or another set of bindings starts again from one row."""
+    again. A new width or another set of bindings starts again from one row.
+
+    Textual says the bindings changed on every focus move and mount (dozens of times while a
+    screen starts), and Footer rebuilds every key each time, one restyle per key; here the
+    keys are rebuilt only when what they show changed, once however often it was said."""
 
     DEFAULT_CSS = """
     KeysFooter {
@@ -443,11 +447,35 @@ class KeysFooter(Footer):
         self.rows = 1
         self._laid_out_for: tuple[int, int] = (0, 0)
         self._regrowing = False
+        self._composed_from: tuple[tuple[Any, ...], ...] | None = None
+        self._recompose_queued = False
+
+    def bindings_changed(self, screen: Screen[Any]) -> None:
+        self._bindings_ready = True
+        if not screen.app.app_focus or not (self.is_attached and screen is self.screen):
+            return
+        if not self._recompose_queued and self._shown() != self._composed_from:
+            self._recompose_queued = True
+            self.call_after_refresh(self._recompose_once)
+
+    async def _recompose_once(self) -> None:
+        self._recompose_queued = False
+        await self.recompose()
+
+    def _shown(self) -> tuple[tuple[Any, ...], ...]:
+        """What the keys show: each shown binding's keys, label, action, state and group."""
+        return tuple(
+            (b.key, b.key_display, b.description, b.action, enabled, tooltip, b.group)
+            for (_, b, enabled, tooltip) in self.screen.active_bindings.values()
+            if b.show
+        )
 
     def compose(self) -> ComposeResult:
         items = self._items()
         if self._laid_out_for != (items, self.size.width):
             self.rows = 1  # another set of keys or another width: fit them afresh
+        if self._bindings_ready:
+            self._composed_from = self._shown()
         yield from super().compose()
         self._regrowing = False
         self._laid_out_for = (items, self.size.width)

@@ -115,7 +115,10 @@ async def background_work(app: web.Application) -> AsyncIterator[None]:
     sweeper = asyncio.create_task(sweep_mailbox(hub))
     yield
     await cancel_all([sweeper])
-    await maintenance  # a thread cannot be interrupted; it finishes its batch
+    if repairs.state == "pending":
+        await cancel_all([maintenance])  # still waiting: the next start repairs
+    else:
+        await maintenance  # a thread cannot be interrupted; it finishes its batch
 
 
 async def drivers(app: web.Application) -> AsyncIterator[None]:
@@ -279,7 +282,13 @@ async def sweep_mailbox(hub: Hub) -> None:
 
 async def repair_at_start(hub: Hub, repairs: Repairs) -> None:
     """Public tinys missing from the universe get their vector, and private or deleted ones
-    leave it; facts whose vector was never written (a crash between the two writes) get one."""
+    leave it; facts whose vector was never written (a crash between the two writes) get one.
+
+    They wait ``repairs_after_s`` first: opening Chroma and loading the embedder take a second
+    or more on a small machine, which the first requests of a starting hub (or a hub started
+    for one command) should not queue behind. A universe search meanwhile catches up itself.
+    """
+    await asyncio.sleep(hub.settings.repairs_after_s)
     repairs.state = "running"
     await catch_up(
         repairs,

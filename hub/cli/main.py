@@ -27,7 +27,7 @@ COMMANDS: dict[str, str] = {
     "discover": "hub.cli.maintenance:discover_command",
     "cloud": "hub.cloud.cli:cloud_command",
     "export": "hub.cli.export:export_command",
-    "mcp": "hub.cli.serve:mcp_bridge",
+    "mcp": "hub.cli.mcp:mcp_bridge",
 }
 
 
@@ -54,11 +54,17 @@ def load(target: str) -> Callable[..., int]:
     return function
 
 
-def user_errors() -> tuple[type[Exception], ...]:
-    """Errors a person can fix: one line, no traceback (imported only when one happened)."""
-    from hub.cli.common import CliError
-    from hub.config import ConfigError
-    from hub.server import StartError
-    from hub.store.migrations import MigrationError
+# Errors a person can fix: one line, no traceback.
+USER_ERRORS = (
+    ("hub.config", "ConfigError"),
+    ("hub.server", "StartError"),
+    ("hub.store.migrations", "MigrationError"),
+    ("hub.cli.common", "CliError"),
+)
 
-    return (ConfigError, StartError, MigrationError, CliError)
+
+def user_errors() -> tuple[type[Exception], ...]:
+    """The kinds of USER_ERRORS whose module is loaded: one never imported cannot have raised,
+    and importing it here (the server imports the whole hub) would cost a second a command."""
+    loaded = [(sys.modules.get(module), name) for module, name in USER_ERRORS]
+    return tuple(getattr(module, name) for module, name in loaded if module is not None)

@@ -8,10 +8,13 @@ import os
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hub.cli.common import settings_of
 from hub.config import HOME_ENV, ConfigError, Settings, default_home, describe_settings
-from hub.runtime import Hub
+
+if TYPE_CHECKING:
+    from hub.runtime import Hub
 
 PROGRESS_EVERY_S = 0.5
 
@@ -55,6 +58,8 @@ def _fit(text: str, width: int) -> str:
 
 
 def memory_command(args: argparse.Namespace) -> int:
+    from hub.runtime import Hub
+
     hub = Hub.open(settings_of(args))
     try:
         if args.action == "reindex":
@@ -97,6 +102,7 @@ def pair_command(args: argparse.Namespace) -> int:
     from hub.lan.address import lan_url
     from hub.lan.pairing import make_offer, render_terminal
     from hub.lan.tls import local_fingerprint
+    from hub.runtime import Hub
 
     settings = settings_of(args)
     url = lan_url(settings.lan_url, settings.host, settings.port, tls=settings.lan_tls)

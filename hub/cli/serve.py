@@ -126,17 +126,3 @@ def run_hub_with_tui(settings: Settings) -> int:
         loop.call_soon_threadsafe(stop.set)
         thread.join(timeout=10)
         print(f"tiny-hub stopped; its log is {log_file}")
-
-
-def mcp_bridge(args: argparse.Namespace) -> int:
-    """``tiny-hub mcp``: the running hub's MCP server on stdio, or its client tokens."""
-    from hub.cli.common import CliError
-    from hub.mcp_server.command import mcp_command
-
-    settings = settings_of(args)
-    try:
-        return mcp_command(
-            settings, args, local_url(settings, args.url), token(settings, args.token)
-        )
-    except ValueError as exc:
-        raise CliError(str(exc)) from None

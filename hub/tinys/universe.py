@@ -82,6 +82,7 @@ class Universe:
         self._collection: Any = None
         self._open_lock = threading.Lock()
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="universe")
+        self._caught_up = False  # index_missing has run since the hub opened
 
     @property
     def collection(self) -> Any:
@@ -139,6 +140,7 @@ class Universe:
         names = self._out_of_step()
         for start in range(0, len(names), INDEX_BATCH):
             self._reconcile(names[start : start + INDEX_BATCH])
+        self._caught_up = True
         return len(names)
 
     def _out_of_step(self) -> list[str]:
@@ -186,8 +188,14 @@ class Universe:
     ) -> list[Found]:
         """The ``n`` public tinys nearest ``query``, nearest first, none of ``exclude``; only
         those within ``max_distance`` when given. Chroma is not touched while nothing but the
-        excluded is indexed, so a hub with one tiny pays nothing per turn."""
-        if not query.strip() or n <= 0 or self.indexed_count(exclude) == 0:
+        excluded is indexed, so a hub with one tiny pays nothing per turn. A search before the
+        start-up repairs ran brings the index in step first, unless only the excluded are out
+        of step."""
+        if not query.strip() or n <= 0:
+            return []
+        if not self._caught_up and set(self._out_of_step()) - set(exclude):
+            self.index_missing()
+        if self.indexed_count(exclude) == 0:
             return []
         want = n + len(exclude) + n  # room for the excluded and for vectors not yet dropped
         result = self.collection.query(
