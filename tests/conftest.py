@@ -86,8 +86,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test marked slow (the real model, a whole process) gets 300 s before pytest-timeout
     stops it; every other test gets the configured 60 s, so one hang costs a minute.
 
-    Slow tests run first: a minute-long test that starts last keeps the whole run waiting
-    for it while the other workers have nothing left to do."""
+    Slow tests come first, so pytest-xdist deals them out one to each worker before the rest: a
+    minute-long test that starts last keeps the whole run waiting for it while the other
+    workers have nothing left to do."""
     for item in items:
         if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
             item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))

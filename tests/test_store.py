@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,32 @@ def test_threads_sharing_the_connection_do_not_break_each_others_transactions(
     assert failures == []
     counts = dict(db.execute("SELECT who, COUNT(*) FROM rows GROUP BY who").fetchall())
     assert counts == {"atomic": 400, "single": 400}
+
+
+def test_closing_waits_for_the_turn_another_thread_holds(tmp_path: Path) -> None:
+    """The hub stopping while a thread still writes (a sync page being merged): the close waits
+    for that thread's turn (a transaction holds it to its end), and a statement after the close
+    is an error, not a crash."""
+    db = connect(tmp_path / "hub.db")
+    inside, release = threading.Event(), threading.Event()
+    answers: list[object] = []
+
+    def writer() -> None:
+        with db.turn:
+            inside.set()
+            release.wait(30)
+            answers.append(db.execute("SELECT 1").fetchone()[0])
+
+    holding = threading.Thread(target=writer)
+    holding.start()
+    assert inside.wait(30)
+    closing = threading.Thread(target=db.close)
+    closing.start()
+    closing.join(0.2)
+    assert closing.is_alive(), "closed while another thread held the turn"
+    release.set()
+    holding.join(30)
+    closing.join(30)
+    assert answers == [1] and not closing.is_alive()
+    with pytest.raises(sqlite3.ProgrammingError):
+        db.execute("SELECT 1")

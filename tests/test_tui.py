@@ -147,10 +147,9 @@ async def test_the_footer_shows_every_chat_binding_at_80_by_24(
     closed_port: int, tmp_path: Path
 ) -> None:
     app = TinyApp(HubClient(f"http://127.0.0.1:{closed_port}", None), TuiConfig(tmp_path))
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=(80, 24)):
         chat = chat_of(app)
-        await pilot.pause()
-        shown = {key.action for key in chat.query_one(Footer).query(FooterKey)}
+        footer = chat.query_one(Footer)
         wanted = {
             "send",
             "newline",
@@ -160,8 +159,12 @@ async def test_the_footer_shows_every_chat_binding_at_80_by_24(
             "new_conversation",
             *(f"pick_followup({n})" for n in range(1, 5)),
         }
-        assert wanted <= shown
-        footer = chat.query_one(Footer)
+
+        def shown() -> set[str]:
+            return {key.action for key in footer.query(FooterKey)}
+
+        # the keys of the focused prompt join once it has the focus
+        await until(lambda: wanted <= shown(), what=f"footer keys: {sorted(shown())}")
         # the footer lays itself out again in rows after it measured its keys: wait for that
         await until(lambda: footer.virtual_size.width <= 80, what=str(footer.virtual_size))
 

@@ -79,6 +79,13 @@ class _TurnTakingConnection(sqlite3.Connection):
         with self.turn, _refused_when_busy():
             return super().executescript(script)
 
+    def close(self) -> None:
+        """Closed only between statements: a statement another thread is running when the
+        hub stops finishes first (closing under it crashes the process), and one after the
+        close raises ProgrammingError."""
+        with self.turn:
+            super().close()
+
 
 class Database(sqlite_utils.Database):
     """sqlite-utils' Database whose transactions hold the connection's turn to the end."""
