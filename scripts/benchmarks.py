@@ -75,7 +75,10 @@ BENCHMARKS: dict[str, tuple[Callable[[int], list[Figure]], int]] = {
     "people": (rows_of("scripts.bench_people"), 10),
     "offline_agent": (rows_of("scripts.bench_agent_eval"), 1),
     "page": (rows_of("scripts.bench_page"), 20),
+    "test_suite": (rows_of("scripts.bench_test_suite"), 1),
 }
+# Minutes long, and not a figure of the hub: run only when named.
+ONLY_WHEN_NAMED = frozenset({"test_suite"})
 
 
 def print_table(figures: list[Figure]) -> None:
@@ -100,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown benchmark(s): {', '.join(unknown)}; see --list")
     figures: list[Figure] = []
-    for name in args.names or list(BENCHMARKS):
+    for name in args.names or [n for n in BENCHMARKS if n not in ONLY_WHEN_NAMED]:
         run, default_runs = BENCHMARKS[name]
         print(f"running {name} ...", file=sys.stderr, flush=True)
         figures.extend(run(args.runs or default_runs))
