@@ -25,7 +25,9 @@ calling after the result has come back. So the hub, not the model, draws the lin
 
 Written here rather than taken from a library because the libraries that parse tool calls
 (llama.cpp's server, Ollama's templates) parse one model family's exact format strictly; the
-leniency and the checks against the mounted tools are the point.
+leniency and the checks against the mounted tools are the point. It is one module, over 500
+lines, because each rule above works on the same offer (the tools shown, their trimmed schemas,
+the confirmations asked about them): apart, each piece would import all the others.
 """
 
 from __future__ import annotations
