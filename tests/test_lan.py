@@ -328,7 +328,6 @@ def _in_ns(ns: str, *argv: str, env: dict[str, str] | None = None) -> str:
     return done.stdout
 
 
-@pytest.mark.slow  # whole hub and discover processes in a namespace
 def test_advertised_resolved_discovered_and_withdrawn(netns: str, tmp_path: Path) -> None:
     kitchen = NsHub(netns, tmp_path / "kitchen", "Kitchen")
     twin: NsHub | None = None
@@ -370,7 +369,6 @@ def test_advertised_resolved_discovered_and_withdrawn(netns: str, tmp_path: Path
     assert after.strip() == "no hubs found"
 
 
-@pytest.mark.slow  # whole hub and discover processes in a namespace
 def test_hub_on_loopback_only_is_not_advertised(netns: str, tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
@@ -396,7 +394,6 @@ def test_hub_on_loopback_only_is_not_advertised(netns: str, tmp_path: Path) -> N
     assert "not advertising on the LAN: listening on 127.0.0.1 only" in err
 
 
-@pytest.mark.slow  # whole hub and discover processes in a namespace
 def test_tls_hub_advertises_https_and_its_fingerprint(netns: str, tmp_path: Path) -> None:
     hub = NsHub(netns, tmp_path / "den", "Den", TINY_HUB_LAN_TLS="true")
     try:

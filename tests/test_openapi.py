@@ -173,7 +173,6 @@ def hub_schema(live_hub: ThreadedHub) -> Any:
 fuzzed = schemathesis.pytest.from_fixture("hub_schema").exclude(path=NOT_FUZZED)
 
 
-@pytest.mark.slow  # hundreds of generated requests
 @fuzzed.parametrize()
 @settings(
     max_examples=EXAMPLES_PER_OPERATION,
