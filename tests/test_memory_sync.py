@@ -315,6 +315,10 @@ async def test_a_hub_with_a_user_token_syncs_by_itself_and_says_so(
             within_s=20,
             what="the fact learned on the hub to reach the cloud",
         )
+        # The cloud holds the fact before the hub has read its answer: the state follows.
+        sync = server.parts.memory_sync
+        assert sync is not None
+        await until(lambda: sync.status()["state"] == "online", what=str(sync.status()))
         async with sides.http.get(f"{server.url}/api/health") as response:
             memory = (await response.json())["cloud"]["memory"]
         assert memory["state"] == "online" and memory["syncedAt"] is not None
