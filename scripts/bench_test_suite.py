@@ -38,8 +38,9 @@ def one_run() -> tuple[float, float, int]:
         check=False,
     )
     wall = time.perf_counter() - started
-    summary = SUMMARY.search(done.stdout.splitlines()[-1] if done.stdout.strip() else "")
-    if done.returncode != 0 or summary is None or "failed" in done.stdout.splitlines()[-1]:
+    last = done.stdout.strip().rpartition("\n")[2]
+    summary = SUMMARY.search(last)
+    if done.returncode != 0 or summary is None or "failed" in last:
         tail = "\n".join((done.stdout + done.stderr).splitlines()[-15:])
         raise BenchmarkFailed(f"./scripts/test exited {done.returncode}:\n{tail}")
     return wall, float(summary.group(2)), int(summary.group(1))

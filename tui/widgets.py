@@ -421,6 +421,14 @@ class Sidebar(Vertical):
         self.query_one("#notes", Static).update(text)
 
 
+def cells_for(shown: Sequence[tuple[Binding, bool, str]]) -> int:
+    """How many cells Footer.compose makes of these bindings: one per action, two per group
+    (its keys, its label)."""
+    group_of = {binding.action: binding.group for binding, _, _ in shown}
+    groups = {group for group in group_of.values() if group is not None}
+    return sum(1 for group in group_of.values() if group is None) + 2 * len(groups)
+
+
 class KeysFooter(Footer):
     """Every binding the screen shows, on as many rows as the terminal's width needs (up to
     ``MAX_ROWS``), so no key is cut off at 80 columns and none is hidden to make room.
@@ -447,7 +455,7 @@ class KeysFooter(Footer):
         self.rows = 1
         self._laid_out_for: tuple[int, int] = (0, 0)
         self._regrowing = False
-        self._composed_from: tuple[tuple[Any, ...], ...] | None = None
+        self._composed_from: tuple[tuple[Binding, bool, str], ...] | None = None
         self._recompose_queued = False
 
     def bindings_changed(self, screen: Screen[Any]) -> None:
@@ -462,20 +470,22 @@ class KeysFooter(Footer):
         self._recompose_queued = False
         await self.recompose()
 
-    def _shown(self) -> tuple[tuple[Any, ...], ...]:
-        """What the keys show: each shown binding's keys, label, action, state and group."""
+    def _shown(self) -> tuple[tuple[Binding, bool, str], ...]:
+        """What the keys show: each shown binding (compared by its fields: keys, label,
+        action, group), enabled or not, and its tooltip."""
         return tuple(
-            (b.key, b.key_display, b.description, b.action, enabled, tooltip, b.group)
-            for (_, b, enabled, tooltip) in self.screen.active_bindings.values()
-            if b.show
+            (binding, enabled, tooltip)
+            for (_, binding, enabled, tooltip) in self.screen.active_bindings.values()
+            if binding.show
         )
 
     def compose(self) -> ComposeResult:
-        items = self._items()
+        shown = self._shown()
+        items = cells_for(shown)
         if self._laid_out_for != (items, self.size.width):
             self.rows = 1  # another set of keys or another width: fit them afresh
         if self._bindings_ready:
-            self._composed_from = self._shown()
+            self._composed_from = shown
         yield from super().compose()
         self._regrowing = False
         self._laid_out_for = (items, self.size.width)
@@ -492,16 +502,6 @@ class KeysFooter(Footer):
         if too_wide and self.rows < self.MAX_ROWS and not self._regrowing:
             self.rows, self._regrowing = self.rows + 1, True
             self.call_later(self.recompose)
-
-    def _items(self) -> int:
-        """How many cells Footer.compose makes: one per action, two per group (keys, label)."""
-        shown = {
-            binding.action: binding
-            for (_, binding, _, _) in self.screen.active_bindings.values()
-            if binding.show
-        }
-        groups = {b.group for b in shown.values() if b.group is not None}
-        return sum(1 for b in shown.values() if b.group is None) + 2 * len(groups)
 
 
 class ConfirmScreen(ModalScreen[bool]):

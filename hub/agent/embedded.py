@@ -297,7 +297,9 @@ class EmbeddedModel(Model):
         if call is None and not cancelled and self._call_grammar:
             described = text or reply
             call = await self._call_described(chat, fields, described, offer, usage, cancel_signal)
-        if call is not None and not await self._confirmed(chat, offer, call, usage, cancel_signal):
+        if call is not None and not await self._confirmed(
+            chat, call, offered.get(call.name), usage, cancel_signal
+        ):
             call = None
         if call is not None and usage.stop_reason != STOP_CANCELLED:
             for event in tool_use_events(call):
@@ -329,8 +331,8 @@ class EmbeddedModel(Model):
     async def _confirmed(
         self,
         chat: list[dict[str, str]],
-        offer: small_tools.Offer,
         call: small_tools.Call,
+        spec: ToolSpec | None,
         usage: Generation,
         cancel_signal: threading.Event | None,
     ) -> bool:
@@ -341,7 +343,6 @@ class EmbeddedModel(Model):
         if small_tools.already_known(call, [fact.text for fact in self.remembered]):
             log.debug("not learned again: %r", call.arguments)
             return False
-        spec = next((t for t in offer.tools if t["name"] == call.name), None)
         asking = small_tools.confirmation(call, chat[-1]["content"], spec)
         if not asking or usage.stop_reason == STOP_CANCELLED:
             return True
