@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -12,6 +11,7 @@ import aiohttp
 import pytest
 
 from fakes.ollama import FakeOllama
+from hub.collector import settle
 from hub.config import Settings, load_settings
 from hub.runtime import Hub
 from hub.senses import Senses
@@ -81,18 +81,13 @@ def owner_headers(server: RunningServer) -> dict[str, str]:
 
 
 SLOW_TIMEOUT_S = 300
-# A test builds a hub and often a whole Textual app, hundreds of thousands of objects that live
-# until it ends: at Python's default (a pass every 700 new objects) the collector ran ~70 full
-# passes of ~0.2 s in two TUI files; every 10,000 it runs 6 (GC time 15.4 s → 6.8 s).
-COLLECT_EVERY = (10_000, 20, 20)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """What collection imported (every library the tests use) lives as long as the run:
-    frozen, the cyclic collector stops walking it on each of its full passes (a quarter of a
-    TUI test's time went there)."""
-    gc.freeze()
-    gc.set_threshold(*COLLECT_EVERY)
+    """What collection imported (every library the tests use) lives as long as the run: the
+    collector leaves it and keeps the hub's pace (``hub/collector.py``; in two TUI test files,
+    its time went from 15.4 s to 6.8 s)."""
+    settle()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

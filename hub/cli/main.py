@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 
 from hub import __version__
 from hub.cli.parser import build_parser
+from hub.collector import settled
 
 EXIT_USAGE = 2
 
@@ -38,7 +39,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"tiny-hub {__version__}")
         return 0
     try:
-        return load(COMMANDS[command])(args)
+        with settled():
+            run = load(COMMANDS[command])
+        return run(args)
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
