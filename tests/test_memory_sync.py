@@ -22,6 +22,7 @@ import pytest
 from hub.cloud.account import load_token, save_token
 from hub.cloud.memory_sync import MemoryCloud, MemorySync
 from hub.memory.graph import MemoryStore
+from hub.memory.sync import SYNC_PAGE, Changes
 from hub.runtime import Hub
 from hub.server import RunningServer, start_server
 from tests.conftest import owner_headers, settings_for
@@ -210,13 +211,35 @@ async def test_unlearning_at_the_cloud_closes_the_fact_here(sides: Sides) -> Non
     assert local.recall(sides.local_owner, "locker code") == []
 
 
+class CountingCloud(MemoryCloud):
+    """The real client, noting the number of facts in each page it pushes and pulls."""
+
+    pushed: list[int]
+    pulled: list[int]
+
+    async def push(self, changes: Changes) -> dict[str, Any]:
+        self.pushed = [*getattr(self, "pushed", []), len(changes.facts)]
+        return await super().push(changes)
+
+    async def page(self, after: int, limit: int = SYNC_PAGE) -> dict[str, Any]:
+        page = await super().page(after, limit)
+        self.pulled = [*getattr(self, "pulled", []), len(page.get("facts", []))]
+        return page
+
+
 async def test_many_facts_cross_in_several_pages(sides: Sides) -> None:
-    local = sides.local.hub.memory
-    for number in range(260):
-        local.learn(sides.local_owner, f"fact number {number}")
-    done = await sides.sync().sync_once()
-    assert done.pushed == 260
-    assert sides.cloud.hub.memory.count(sides.cloud_owner) == 260
+    for number in range(26):
+        sides.local.hub.memory.learn(sides.local_owner, f"fact number {number}")
+    cloud = CountingCloud(sides.cloud.url, sides.cloud_token, timeout_s=5)
+    sync = MemorySync(sides.local.hub, cloud, page=10, **FAST)
+    assert (await sync.sync_once()).pushed == 26
+    assert cloud.pushed == [10, 10, 6]
+    assert sides.cloud.hub.memory.count(sides.cloud_owner) == 26
+    for number in range(26):
+        sides.cloud.hub.memory.learn(sides.cloud_owner, f"cloud fact {number}")
+    cloud.pulled = []
+    assert (await sync.sync_once()).pulled == 26
+    assert cloud.pulled == [10, 10, 6]
     assert same_memory(sides)
 
 

@@ -103,9 +103,10 @@ class MemorySync:
         check_s: float = 5.0,
         backoff_min_s: float = 1.0,
         backoff_max_s: float = 300.0,
+        page: int = SYNC_PAGE,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.hub, self.cloud = hub, cloud
+        self.hub, self.cloud, self.page = hub, cloud, page
         self.interval_s, self.check_s = interval_s, check_s
         self.backoff_min_s, self.backoff_max_s = backoff_min_s, backoff_max_s
         self.clock = clock
@@ -144,7 +145,7 @@ class MemorySync:
         pushed, pulled = self._cursors(owner)
         sent = received = 0
         while True:
-            page = await asyncio.to_thread(memory.changes, owner, pushed)
+            page = await asyncio.to_thread(memory.changes, owner, pushed, self.page)
             if page.facts or page.edges or page.social:
                 answer = await self.cloud.push(page)
                 _log_refused("the cloud", answer.get("refused"))
@@ -155,7 +156,7 @@ class MemorySync:
                 break
         while True:
             try:
-                incoming = parse_page(await self.cloud.page(pulled), owner)
+                incoming = parse_page(await self.cloud.page(pulled, self.page), owner)
             except MemoryRefused as exc:
                 said = f"the cloud sent a memory page this hub cannot use: {exc}"
                 raise CloudUnavailable(said) from None
