@@ -4,6 +4,8 @@ llama.cpp ever loads it, and the choice of model from ``embedded.model``."""
 from __future__ import annotations
 
 import dataclasses
+import errno
+import os
 import shutil
 from pathlib import Path
 
@@ -33,7 +35,23 @@ def flip_one_byte(path: Path, offset: int) -> None:
         file.write(bytes([byte[0] ^ 0x01]))
 
 
-def test_parts_join_in_order_with_progress_and_no_partial_left(tmp_path: Path) -> None:
+def refused_by_the_file_system(*_: object) -> int:
+    raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+
+@pytest.mark.parametrize(
+    "copy_range",
+    ["kernel", "absent", "refused"],
+    ids=["the kernel copies", "an OS without copy_file_range", "a file system that refuses it"],
+)
+def test_parts_join_in_order_with_progress_and_no_partial_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, copy_range: str
+) -> None:
+    if copy_range == "absent":
+        monkeypatch.delattr(os, "copy_file_range", raising=False)
+    elif copy_range == "refused":
+        monkeypatch.setattr(os, "copy_file_range", refused_by_the_file_system)
+    monkeypatch.setattr(bundled_models, "CHUNK", 4096)
     parts = []
     for number, content in enumerate((b"GGUF" + b"a" * 5000, b"b" * 3000, b"c" * 7)):
         part = tmp_path / f"part{number:02d}.bin"
@@ -43,7 +61,7 @@ def test_parts_join_in_order_with_progress_and_no_partial_left(tmp_path: Path) -
     target = tmp_path / "models" / "joined.gguf"
     join_parts(parts, target, lambda done, total: seen.append((done, total)))
     assert target.read_bytes() == b"GGUF" + b"a" * 5000 + b"b" * 3000 + b"c" * 7
-    assert seen[-1] == (8011, 8011)
+    assert seen == [(4096, 8011), (5004, 8011), (8004, 8011), (8011, 8011)]
     assert [p.name for p in target.parent.iterdir()] == ["joined.gguf"], "no partial file left"
 
 
