@@ -6,7 +6,8 @@ alive, the TUI hundreds of thousands of widgets, styles and strips, and each ful
 all of them: in the TUI's tests the collector made ~70 full passes of ~0.2 s in under a minute.
 Frozen once loaded, the libraries leave the collector's passes; collected every 10,000 new
 objects, the rest is walked a few times instead of dozens, for a few megabytes more held
-between passes.
+between passes. The garbage the imports leave (7,615 objects, 1.1 MB for ``serve``) is frozen
+with them rather than collected first, which would cost a full pass (0.1-0.3 s) at every start.
 """
 
 from __future__ import annotations
