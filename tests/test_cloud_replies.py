@@ -367,10 +367,15 @@ async def test_a_failing_notifier_is_logged_once_and_the_replies_go_on(
 
 
 def hanging_notify_send(bin_dir: Path, pid_file: Path) -> None:
-    """A ``notify-send`` that writes its pid and never finishes (a desktop bus that hangs)."""
+    """A ``notify-send`` that writes its pid and never finishes (a desktop bus that hangs). The
+    pid file appears whole (written beside, then renamed): a test waiting for it never reads
+    it empty."""
+    written = f"{pid_file}.partial"
     fake_notify_send(
         bin_dir,
-        f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\nimport time\ntime.sleep(600)",
+        f"open({written!r}, 'w').write(str(os.getpid()))\n"
+        f"os.replace({written!r}, {str(pid_file)!r})\n"
+        "import time\ntime.sleep(600)",
     )
 
 
