@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from hub.cli.parser import build_parser
 from tests.waits import until_sync
 
 SCRIPT = Path(sys.executable).with_name("tiny-hub")
@@ -113,6 +114,35 @@ def test_every_subcommand_has_help(command: str) -> None:
     result = subprocess.run([str(SCRIPT), command, "--help"], capture_output=True, text=True)
     assert result.returncode == 0
     assert f"usage: tiny-hub {command}" in result.stdout
+
+
+@pytest.mark.parametrize("where", ["before the command", "after the command"])
+def test_home_is_kept_before_or_after_the_command(tmp_path: Path, where: str) -> None:
+    home = tmp_path / "elsewhere"
+    args = ["--home", str(home), "config"] if where == "before the command" else ["config"]
+    args += [] if where == "before the command" else ["--home", str(home)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TINY_HUB_")}
+    result = subprocess.run([str(SCRIPT), *args], capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"data dir: {home} "), result.stdout[:200]
+
+
+@pytest.mark.parametrize(
+    ("args", "home", "port"),
+    [
+        (["--home", "/a", "--port", "9000", "serve"], "/a", 9000),
+        (["serve", "--home", "/b", "--port", "0"], "/b", 0),
+        (["--home", "/a", "serve", "--home", "/b"], "/b", None),
+        (["--home", "/a", "cloud", "status"], "/a", None),
+        (["serve"], None, None),
+    ],
+)
+def test_the_options_before_a_command_are_not_lost_to_its_defaults(
+    args: list[str], home: str | None, port: int | None
+) -> None:
+    parsed = build_parser().parse_args(args)
+    assert parsed.home == (Path(home) if home else None)
+    assert parsed.port == port
 
 
 def test_top_level_help_lists_every_subcommand() -> None:

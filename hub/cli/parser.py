@@ -12,20 +12,31 @@ from hub.mcp_server.command import add_mcp_parser
 TOKEN_ENV = "TINY_HUB_TOKEN"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def shared_options(default: Any) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """``--home``, and ``--host``/``--port`` of the commands that listen, given before the
+    command or after it. The top-level copies default to None; a command's copies set nothing
+    when absent (``argparse.SUPPRESS``): with a default of their own they would overwrite the
+    value given before the command (``tiny-hub --home DIR serve`` would lose DIR)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--home",
         type=Path,
+        default=default,
         help="data dir (default: TINY_HUB_HOME or the platform's user data dir for tiny-hub)",
     )
     listen = argparse.ArgumentParser(add_help=False)
-    listen.add_argument("--host", help="address to listen on (default 0.0.0.0)")
-    listen.add_argument("--port", type=int, help="port (default 8765; 0 picks a free one)")
+    listen.add_argument("--host", default=default, help="address to listen on (default 0.0.0.0)")
+    listen.add_argument(
+        "--port", type=int, default=default, help="port (default 8765; 0 picks a free one)"
+    )
+    return common, listen
 
+
+def build_parser() -> argparse.ArgumentParser:
+    common, listen = shared_options(argparse.SUPPRESS)
     parser = argparse.ArgumentParser(
         prog="tiny-hub",
-        parents=[common, listen],
+        parents=[*shared_options(None)],
         description="A local companion hub. With no command: the hub and its terminal UI.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
