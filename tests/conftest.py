@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import gc
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +11,7 @@ import aiohttp
 import pytest
 
 from fakes.ollama import FakeOllama
-from hub.collector import settle
+from hub.collector import settled
 from hub.config import Settings, load_settings
 from hub.runtime import Hub
 from hub.senses import Senses
@@ -84,18 +83,14 @@ def owner_headers(server: RunningServer) -> dict[str, str]:
 SLOW_TIMEOUT_S = 300
 
 
-def pytest_sessionstart(session: pytest.Session) -> None:
-    """Collection imports every test module and makes no garbage worth a pass of the cyclic
-    collector: it is paused until collection ends."""
-    gc.disable()
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """What collection imported (every library the tests use) lives as long as the run: the
-    collector leaves it and keeps the hub's pace (``hub/collector.py``; in two TUI test files,
-    its time went from 15.4 s to 6.8 s)."""
-    settle()
-    gc.enable()
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Iterator[None]:
+    """Collection imports every test module with the collector paused, as the hub loads its
+    code: what it imported (every library the tests use) lives as long as the run, so it is
+    frozen out of the collector's passes, which keep the hub's pace (``hub/collector.py``; in
+    two TUI test files, their time went from 15.4 s to 6.8 s)."""
+    with settled():
+        return (yield)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -116,11 +116,10 @@ def test_every_subcommand_has_help(command: str) -> None:
     assert f"usage: tiny-hub {command}" in result.stdout
 
 
-@pytest.mark.parametrize("where", ["before the command", "after the command"])
-def test_home_is_kept_before_or_after_the_command(tmp_path: Path, where: str) -> None:
+@pytest.mark.parametrize("before", [True, False], ids=["before the command", "after it"])
+def test_home_is_kept_before_or_after_the_command(tmp_path: Path, before: bool) -> None:
     home = tmp_path / "elsewhere"
-    args = ["--home", str(home), "config"] if where == "before the command" else ["config"]
-    args += [] if where == "before the command" else ["--home", str(home)]
+    args = ["--home", str(home), "config"] if before else ["config", "--home", str(home)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("TINY_HUB_")}
     result = subprocess.run([str(SCRIPT), *args], capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stderr

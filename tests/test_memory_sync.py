@@ -214,16 +214,18 @@ async def test_unlearning_at_the_cloud_closes_the_fact_here(sides: Sides) -> Non
 class CountingCloud(MemoryCloud):
     """The real client, noting the number of facts in each page it pushes and pulls."""
 
-    pushed: list[int]
-    pulled: list[int]
+    def __init__(self, url: str, token: str, *, timeout_s: float) -> None:
+        super().__init__(url, token, timeout_s=timeout_s)
+        self.pushed: list[int] = []
+        self.pulled: list[int] = []
 
     async def push(self, changes: Changes) -> dict[str, Any]:
-        self.pushed = [*getattr(self, "pushed", []), len(changes.facts)]
+        self.pushed.append(len(changes.facts))
         return await super().push(changes)
 
     async def page(self, after: int, limit: int = SYNC_PAGE) -> dict[str, Any]:
         page = await super().page(after, limit)
-        self.pulled = [*getattr(self, "pulled", []), len(page.get("facts", []))]
+        self.pulled.append(len(page.get("facts", [])))
         return page
 
 
@@ -237,7 +239,7 @@ async def test_many_facts_cross_in_several_pages(sides: Sides) -> None:
     assert sides.cloud.hub.memory.count(sides.cloud_owner) == 26
     for number in range(26):
         sides.cloud.hub.memory.learn(sides.cloud_owner, f"cloud fact {number}")
-    cloud.pulled = []
+    cloud.pulled.clear()
     assert (await sync.sync_once()).pulled == 26
     assert cloud.pulled == [10, 10, 6]
     assert same_memory(sides)

@@ -36,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     common, listen = shared_options(argparse.SUPPRESS)
     parser = argparse.ArgumentParser(
         prog="tiny-hub",
-        parents=[*shared_options(None)],
+        parents=list(shared_options(None)),
         description="A local companion hub. With no command: the hub and its terminal UI.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
