@@ -151,6 +151,22 @@ class Settings:
         300.0,
         "seconds an idle model stays loaded; 0 releases it after each reply, -1 never",
     )
+    embedded_prompt_cache_mb: int = _setting(
+        "embedded",
+        "prompt_cache_mb",
+        "TINY_HUB_EMBEDDED_PROMPT_CACHE_MB",
+        512,
+        "RAM for the model's states after prompts it read, so a prompt that begins like an "
+        "earlier one is not read again (about 28 KB a token for the 1.5B); 0 turns it off",
+    )
+    embedded_warm_at_start: bool = _setting(
+        "embedded",
+        "warm_at_start",
+        "TINY_HUB_EMBEDDED_WARM_AT_START",
+        True,
+        "when the embedded model answers, get it ready as the hub starts (join its file, load "
+        "it, read the system prompt and tools) instead of on the first message",
+    )
     log_level: str = _setting(
         "log", "level", "TINY_HUB_LOG_LEVEL", "info", "debug, info, warning or error"
     )
@@ -705,6 +721,8 @@ def _validate(settings: Settings, path: Path, env: Mapping[str, str]) -> None:
         fail("embedded_context", "must be at least 256 tokens")
     if settings.embedded_threads < 0:
         fail("embedded_threads", "must be 0 (every core but one) or more")
+    if not 0 <= settings.embedded_prompt_cache_mb <= 65536:
+        fail("embedded_prompt_cache_mb", "must be 0 (off) to 65536 MB")
     if not 0 <= settings.repairs_after_s <= 3600:
         fail("repairs_after_s", "must be between 0 and 3600 seconds")
     if settings.ping_interval_s <= 0:

@@ -120,3 +120,24 @@ def test_embedded_model_setting_picks_the_model_and_its_tools(tmp_path: Path) ->
         qwen = embedded_spec(settings_for(tmp_path, embedded_model=QWEN_CODER_1_5B.key))
         assert qwen.model_path == tmp_path / "models" / QWEN_CODER_1_5B.file_name
         assert embedded_choice("x", QWEN_CODER_1_5B, settings).tools is True
+
+
+def test_a_checked_file_is_not_hashed_again_until_it_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check's stamp spares every later start the hashing of 1.1 GB; a file changed since
+    (in place, same size) is hashed again and refused."""
+    model_file = tmp_path / "model.gguf"
+    model_file.write_bytes(b"GGUF" + b"x" * 1000)
+    pinned = dataclasses.replace(SMOLLM2, key="stamped", sha256=sha256_of(model_file))
+    hashed: list[Path] = []
+    real_sha = bundled_models.sha256_of
+    monkeypatch.setattr(bundled_models, "sha256_of", lambda p: hashed.append(p) or real_sha(p))
+    bundled_models.Verifier().ready(pinned, model_file)
+    bundled_models.Verifier().ready(pinned, model_file)  # another process: a fresh verifier
+    assert hashed == [model_file], "hashed once; the second start read the stamp"
+    flip_one_byte(model_file, 10)
+    os.utime(model_file, ns=(0, model_file.stat().st_mtime_ns + 1_000_000))
+    with pytest.raises(ModelFileRefused):
+        bundled_models.Verifier().ready(pinned, model_file)
+    assert hashed == [model_file, model_file]

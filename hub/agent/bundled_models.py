@@ -13,6 +13,7 @@ stops half-way leaves no file that looks whole.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import logging
@@ -223,7 +224,8 @@ class Verifier:
     def _check(self, model: BundledModel, path: Path) -> None:
         stat = path.stat()
         key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-        if key in self._checked:
+        if key in self._checked or checked_before(path, model.sha256):
+            self._checked.add(key)
             return
         actual = sha256_of(path)
         if actual != model.sha256:
@@ -233,6 +235,31 @@ class Verifier:
                 f"{model.sha256}; it was not loaded. Fix: {fix}"
             )
         self._checked.add(key)
+        remember_checked(path, model.sha256)
 
 
 VERIFIER = Verifier()
+
+
+def stamp_of(path: Path) -> Path:
+    return path.with_name(f".{path.name}.checked")
+
+
+def stamp_text(path: Path, sha256: str) -> str:
+    stat = path.stat()
+    return f"{stat.st_size} {stat.st_mtime_ns} {sha256}\n"
+
+
+def checked_before(path: Path, sha256: str) -> bool:
+    """Whether this file, as it is now (size and modification time), was checked against
+    ``sha256`` by an earlier process: hashing 1.1 GB takes seconds every start otherwise. The
+    stamp lives beside the file, in the same data dir, so it is trusted as far as the file is."""
+    try:
+        return stamp_of(path).read_text() == stamp_text(path, sha256)
+    except OSError:
+        return False
+
+
+def remember_checked(path: Path, sha256: str) -> None:
+    with contextlib.suppress(OSError):  # a read-only data dir: the next start checks again
+        stamp_of(path).write_text(stamp_text(path, sha256))

@@ -395,7 +395,13 @@ def embedded_spec(settings: Settings) -> RunnerSpec:
                 f"embedded model file not found ({configured}); "
                 "set embedded.model_path to a GGUF file, or empty for embedded.model"
             )
-        return RunnerSpec(path, settings.embedded_context, threads)
+        return RunnerSpec(
+            path,
+            settings.embedded_context,
+            threads,
+            cache_mb=settings.embedded_prompt_cache_mb,
+            cache_dir=prompt_cache_dir(settings, path),
+        )
     model = bundled_models.pick(settings.embedded_model)
     found = bundled_models.model_path(model, settings.home)
     if found is None:
@@ -403,7 +409,19 @@ def embedded_spec(settings: Settings) -> RunnerSpec:
             f"embedded model {model.title} is not installed; {model.install}, "
             "or set embedded.model_path to a GGUF file"
         )
-    return RunnerSpec(found, settings.embedded_context, threads, bundled=model.key)
+    return RunnerSpec(
+        found,
+        settings.embedded_context,
+        threads,
+        bundled=model.key,
+        cache_mb=settings.embedded_prompt_cache_mb,
+        cache_dir=prompt_cache_dir(settings, found),
+    )
+
+
+def prompt_cache_dir(settings: Settings, model: Path) -> str:
+    """Where the runner keeps what it read of prompts for ``model`` between runs."""
+    return str(settings.home / bundled_models.MODELS_DIR / "prompt-cache" / model.stem)
 
 
 def build_cloud_model(choice: ModelChoice, guard: Allowance | None = None) -> Model:

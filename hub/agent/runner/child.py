@@ -84,15 +84,19 @@ def execute_illegal_instruction() -> None:
     ctypes.CFUNCTYPE(None)(address)()
 
 
-def load(model_path: str, context: int, threads: int) -> Any:
-    from llama_cpp import Llama
+def load(
+    model_path: str, context: int, threads: int, cache_bytes: int = 0, cache_dir: str = ""
+) -> Any:
+    from hub.agent.runner.kept_llama import KeptLlama
 
-    return Llama(
+    return KeptLlama(
         model_path=model_path,
         n_ctx=context,
         n_threads=threads,
         n_threads_batch=threads,
         verbose=False,
+        cache_bytes=cache_bytes,
+        cache_dir=cache_dir,
     )
 
 
@@ -115,7 +119,7 @@ def read_requests(
             continue
         if request.get("op") == p.OP_CANCEL:
             cancelled.add(int(request.get("id", -1)))
-        elif request.get("op") == p.OP_GENERATE:
+        elif request.get("op") in (p.OP_GENERATE, p.OP_WARM):
             requests.put(request)
     requests.put(None)
 
@@ -168,13 +172,18 @@ def requested_grammar(request: dict[str, Any]) -> str:
 
 
 def generate(llama: Any, request: dict[str, Any], cancelled: set[int], out: Output) -> None:
+    """Decode a reply, each token's text sent as it comes. A ``warm`` request reads its prompt
+    and keeps the state (one token is decoded, none sent): the prompts that follow begin
+    where it ends."""
     rid = int(request["id"])
+    warming = request.get("op") == p.OP_WARM
     started = time.perf_counter()
     completion, stop = 0, p.STOP_END
+    llama.begin()
     try:
         chunks = llama.create_chat_completion(
             **tool_arguments(llama, request),
-            max_tokens=int(request["max_tokens"]),
+            max_tokens=1 if warming else int(request["max_tokens"]),
             stream=True,
             **request.get("sampling", {}),
         )
@@ -185,7 +194,7 @@ def generate(llama: Any, request: dict[str, Any], cancelled: set[int], out: Outp
                 break
             choice = chunk["choices"][0]
             text = choice["delta"].get("content")
-            if text:
+            if text and not warming:
                 completion += 1
                 out.send({"ev": p.EV_TEXT, "id": rid, "text": text, "n": 1})
             if choice.get("finish_reason") == "length":
@@ -206,9 +215,11 @@ def generate(llama: Any, request: dict[str, Any], cancelled: set[int], out: Outp
             "ev": p.EV_DONE,
             "id": rid,
             "stop": stop,
-            "prompt_tokens": max(0, int(llama.n_tokens) - completion),
+            "prompt_tokens": int(llama.prompt_length),
+            "prompt_evaluated": int(llama.prompt_evaluated or 0),
             "completion_tokens": completion,
             "seconds": time.perf_counter() - started,
+            "cache": llama.prompt_cache.stats().as_dict(),
         }
     )
 
@@ -218,6 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", required=True)
     parser.add_argument("--context", type=int, default=4096)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--cache-mb", type=int, default=0)
+    parser.add_argument("--cache-dir", default="")
     args = parser.parse_args(argv)
     out = take_stdout()
     die_with_parent()
@@ -225,13 +238,16 @@ def main(argv: list[str] | None = None) -> int:
     if fault.endswith("@start"):
         strike(fault)
     started = time.perf_counter()
-    llama = load(args.model, args.context, args.threads)
+    cache_bytes = args.cache_mb * 1024 * 1024
+    llama = load(args.model, args.context, args.threads, cache_bytes, args.cache_dir)
     out.send(
         {
             "ev": p.EV_READY,
             "model": os.path.basename(args.model),
             "load_s": round(time.perf_counter() - started, 4),
             "threads": args.threads,
+            "cache_bytes": cache_bytes,
+            "cache_entries": len(llama.prompt_cache),
             "system_info": system_info(),
         }
     )
@@ -245,6 +261,7 @@ def main(argv: list[str] | None = None) -> int:
         if fault and not fault.endswith("@start"):
             strike(fault)
         generate(llama, request, cancelled, out)
+    llama.prompt_cache.close()
     return 0
 
 

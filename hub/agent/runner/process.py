@@ -50,6 +50,10 @@ class RunnerSpec:
     threads: int
     # The bundled model's key when the file is one the hub joins and checks before loading.
     bundled: str = ""
+    # RAM for the prompt cache (see ``prefix_cache``); 0: none.
+    cache_mb: int = 0
+    # Where the prompt cache's entries outlive the runner; empty: in RAM only.
+    cache_dir: str = ""
 
     def command(self) -> list[str]:
         return [
@@ -62,14 +66,20 @@ class RunnerSpec:
             str(self.context),
             "--threads",
             str(self.threads),
+            "--cache-mb",
+            str(self.cache_mb),
+            "--cache-dir",
+            self.cache_dir,
         ]
 
 
 @dataclass
 class Generation:
-    """What one generation cost, for usage and metrics."""
+    """What generations cost, for usage and metrics: one, or the sum of those a model call
+    made (a reply and the checks beside it)."""
 
     prompt_tokens: int = 0
+    prompt_evaluated: int = 0  # of the prompt's tokens, those really read (not from the cache)
     completion_tokens: int = 0
     stop_reason: str = p.STOP_END
     seconds: float = 0.0
@@ -161,6 +171,7 @@ class RunnerProcess:
         self._exited = False
         self._next_id = 0
         self.active: int | None = None  # the generation the runner is working on
+        self.cache: dict[str, Any] = {}  # the prompt cache's stats, as the last ``done`` said
 
     @property
     def pid(self) -> int | None:
@@ -203,13 +214,15 @@ class RunnerProcess:
         max_tokens: int,
         sampling: Any,
         offer: Mapping[str, Any] | None = None,
+        op: str = p.OP_GENERATE,
     ) -> int:
-        """Send one generation; ``offer`` adds the protocol's tool fields (see ``protocol``)."""
+        """Send one generation (or, with ``op`` warm, a prompt to read and keep); ``offer`` adds
+        the protocol's tool fields (see ``protocol``)."""
         self._next_id += 1
         self.active = self._next_id
         self._send(
             {
-                "op": p.OP_GENERATE,
+                "op": op,
                 "id": self._next_id,
                 "messages": messages,
                 "max_tokens": max_tokens,
@@ -281,8 +294,10 @@ class RunnerProcess:
             elif kind == p.EV_DONE:
                 self.active = None
                 usage.stop_reason = str(event.get("stop", p.STOP_END))
-                usage.prompt_tokens = int(event.get("prompt_tokens", 0))
-                usage.seconds = float(event.get("seconds", 0.0))
+                usage.prompt_tokens += int(event.get("prompt_tokens", 0))
+                usage.prompt_evaluated += int(event.get("prompt_evaluated", 0))
+                usage.seconds += float(event.get("seconds", 0.0))
+                self.cache = dict(event.get("cache") or {})
                 return "".join(pieces), "done"
             elif kind == p.EV_ERROR:
                 self.active = None

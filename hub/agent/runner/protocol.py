@@ -8,10 +8,15 @@ The hub writes requests to the runner's stdin; the runner writes events to its s
   system message; optional ``grammar`` (GBNF) limits what may be decoded; optional
   ``constrain`` (true) limits the reply to an answer or one well-formed call to an offered tool,
   and ``must_call`` (a tool's name) to a call to that tool (see ``call_grammar``);
+- ``{"op": "warm", ...}`` — the fields of ``generate``: read the prompt and keep its state in
+  the prompt cache, decode nothing (prompts sent later that begin the same are not read again);
 - ``{"op": "cancel", "id"}`` — stop that generation now (a stale id is ignored);
-- ``{"ev": "ready", "model", "load_s", "threads", "system_info"}`` — loaded, once;
+- ``{"ev": "ready", "model", "load_s", "threads", "cache_bytes", "system_info"}`` — loaded,
+  once; ``cache_bytes`` is the prompt cache's capacity;
 - ``{"ev": "text", "id", "text", "n"}`` — ``n`` decoded tokens' text;
-- ``{"ev": "done", "id", "stop", "prompt_tokens", "completion_tokens", "seconds"}``;
+- ``{"ev": "done", "id", "stop", "prompt_tokens", "prompt_evaluated", "completion_tokens",
+  "seconds", "cache"}`` — ``prompt_evaluated``: the prompt's tokens really read (the rest came
+  from the cache); ``cache``: the prompt cache's entries, bytes used, hits and misses;
 - ``{"ev": "error", "id", "kind", "message"}`` — ``kind`` is ``context_overflow`` or ``error``.
 
 This module imports nothing heavy: the runner imports it before llama.cpp.
@@ -23,6 +28,7 @@ import json
 from typing import Any
 
 OP_GENERATE = "generate"
+OP_WARM = "warm"
 OP_CANCEL = "cancel"
 
 FIELD_TOOLS = "tools"

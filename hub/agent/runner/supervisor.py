@@ -18,7 +18,8 @@ import os
 from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any
 
-from hub.agent.bundled_models import MODELS, VERIFIER
+from hub.agent.bundled_models import MODELS, VERIFIER, log_progress
+from hub.agent.runner import protocol as p
 from hub.agent.runner.process import (
     Generation,
     RunnerExited,
@@ -72,6 +73,9 @@ class RunnerSupervisor:
         self._idle: asyncio.TimerHandle | None = None
         self._stopping: set[asyncio.Task[None]] = set()
         self.generations = 0
+        self._join_log = log_progress(spec.model_path.name)
+        # What the runner is being made ready for, while it is (joining, loading, reading).
+        self.preparing = ""
 
     @property
     def failure(self) -> str | None:
@@ -105,6 +109,10 @@ class RunnerSupervisor:
             "threads": self.spec.threads,
             "pid": self.pid,
         }
+        if self.preparing:
+            status["preparing"] = self.preparing
+        if cache := self.cache:
+            status["promptCache"] = cache
         if self.failure:
             status["reason"] = self.failure
         elif self._last_death is not None:
@@ -118,10 +126,12 @@ class RunnerSupervisor:
         sampling: dict[str, Any],
         usage: Generation,
         offer: Mapping[str, Any] | None = None,
+        op: str = p.OP_GENERATE,
     ) -> AsyncGenerator[str, None]:
         """The reply's text as the runner decodes it. Leaving early (the turn was cancelled or
         the consumer stopped reading) stops the decoding. ``offer``: the tools (and grammar)
-        this generation offers, in the protocol's fields."""
+        this generation offers, in the protocol's fields; ``op`` warm reads the prompt into the
+        runner's cache and decodes nothing."""
         if (failure := self.failure) is not None:
             raise RunnerFailed(failure)
         await self._lock.acquire()
@@ -130,7 +140,7 @@ class RunnerSupervisor:
         try:
             self._cancel_idle()
             process = await self._running()
-            rid = process.request(messages, max_tokens, sampling, offer)
+            rid = process.request(messages, max_tokens, sampling, offer, op)
             async for piece in process.stream(rid, usage):
                 yield piece
             self._deaths = 0
@@ -143,16 +153,56 @@ class RunnerSupervisor:
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.shield(settle)
 
+    async def start(self) -> None:
+        """Join and check the model file and load it now, not on the first message."""
+        if (failure := self.failure) is not None:
+            raise RunnerFailed(failure)
+        async with self._lock:
+            self._cancel_idle()
+            try:
+                await self._running()
+            except RunnerExited as exc:
+                self._died(None, exc)
+                raise
+            self._schedule_idle()
+
+    async def warm(
+        self, messages: list[dict[str, str]], offer: Mapping[str, Any] | None = None
+    ) -> Generation:
+        """Read a prompt that turns will begin with and keep its state in the runner's cache
+        (a turn that asks meanwhile waits for this one prompt, not for the rest)."""
+        usage = Generation()
+        async for _ in self.generate(messages, 1, {}, usage, offer, p.OP_WARM):
+            pass
+        return usage
+
+    @property
+    def cache(self) -> dict[str, Any]:
+        """The prompt cache as the runner last told it: capacity, bytes used, entries."""
+        process = self._process
+        if process is None:
+            return {}
+        return {"capacityBytes": process.ready.get("cache_bytes", 0), **process.cache}
+
     async def _running(self) -> RunnerProcess:
         if self._process is not None and self._process.alive:
             return self._process
         if self.spec.bundled:
             model = MODELS[self.spec.bundled]
-            await asyncio.to_thread(VERIFIER.ready, model, self.spec.model_path)
+            await asyncio.to_thread(VERIFIER.ready, model, self.spec.model_path, self._joining)
         process = self._make(self.spec)
         self._process = process
-        await process.start(START_TIMEOUT_S)
+        self.preparing = f"loading {self.spec.model_path.name}"
+        try:
+            await process.start(START_TIMEOUT_S)
+        finally:
+            self.preparing = ""
         return process
+
+    def _joining(self, done: int, total: int) -> None:
+        """Progress of joining the model's parts, for the log and /api/health."""
+        self._join_log(done, total)
+        self.preparing = f"joining the model file: {done * 100 // max(total, 1)}%"
 
     async def _settle(self, process: RunnerProcess | None, rid: int) -> None:
         """Runs to its end even when the turn is cancelled: the lock is free only once the
