@@ -59,6 +59,7 @@ SEEDED_FACTS = (
     "The user's favourite colour is green.",
 )
 MAX_TOKENS = 160
+WARM_UP_S: list[float] = []  # each eval hub's warm-up, as a started hub does it
 
 
 @dataclass(frozen=True)
@@ -195,6 +196,8 @@ class Outcome:
     text: str
     seconds: float
     errors: list[str]
+    prompt_tokens: int = 0  # every generation's prompt, summed over the turn
+    prompt_read: int = 0  # of those, the tokens the runner read (the rest it had kept)
 
     @property
     def right_tool(self) -> bool:
@@ -230,7 +233,10 @@ async def chat(http: aiohttp.ClientSession, server: Any, case: Case) -> Outcome:
         for e in transcript.of_type(c.EV_BEFORE_TOOL)
     ]
     errors = [str(e["error"]) for e in transcript.of_type(c.EV_ERROR)]
-    return Outcome(case, calls, final_text(transcript), seconds, errors)
+    metadata = transcript.of_type(c.EV_METADATA)
+    prompt = sum(int(e["usage"]["inputTokens"]) for e in metadata)
+    read = sum(int(e["metrics"].get("promptTokensRead", 0)) for e in metadata)
+    return Outcome(case, calls, final_text(transcript), seconds, errors, prompt, read)
 
 
 def final_text(transcript: Any) -> str:
@@ -260,6 +266,7 @@ def schemas(server: Any) -> dict[str, dict[str, Any]]:
 async def eval_hub(**overrides: Any) -> AsyncIterator[Any]:
     """A throwaway hub with the emulated Flipper online and the seeded facts learned."""
     from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
+    from hub.agent.warmup import warm_up
 
     with tempfile.TemporaryDirectory() as tmp:
         link = Path(tmp) / "flipper"
@@ -267,11 +274,19 @@ async def eval_hub(**overrides: Any) -> AsyncIterator[Any]:
         device.start()
         try:
             async with running_hub(
-                flipper_port=str(link), camera_device="", microphone_device="off", **overrides
+                flipper_port=str(link),
+                camera_device="",
+                microphone_device="off",
+                embedded_warm_at_start=False,
+                **overrides,
             ) as server:
                 await flipper_online(server)
                 for fact in chosen_set()[1]:
                     server.hub.memory.learn(server.hub.owner.id, fact)
+                # As a started hub does (here once the facts are in, so the wait is measured).
+                started = time.perf_counter()
+                await warm_up(server.hub)
+                WARM_UP_S.append(time.perf_counter() - started)
                 yield server
         finally:
             device.stop()
@@ -300,7 +315,8 @@ def log_outcome(o: Outcome) -> None:
     calls = ", ".join(f"{name}{args}" for name, args in o.calls) or "-"
     marks = f"tool={'ok' if o.right_tool else 'NO'} answer={'ok' if o.answer_ok else 'NO'}"
     print(
-        f"  {o.seconds:6.1f}s {marks} {o.case.request!r} calls: {calls} -> {o.text[:120]!r}"
+        f"  {o.seconds:6.1f}s {o.prompt_read:5d}/{o.prompt_tokens:<5d} {marks} "
+        f"{o.case.request!r} calls: {calls} -> {o.text[:120]!r}"
         + (f" errors: {o.errors}" if o.errors else ""),
         file=sys.stderr,
         flush=True,

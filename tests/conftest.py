@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -20,6 +21,11 @@ from tests.netguard import no_network  # noqa: F401  (a fixture every test modul
 
 StartHub = Callable[..., Awaitable[RunningServer]]
 
+# A test hub loads the embedded model when a test talks to it, not at start: hundreds of hubs
+# (and the `tiny-hub` processes the tests start, which inherit this) would each start a runner.
+# The tests of the warm-up turn it on.
+os.environ["TINY_HUB_EMBEDDED_WARM_AT_START"] = "false"
+
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
@@ -37,7 +43,13 @@ def closed_port() -> int:
 def settings_for(home: Path, **overrides: Any) -> Settings:
     """Settings for a test hub. The machine's own camera and microphone are off unless a test
     turns them on: a developer's webcam must not be opened by the suite."""
-    base = {"host": "127.0.0.1", "port": 0, "camera_device": "", "microphone_device": "off"}
+    base = {
+        "host": "127.0.0.1",
+        "port": 0,
+        "camera_device": "",
+        "microphone_device": "off",
+        "embedded_warm_at_start": False,
+    }
     return load_settings(home=home, environ={}, overrides={**base, **overrides})
 
 

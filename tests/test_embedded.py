@@ -14,7 +14,14 @@ from strands.types.tools import ToolSpec
 
 from hub import contracts as c
 from hub.agent import small_tools
-from hub.agent.embedded import SAMPLING, EmbeddedModel, bundled_gguf, flatten_messages
+from hub.agent.embedded import (
+    ANSWER_FROM_RESULT,
+    SAMPLING,
+    EmbeddedModel,
+    bundled_gguf,
+    flatten_messages,
+    result_text,
+)
 from hub.agent.runner.process import Generation, RunnerSpec
 from hub.agent.runner.protocol import (
     FIELD_CONSTRAIN,
@@ -80,9 +87,42 @@ def test_flatten_turns_parts_into_one_string() -> None:
         {
             "role": "user",
             "content": "first\nsecond\n\nWhat the tool flipper_status returned: battery 80%\n\n"
-            "Answer my question from this result, quoting its numbers and names.",
+            f"{ANSWER_FROM_RESULT}",
         },
     ]
+
+
+def test_what_stays_the_same_leads_and_what_the_message_brings_comes_last() -> None:
+    """The runner's cache serves a prompt's beginning: the system prompt, then the lasting
+    facts, then the conversation; the note about this message sits right before it."""
+    flat = flatten_messages(
+        [
+            {"role": "user", "content": [{"text": "hi"}]},
+            {"role": "assistant", "content": [{"text": "hello"}]},
+            {"role": "user", "content": [{"text": "what's new?"}]},
+        ],
+        "be kind",
+        lasting_note="facts",
+        turn_note="matches",
+    )
+    assert [(m["role"], m["content"]) for m in flat] == [
+        ("system", "be kind"),
+        ("system", "facts"),
+        ("user", "hi"),
+        ("assistant", "hello"),
+        ("system", "matches"),
+        ("user", "what's new?"),
+    ]
+
+
+def test_a_tool_result_reaches_a_small_model_as_its_text_not_its_json() -> None:
+    text_and_json = {
+        "status": "success",
+        "content": [{"text": "Learned: The user likes tea."}, {"json": {"id": "m_1", "x": 1}}],
+    }
+    assert result_text(text_and_json) == "Learned: The user likes tea."
+    json_only = {"status": "success", "content": [{"json": {"level": 87}}]}
+    assert result_text(json_only) == '{"level": 87}'
 
 
 async def test_list_content_history_gets_a_real_reply(runner: RunnerSupervisor) -> None:

@@ -110,7 +110,25 @@ def test_functions_and_the_fallback_prompt_carry_names_and_schemas() -> None:
     assert functions[1]["function"]["parameters"]["required"] == ["kind"]
     prompt = small_tools.tools_prompt(functions)
     assert '"name": "learn"' in prompt and "<tool_call>" in prompt
-    assert "Of the hub's 41 tools, the 6" in small_tools.offer_note(6, 41)
+
+
+def test_the_tools_block_begins_the_same_for_every_message() -> None:
+    """The tools always offered, then ``answer``, then the rest in mount order: offers for
+    different messages share their beginning, which the runner keeps."""
+    recall = spec("recall", "Search memory.", {}, [])
+    ordered = [s["name"] for s in small_tools.with_answer([recall, LEARN, STATUS])]
+    assert ordered == ["learn", "answer", "recall", "flipper_status"]
+    assert [s["name"] for s in small_tools.with_answer([LEARN])] == ["learn", "answer"]
+
+
+def test_a_memory_write_asked_for_in_so_many_words_needs_no_check() -> None:
+    learn = small_tools.Call("learn", {"fact": "The user's sister is called Ana."})
+    assert small_tools.confirmation(learn, "remember that my sister is called Ana") == []
+    asked = small_tools.confirmation(learn, "set the thermostat to 21 degrees")
+    assert asked and "set the thermostat" in asked[-1]["content"]
+    forget = small_tools.Call("unlearn", {"id": "m_1"})
+    assert small_tools.confirmation(forget, "forget what you know about my bicycle") == []
+    assert small_tools.confirmation(forget, "don't forget my bicycle"), "not a request to forget"
 
 
 def test_few_tools_are_all_offered_and_many_are_chosen_by_the_message() -> None:
@@ -216,7 +234,9 @@ def test_the_answer_turn_gives_the_result_as_plain_text() -> None:
     )
     assert [m["role"] for m in flat] == ["system", "user"], "the result joins the question"
     assert flat[1]["content"].startswith("is my Flipper charged?\n\nWhat the tool flipper_status")
-    assert 'battery 87% {"level": 87}' in flat[1]["content"]
+    assert "battery 87%" in flat[1]["content"] and "level" not in flat[1]["content"], (
+        "the text the tool wrote for the model, not the JSON it wrote for clients"
+    )
 
 
 async def say(server: RunningServer, text: str) -> SseTranscript:
@@ -266,7 +286,13 @@ def requests_sent(log: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in log.read_text().splitlines()]
 
 
-async def test_a_fenced_call_runs_the_real_tool_and_the_answer_has_no_tools(
+def in_words(request: dict[str, Any]) -> bool:
+    """An answer in words: the call's tools still in its prompt, a grammar that lets no call
+    begin."""
+    return request.get("grammar") == small_tools.IN_WORDS and bool(request.get("tools"))
+
+
+async def test_a_fenced_call_runs_the_real_tool_and_the_answer_reads_only_what_is_new(
     start_hub: StartHub, closed_port: int, tmp_path: Path, emulator: FlipperEmulator
 ) -> None:
     call = '```json\n{"name": "flipper_status", "arguments": {}}\n```'
@@ -288,11 +314,14 @@ async def test_a_fenced_call_runs_the_real_tool_and_the_answer_has_no_tools(
     )
     offered = [f["function"]["name"] for f in first["tools"]]
     assert "flipper_status" in offered and len(offered) <= small_tools.OFFERED_AT_MOST + 1
-    assert offered[-1] == "answer", "the way to answer in words is offered last"
-    assert "most related to this message" in first["messages"][0]["content"]
-    assert "tools" not in second, "the answer is written without the tools block"
-    assert "What the tool flipper_status returned:" in second["messages"][-1]["content"]
-    assert "battery 87" in second["messages"][-1]["content"]
+    assert offered[:2] == ["learn", "answer"], "the tools every offer has lead the block"
+    assert small_tools.TOOLS_GUIDE in first["messages"][0]["content"]
+    assert second["tools"] == first["tools"], "the answer's prompt begins as the call's did"
+    assert second["messages"][:-1] == first["messages"][:-1]
+    assert second["grammar"] == small_tools.IN_WORDS, "but it may not call again"
+    asked = second["messages"][-1]["content"]
+    assert asked.startswith(first["messages"][-1]["content"])
+    assert "What the tool flipper_status returned:" in asked and "battery 87" in asked
 
 
 async def test_a_call_described_in_words_is_asked_again_as_that_call(
@@ -313,7 +342,7 @@ async def test_a_call_described_in_words_is_asked_again_as_that_call(
     assert first["constrain"] is True and "must_call" not in first
     assert again["must_call"] == "flipper_status"
     assert again["messages"] == first["messages"] and again["tools"] == first["tools"]
-    assert "tools" not in answer
+    assert in_words(answer)
 
 
 async def test_a_tool_named_in_words_that_is_not_the_nearest_is_not_called(
@@ -346,7 +375,7 @@ async def test_a_call_to_a_tool_not_made_for_the_request_is_not_run(
     assert question["content"].startswith(
         'Message: "unlock the front door with my Flipper"\nTool: flipper_find'
     )
-    assert "tools" not in answer
+    assert in_words(answer)
 
 
 LEARN_CALL = (
@@ -380,7 +409,7 @@ async def test_a_memory_write_runs_only_when_the_model_confirms_it_was_asked_for
     assert question["content"].startswith('Message: "set the thermostat to 21 degrees"\n\nIs the')
     assert first["messages"][-1]["content"] == "set the thermostat to 21 degrees"
     assert transcript.text.endswith("All right.")
-    assert "tools" not in last
+    assert in_words(last)
 
 
 ANSWERED = '<tool_call>\n{"name": "answer", "arguments": {"text": "Good morning, \\"Ada\\"!'
@@ -413,7 +442,7 @@ async def test_an_unreadable_call_is_never_shown_and_the_model_answers_again(
     transcript = await say(server, "hi there")
     assert transcript.done and transcript.text == "Hello!"
     first, second = requests_sent(log)
-    assert "tools" in first and "tools" not in second
+    assert first["constrain"] is True and in_words(second)
 
 
 async def test_an_invented_tool_is_no_call_and_a_plain_answer_follows(
@@ -428,7 +457,7 @@ async def test_an_invented_tool_is_no_call_and_a_plain_answer_follows(
     assert not transcript.of_type(c.EV_AFTER_TOOL)
     assert transcript.text == "Why did the robot nap? Low battery."
     first, second = requests_sent(log)
-    assert "tools" in first and "tools" not in second
+    assert first["constrain"] is True and in_words(second)
 
 
 async def test_a_small_model_sees_its_facts_without_dates_and_ids_unless_it_may_unlearn(
@@ -446,11 +475,11 @@ async def test_a_small_model_sees_its_facts_without_dates_and_ids_unless_it_may_
     forget = await say(server, "forget what you know about my sister")
     assert forget.done
     answering, forgetting = requests_sent(log)
-    system = answering["messages"][0]["content"]
-    assert f"{REMEMBERED_HEADER}\n- The user's sister is called Ana.\n" in system
-    assert "[m_" not in system and "since" not in system
+    facts = answering["messages"][1]["content"]
+    assert facts.startswith(f"{REMEMBERED_HEADER}\n- The user's sister is called Ana.")
+    assert "[m_" not in facts and "since" not in facts
     assert "unlearn" in [f["function"]["name"] for f in forgetting["tools"]]
-    assert f"- [{fact.id}] The user's sister is called Ana." in forgetting["messages"][0]["content"]
+    assert f"- [{fact.id}] The user's sister is called Ana." in forgetting["messages"][1]["content"]
 
 
 async def test_a_fact_memory_already_holds_is_not_learned_again(
@@ -467,8 +496,9 @@ async def test_a_fact_memory_already_holds_is_not_learned_again(
     assert transcript.text == "She is your sister."
     assert len(server.hub.memory.recent(server.hub.owner.id, 10)) == 1
     sent = requests_sent(log)
-    assert [r.get("grammar") for r in sent] == [None, None], "no confirmation was asked"
-    assert "tools" not in sent[-1], "the answer is written without the tools block"
+    assert [r.get("grammar") for r in sent] == [None, small_tools.IN_WORDS], (
+        "no confirmation was asked, and the answer was written in words"
+    )
 
 
 @pytest.mark.parametrize(
@@ -491,13 +521,14 @@ def test_a_fact_is_known_when_a_remembered_one_has_all_its_words(fact: str, know
 async def test_a_learned_fact_is_answered_without_its_id_and_learn_takes_no_ids(
     start_hub: StartHub, closed_port: int, tmp_path: Path, emulator: FlipperEmulator
 ) -> None:
-    server, log = await scripted_hub(
-        start_hub, closed_port, tmp_path, [LEARN_CALL, "yes", "Noted."]
-    )
+    server, log = await scripted_hub(start_hub, closed_port, tmp_path, [LEARN_CALL, "Noted."])
     transcript = await say(server, "remember that the thermostat is at 21")
     assert [e["toolResult"]["name"] for e in transcript.of_type(c.EV_AFTER_TOOL)] == ["learn"]
-    first, _, answer = requests_sent(log)
+    first, answer = requests_sent(log)  # asked to remember in so many words: no check
     [learn] = [f["function"] for f in first["tools"] if f["function"]["name"] == "learn"]
     assert list(learn["parameters"]["properties"]) == ["fact"]
-    assert "What the tool learn returned: Learned." in answer["messages"][-1]["content"]
+    assert (
+        "What the tool learn returned: Learned: The thermostat is at 21."
+        in (answer["messages"][-1]["content"])
+    )
     assert "[m_" not in answer["messages"][-1]["content"]

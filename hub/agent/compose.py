@@ -14,20 +14,29 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from strands.models import Model
 from strands.types.tools import AgentTool
 
 from hub import contracts as c
+from hub.agent import bundled_models
 from hub.agent.attachments import Attachment, take_in
-from hub.agent.embedded import EmbeddedModel
+from hub.agent.embedded import EmbeddedModel, cached_embed
 from hub.agent.mcp import plan_for_turn
 from hub.agent.models import ModelChoice
-from hub.agent.prompt import system_prompt
-from hub.agent.tools import mount_tools
+from hub.agent.prompt import lasting_prompt, system_prompt, turn_sections
+from hub.agent.tools import DEVICE_GROUPS, JOB_GROUPS, mount_tools
 from hub.agent.tools.client_caps import client_caps
 from hub.agent.tools.context import STATE_KEY, ToolContext
 from hub.agent.tools.operations import tiny_operation_tools
 from hub.agent.tools.universe import related_for_turn
 from hub.agent.turn import ChatMessage, Turn, run_turn
+from hub.agent.without_tools import (
+    SaidModel,
+    cannot_text,
+    specs_of,
+    unmet_request,
+    ways_to_tools,
+)
 from hub.identity import User
 from hub.memory.graph import Fact
 from hub.preferences import saved_model
@@ -53,7 +62,7 @@ async def compose_turn(
     choice = await hub.models.resolve(headers, saved_model(hub.db, user))
     model = hub.models.build(choice)
     messages, notices = await _taken_in(hub, messages, choice)
-    memory, related, operations = await asyncio.gather(
+    (newest, matches), related, operations = await asyncio.gather(
         preload(hub, user, messages),
         related_for_turn(hub, tiny, _last_user_text(messages), with_tools=choice.tools),
         _operation_tools(hub, tiny, wanted=choice.tools),
@@ -69,26 +78,52 @@ async def compose_turn(
         client=client,
     )
     mounted = mount_tools(context) if choice.tools else None
+    if not choice.tools:
+        model = await said_instead(context, choice, _last_user_text(messages)) or model
+    override = headers.get(c.H_SYSTEM_PROMPT, "")
+    metadata = headers.get(c.H_METADATA) or headers.get(c.H_IP_LEGACY) or ""
+    hub_url = hub.lan.url or ""
     if isinstance(model, EmbeddedModel):
-        model.remembered, memory = tuple(memory), []
+        # The runner keeps what it read: the tiny's lasting prompt leads, this turn's sections
+        # follow the tools (see EmbeddedModel), so the next turn does not read them again.
+        model.remembered, model.matched = tuple(newest), tuple(matches)
+        model.turn_note = turn_sections(metadata=metadata, related=related.tinys, hub_url=hub_url)
+        prompt = lasting_prompt(tiny, override=override)
+    else:
+        prompt = system_prompt(
+            tiny,
+            override=override,
+            metadata=metadata,
+            memory=newest + matches,
+            related=related.tinys,
+            hub_url=hub_url,
+        )
     return Turn(
         messages=messages,
         model=model,
         model_id=choice.model_id,
-        system_prompt=system_prompt(
-            tiny,
-            override=headers.get(c.H_SYSTEM_PROMPT, ""),
-            metadata=headers.get(c.H_METADATA) or headers.get(c.H_IP_LEGACY) or "",
-            memory=memory,
-            related=related.tinys,
-            hub_url=hub.lan.url or "",
-        ),
+        system_prompt=prompt,
         tools=mounted.tools if mounted else [],
         invocation_state={STATE_KEY: context},
         mcp=plan_for_turn(hub, user, headers, mounted, tiny.mcp_servers) if mounted else None,
         time_limit_s=hub.settings.turn_timeout_s,
         notices=notices,
     )
+
+
+async def said_instead(ctx: ToolContext, choice: ModelChoice, message: str) -> Model | None:
+    """For a model without tools asked for what only a tool does: the plain reply that says
+    so (see ``without_tools``), in place of a guess."""
+    devices = mount_tools(ctx, DEVICE_GROUPS).tools
+    jobs = mount_tools(ctx, JOB_GROUPS).tools
+    unmet = await asyncio.to_thread(
+        unmet_request, message, specs_of(devices), specs_of(jobs), cached_embed
+    )
+    if unmet is None:
+        return None
+    installed = bundled_models.installed(bundled_models.QWEN_CODER_1_5B)
+    ways = ways_to_tools(choice.provider, installed and choice.provider == c.PROVIDER_EMBEDDED)
+    return SaidModel(cannot_text(unmet, choice.model_id, ways), choice.model_id)
 
 
 async def _taken_in(
@@ -123,17 +158,19 @@ async def _operation_tools(hub: Hub, tiny: Tiny, *, wanted: bool) -> list[AgentT
     return await tiny_operation_tools(hub, tiny) if wanted and tiny.worker.strip() else []
 
 
-async def preload(hub: Hub, user: User | None, messages: Sequence[ChatMessage]) -> list[Fact]:
-    """The caller's newest facts and the best matches for what they just said (docs/protocol.md,
-    turn step 3)."""
+async def preload(
+    hub: Hub, user: User | None, messages: Sequence[ChatMessage]
+) -> tuple[list[Fact], list[Fact]]:
+    """The caller's newest facts and the best matches for what they just said that are not
+    among them (docs/protocol.md, turn step 3)."""
     if user is None:
-        return []
+        return [], []
     last = next(m for m in reversed(messages) if m.role == "user")
     try:
-        return await asyncio.to_thread(hub.memory.preload, user.id, "\n".join(last.texts))
+        return await asyncio.to_thread(hub.memory.preload_parts, user.id, "\n".join(last.texts))
     except Exception:
         log.warning("memory pre-load failed; answering without it", exc_info=True)
-        return []
+        return [], []
 
 
 async def answer(

@@ -30,7 +30,7 @@ from strands.types.streaming import StreamEvent
 from strands.types.tools import ToolSpec
 
 from hub.agent import small_tools
-from hub.agent.prompt import remembered_note, without_fact_ids
+from hub.agent.prompt import MATCHED_HEADER, oldest_first, remembered_note, without_fact_ids
 from hub.agent.runner import protocol as p
 from hub.agent.runner.process import Generation
 from hub.agent.runner.protocol import STOP_CANCELLED
@@ -69,13 +69,17 @@ RESULT_CHARS = 1500
 
 
 def result_text(result: Mapping[str, Any]) -> str:
-    """A tool result's text and JSON parts as one plain string."""
-    parts: list[str] = []
-    for item in result.get("content", []):
-        if "text" in item:
-            parts.append(str(item["text"]))
-        elif "json" in item:
-            parts.append(json.dumps(item["json"], ensure_ascii=False, default=str))
+    """A tool result as one plain string: its text, which the tool writes for the model; its
+    JSON (written for clients: ids, timestamps, every field) only when there is no text. The
+    small model reads every token of it, and answers better from the sentence."""
+    content = result.get("content", [])
+    parts = [str(item["text"]) for item in content if "text" in item]
+    if not any(p.strip() for p in parts):
+        parts = [
+            json.dumps(item["json"], ensure_ascii=False, default=str)
+            for item in content
+            if "json" in item
+        ]
     text = " ".join(parts).strip() or str(result.get("status", ""))
     return text[:RESULT_CHARS]
 
@@ -96,20 +100,36 @@ def block_text(block: Mapping[str, Any], names: dict[str, str]) -> str:
 
 
 CALLED = "(I called the tool "
-ANSWER_FROM_RESULT = "Answer my question from this result, quoting its numbers and names."
+# Spoken to the person: told only to answer from the result, the 1.5B wrote about "the user"
+# ("The tool learned that the user's sister is called Ana").
+ANSWER_FROM_RESULT = (
+    "Answer me from this result in a short sentence, quoting its numbers and names, and speak "
+    'to me as "you".'
+)
 
 
-def flatten_messages(messages: Messages, system_prompt: str | None) -> list[dict[str, str]]:
+def flatten_messages(
+    messages: Messages, system_prompt: str | None, lasting_note: str = "", turn_note: str = ""
+) -> list[dict[str, str]]:
     """Strands messages → chat-template messages whose content is one string.
 
     A tool's result is folded into the question it answers, as plain text, with the ask to
     answer from it: small models ground their answer on a result in the user's own message far
     better than on a turn of its own (see :mod:`hub.agent.small_tools`). A history that holds
     tool blocks from an earlier turn on another model renders the same way.
+
+    The order keeps what stays the same first, so the runner's cache serves it (see
+    ``runner/prefix_cache.py``): the system prompt (the template renders the tools right after
+    it), then ``lasting_note`` (what changes rarely: the person's remembered facts, oldest
+    first, so a new one joins the end), then the conversation, and ``turn_note`` (what this
+    message brings: memories that match it, related tinys) as a system message right before the
+    question.
     """
     flat: list[dict[str, str]] = []
     if system_prompt:
         flat.append({"role": "system", "content": system_prompt})
+    if lasting_note:
+        flat.append({"role": "system", "content": lasting_note})
     names: dict[str, str] = {}
     for message in messages:
         parts = [block_text(block, names) for block in message["content"]]
@@ -121,6 +141,8 @@ def flatten_messages(messages: Messages, system_prompt: str | None) -> list[dict
                 question = flat.pop()["content"]
                 content = f"{question}\n\n{content}\n\n{ANSWER_FROM_RESULT}"
         flat.append({"role": message["role"], "content": content})
+    if turn_note and flat and flat[-1]["role"] == "user":
+        flat.insert(len(flat) - 1, {"role": "system", "content": turn_note})
     return flat
 
 
@@ -159,8 +181,13 @@ class EmbeddedModel(Model):
         }
         self.last_offer: list[str] = []  # the tool names the last generation offered
         # The person's pre-loaded facts, handed over instead of the system prompt's memory
-        # section: a small model is shown them in its own way (``prompt.remembered_note``).
+        # section: a small model is shown them in its own way (``prompt.remembered_note``):
+        # the newest facts (the same until one is learned) and the matches for this message.
         self.remembered: tuple[Fact, ...] = ()
+        self.matched: tuple[Fact, ...] = ()
+        # What else the system prompt would say about this turn (related tinys, the client's
+        # metadata): shown with the matches, right before the question (see flatten_messages).
+        self.turn_note = ""
 
     def update_config(self, **model_config: Any) -> None:
         self.config.update(model_config)
@@ -187,32 +214,80 @@ class EmbeddedModel(Model):
         **kwargs: Any,
     ) -> AsyncGenerator[StreamEvent, None]:
         usage = Generation()
-        offer = await self._offer(messages, tool_specs or [])
+        offer, chat = await self._prepared(messages, tool_specs or [], system_prompt)
         offered = offer.tools
-        self.last_offer = [spec["name"] for spec in offered]
-        note = small_tools.offer_note(len(offered), len(tool_specs or [])) if offered else ""
-        with_ids = bool(small_tools.TAKES_FACT_IDS & set(self.last_offer))
-        remembered = remembered_note(self.remembered, with_ids=with_ids) if self.remembered else ""
-        prompt = "\n\n".join(p for p in (system_prompt or "", remembered, note) if p)
-        chat = flatten_messages(messages, prompt or None)
         yield {"messageStart": {"role": "assistant"}}
         if cancel_signal is not None and cancel_signal.is_set():
             usage.stop_reason = STOP_CANCELLED
             yield {"contentBlockStart": {"start": {}}}
             yield {"contentBlockStop": {}}
-        elif offered:
+        elif offered and not after_tool_result(messages):
             async for event in self._with_tools(chat, offer, usage, cancel_signal):
                 yield event
         else:
-            async for event in self._text(chat, None, usage, cancel_signal):
+            async for event in self._text(chat, self._answer_fields(offer), usage, cancel_signal):
                 yield event
         yield {"messageStop": {"stopReason": usage.stop_reason}}  # type: ignore[typeddict-item]
         yield usage_event(usage)
 
+    async def warm(
+        self, system_prompt: str, tool_specs: list[ToolSpec], message: str = "hello"
+    ) -> list[Generation]:
+        """Read the prompts turns begin with before any turn asks: the system prompt with the
+        tools offered for ``message`` (small talk: the memory tools and ``answer``, which begin
+        every offer), and the examples of the yes/no checks."""
+        messages: Messages = [{"role": "user", "content": [{"text": message}]}]
+        offer, chat = await self._prepared(messages, tool_specs, system_prompt)
+        fields = self._fields(offer) if offer.tools else None
+        warmed = [await self._runner.warm(chat, fields)]
+        for asking in small_tools.confirmation_beginnings():
+            warmed.append(await self._runner.warm(asking))
+        return warmed
+
+    async def _prepared(
+        self, messages: Messages, specs: list[ToolSpec], system_prompt: str | None
+    ) -> tuple[small_tools.Offer, list[dict[str, str]]]:
+        """The tools offered for the last message, and the chat the runner is sent."""
+        offer = await self._offer(messages, specs)
+        self.last_offer = [spec["name"] for spec in offer.tools]
+        with_ids = bool(small_tools.TAKES_FACT_IDS & set(self.last_offer))
+        lasting = (
+            remembered_note(oldest_first(self.remembered), with_ids=with_ids)
+            if self.remembered
+            else ""
+        )
+        matched = (
+            remembered_note(self.matched, with_ids=with_ids, header=MATCHED_HEADER)
+            if self.matched
+            else ""
+        )
+        turn_note = "\n\n".join(p for p in (matched, self.turn_note) if p)
+        if offer.tools:
+            system_prompt = "\n\n".join(p for p in (system_prompt, small_tools.TOOLS_GUIDE) if p)
+        return offer, flatten_messages(messages, system_prompt or None, lasting, turn_note)
+
+    def _fields(self, offer: small_tools.Offer) -> dict[str, Any]:
+        """The protocol's fields that offer ``offer``'s tools (and ``answer``)."""
+        functions = [small_tools.as_function(s) for s in small_tools.with_answer(offer.tools)]
+        return {
+            p.FIELD_TOOLS: functions,
+            p.FIELD_TOOLS_PROMPT: small_tools.tools_prompt(functions),
+            p.FIELD_CONSTRAIN: self._call_grammar,
+        }
+
+    def _answer_fields(self, offer: small_tools.Offer) -> dict[str, Any] | None:
+        """The fields of an answer in words: the tools stay in the prompt, exactly as the call
+        saw them, so the runner reads only what is new (the result); the grammar lets no call
+        begin."""
+        if not offer.tools:
+            return None
+        in_words = {p.FIELD_CONSTRAIN: False, p.FIELD_GRAMMAR: small_tools.IN_WORDS}
+        return {**self._fields(offer), **in_words}
+
     async def _offer(self, messages: Messages, specs: list[ToolSpec]) -> small_tools.Offer:
-        """No tools after a result (the answer is written without them); with many mounted,
-        the nearest few to the user's message."""
-        if not specs or after_tool_result(messages):
+        """With many tools mounted, the nearest few to the user's message (the same for the
+        answer after a result as for the call before it)."""
+        if not specs:
             return small_tools.Offer([], ())
         return await asyncio.to_thread(
             small_tools.choose, specs, last_user_text(messages), self._embed
@@ -231,7 +306,8 @@ class EmbeddedModel(Model):
         max_tokens = max_tokens or int(self.config["max_tokens"])
         if offer and offer.get(p.FIELD_MUST_CALL):
             max_tokens = max(max_tokens, CALL_TOKENS)
-        sampling = TOOL_SAMPLING if offer else SAMPLING
+        in_words = not offer or offer.get(p.FIELD_GRAMMAR) == small_tools.IN_WORDS
+        sampling = SAMPLING if in_words else TOOL_SAMPLING
         pieces = self._runner.generate(chat, max_tokens, sampling, usage, offer)
         async for piece in pieces:
             yield piece
@@ -263,12 +339,7 @@ class EmbeddedModel(Model):
         whole, then becomes a tool use, its text, or (nothing usable) a plain answer."""
         tools = small_tools.with_answer(offer.tools)
         offered = {spec["name"]: spec for spec in tools}
-        functions = [small_tools.as_function(spec) for spec in tools]
-        fields: dict[str, Any] = {
-            p.FIELD_TOOLS: functions,
-            p.FIELD_TOOLS_PROMPT: small_tools.tools_prompt(functions),
-            p.FIELD_CONSTRAIN: self._call_grammar,
-        }
+        fields = self._fields(offer)
         reply, streaming = "", False
         yield {"contentBlockStart": {"start": {}}}
         async for piece in self._pieces(chat, fields, usage, cancel_signal):
@@ -306,7 +377,7 @@ class EmbeddedModel(Model):
                 yield event
             usage.stop_reason = "tool_use"
         elif not (streaming or text) and usage.stop_reason != STOP_CANCELLED:
-            async for event in self._text(chat, None, usage, cancel_signal):
+            async for event in self._text(chat, self._answer_fields(offer), usage, cancel_signal):
                 yield event
 
     async def _aside(
@@ -322,6 +393,8 @@ class EmbeddedModel(Model):
         aside = Generation()
         pieces = self._pieces(chat, fields, aside, cancel_signal, max_tokens)
         text = "".join([piece async for piece in pieces])
+        usage.prompt_tokens += aside.prompt_tokens
+        usage.prompt_evaluated += aside.prompt_evaluated
         usage.completion_tokens += aside.completion_tokens
         usage.seconds += aside.seconds
         if aside.stop_reason == STOP_CANCELLED:
@@ -407,7 +480,11 @@ def usage_event(usage: Generation) -> StreamEvent:
                 "outputTokens": usage.completion_tokens,
                 "totalTokens": usage.prompt_tokens + usage.completion_tokens,
             },
-            "metrics": {"latencyMs": int(usage.seconds * 1000)},
+            # promptTokensRead: of inputTokens, those the runner read (the rest it kept)
+            "metrics": {  # type: ignore[typeddict-unknown-key]
+                "latencyMs": int(usage.seconds * 1000),
+                "promptTokensRead": usage.prompt_evaluated,
+            },
         }
     }
 

@@ -22,9 +22,13 @@ MEMORY_HEADER = (
 
 # A fact's id in brackets, as the memory section and the memory tools' results write it.
 FACT_ID = re.compile(rf" ?\[{FACT_ID_PATTERN}\]")
-# Only "newest first": told to answer from these facts, the 1.5B answered requests for its tools
-# from them too ("what's the battery of my Nicla Vision?").
-REMEMBERED_HEADER = "## What you remember about the user\nNewest first."
+# Oldest first, so a fact learned later joins the end and the runner keeps what it read of the
+# others (see EmbeddedModel). Told only this, not to answer from these facts: told that, the
+# 1.5B answered requests for its tools from them too ("what's the battery of my Nicla Vision?").
+REMEMBERED_HEADER = (
+    "## What you remember about the user\nOldest first; where two disagree, the later one holds."
+)
+MATCHED_HEADER = "## Also in your memory, related to this message"
 REMEMBERED_IDS = " Each has its id: to drop one, unlearn it by id."
 
 
@@ -33,14 +37,20 @@ def memory_section(facts: Sequence[Fact]) -> str:
     return MEMORY_HEADER + "\n" + "\n".join(lines)
 
 
-def remembered_note(facts: Sequence[Fact], *, with_ids: bool) -> str:
+def remembered_note(
+    facts: Sequence[Fact], *, with_ids: bool, header: str = REMEMBERED_HEADER
+) -> str:
     """The pre-load for a small on-device model: no dates (the 1.5B copied them into new
     facts), and ids only where a tool offered takes one: shown ids, it answered "what's my
     sister's name?" with where the fact is stored, and each id is new random text in the
     prompt, so the same question met a different prompt on every run."""
-    header = REMEMBERED_HEADER + (REMEMBERED_IDS if with_ids else "")
+    header += REMEMBERED_IDS if with_ids else ""
     lines = [f"- [{f.id}] {f.text}" if with_ids else f"- {f.text}" for f in facts]
     return header + "\n" + "\n".join(lines)
+
+
+def oldest_first(facts: Sequence[Fact]) -> list[Fact]:
+    return sorted(facts, key=lambda f: f.valid_from)
 
 
 def without_fact_ids(text: str) -> str:
@@ -81,11 +91,33 @@ def system_prompt(
     related: Sequence[Tiny] = (),
     hub_url: str = "",
 ) -> str:
+    """The whole system prompt: what stays the same for the tiny first, then what this turn
+    brings (:func:`lasting_prompt`, :func:`turn_sections`)."""
+    sections = turn_sections(metadata=metadata, memory=memory, related=related, hub_url=hub_url)
+    return "\n\n".join(p for p in (lasting_prompt(tiny, override=override), sections) if p)
+
+
+def lasting_prompt(tiny: Tiny, *, override: str = "") -> str:
+    """What the system prompt says on every turn with this tiny: its prompt, knowledge and
+    data. A model that keeps what it read (the embedded runner) reads it once."""
     parts = [override.strip() or tiny.system_prompt.strip() or DEFAULT_PROMPT]
     if tiny.system_knowledge.strip():
         parts.append("## What you know\n" + tiny.system_knowledge.strip())
     if tiny.data.strip():
         parts.append("## Reference data\n" + tiny.data.strip())
+    return "\n\n".join(parts)
+
+
+def turn_sections(
+    *,
+    metadata: str = "",
+    memory: Sequence[Fact] = (),
+    related: Sequence[Tiny] = (),
+    hub_url: str = "",
+) -> str:
+    """What the system prompt says about this turn: the person's pre-loaded memory, the tinys
+    related to their message, what their device said about itself."""
+    parts = []
     if memory:
         parts.append(memory_section(memory))
     if related:

@@ -169,6 +169,9 @@ CONFIRMED = {
     ),
 }
 YES_OR_NO = 'root ::= "yes" | "no"'
+# An answer in words with the tools still in the prompt: anything that does not begin a call
+# (a tag, JSON, a fence or space before one).
+IN_WORDS = "root ::= [^<{\\[` \\t\\n\\r] [^\\x00]*"
 
 
 # Any other call is checked against what its tool is made for: a request for something the hub
@@ -205,15 +208,38 @@ TOOL_CHECK = Confirmation(
 )
 
 
+# How people ask for a memory write in so many words. A message that does needs no yes/no
+# check before its call runs (the check said yes to every one of them; it costs a prompt).
+ASKED_TO_REMEMBER = re.compile(
+    r"\b(remember|note that|note down|make a note|jot down|keep in mind|don'?t forget|"
+    r"do not forget|store (that|this)|save (that|this)|from now on)\b",
+    re.IGNORECASE,
+)
+ASKED_TO_FORGET = re.compile(
+    r"(?<!don't )(?<!do not )\b(forget|unlearn|delete|erase|wipe|remove)\b.*"
+    r"\b(memor\w*|you know|you('ve| have) learn\w*|about me|that)\b",
+    re.IGNORECASE,
+)
+ASKED_IN_WORDS = {"learn": ASKED_TO_REMEMBER, "unlearn": ASKED_TO_FORGET}
+
+
 def confirmation(call: Call, message: str, spec: ToolSpec | None = None) -> list[dict[str, str]]:
     """The chat that asks whether ``message`` asked for ``call`` (a memory write), or whether
-    the called tool (``spec``) is made for it; empty when it needs no asking."""
+    the called tool (``spec``) is made for it; empty when it needs no asking (a memory write
+    the message asked for in so many words)."""
     confirming = CONFIRMED.get(call.name)
     if confirming is not None:
-        return confirming.chat(message)
+        asked = ASKED_IN_WORDS.get(call.name)
+        return [] if asked is not None and asked.search(message) else confirming.chat(message)
     if spec is not None and call.name != ANSWER:
         return TOOL_CHECK.chat(message, f"{call.name} — {short_description(spec)}")
     return []
+
+
+def confirmation_beginnings() -> list[list[dict[str, str]]]:
+    """The yes/no checks' chats as far as every check of that kind reads the same (their
+    examples): what the runner can read before the first turn asks."""
+    return [confirming.chat("") for confirming in (*CONFIRMED.values(), TOOL_CHECK)]
 
 
 def already_known(call: Call, known: Sequence[str]) -> bool:
@@ -326,19 +352,11 @@ def tools_prompt(functions: Sequence[Mapping[str, Any]]) -> str:
     )
 
 
-def offer_note(offered: int, mounted: int) -> str:
-    """What the system prompt says about the tools offered."""
-    which = (
-        f"You have {offered} tools."
-        if offered == mounted
-        else f"Of the hub's {mounted} tools, the {offered} most related to this message are "
-        "offered here."
-    )
-    return (
-        f"{which} When what you remember about the user (above) already answers the message, "
-        "answer from it. Call a tool only when the message needs one; otherwise answer in "
-        "plain words."
-    )
+# Said in the system prompt, before the tools, when tools are offered: the same every turn.
+TOOLS_GUIDE = (
+    "When what you remember about the user already answers the message, answer from it. "
+    "Call a tool only when the message needs one; otherwise answer in plain words."
+)
 
 
 def words(text: str) -> set[str]:
@@ -497,10 +515,17 @@ def leftover(text: str) -> str:
 
 
 def with_answer(offered: Sequence[ToolSpec]) -> list[ToolSpec]:
-    """The offered tools and ``answer`` last, unless a mounted tool already has that name."""
-    if any(spec["name"] == ANSWER for spec in offered):
-        return list(offered)
-    return [*offered, ANSWER_SPEC]
+    """The offered tools with ``answer`` (unless a mounted tool already has that name), in the
+    order that keeps the tools block's beginning the same from message to message: the tools
+    always offered, then ``answer``, then the rest in mount order. The runner then reads only
+    the tools that changed (see ``runner/prefix_cache.py``)."""
+    tools = list(offered)
+    if not any(spec["name"] == ANSWER for spec in tools):
+        tools.append(ANSWER_SPEC)
+    first = [spec for spec in tools if spec["name"] in ALWAYS_OFFERED]
+    answer = [spec for spec in tools if spec["name"] == ANSWER]
+    rest = [spec for spec in tools if spec not in first and spec not in answer]
+    return [*first, *answer, *rest]
 
 
 def answer_text(reply: str, call: Call | None) -> str | None:

@@ -2,8 +2,8 @@
 ``cleanup_ctx`` in one order: start-up repairs and the mailbox sweeper, the drivers, the LAN
 advertiser, the cloud link, memory sync, the Telegram bots, the scheduler — and they stop in the
 reverse order (no job starts while the rest stop, the bots and the cloud next, goodbyes on the
-LAN before the drivers let go of their ports). The model runner, started on the first embedded
-turn, is the last to stop.
+LAN before the drivers let go of their ports). The model runner, made ready at start when the
+embedded model answers by default, is the last to stop.
 
 Each part that may be absent (no cloud joined, no user token, a loopback-only hub) is held in
 :class:`Parts` under the typed key :data:`PARTS`, so handlers read what runs, never a field
@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
+from hub.agent.warmup import warm_up
 from hub.api.keys import HUB
 from hub.cloud.link import CloudLink
 from hub.cloud.memory_sync import MemorySync
@@ -104,9 +105,13 @@ def add_parts(app: web.Application) -> None:
 
 
 async def model_runner(app: web.Application) -> AsyncIterator[None]:
-    """The embedded model's runner starts on its first turn; it ends with the app."""
+    """The embedded model's runner, made ready as the hub starts when it is the default model
+    (else on its first turn); it ends with the app."""
+    hub = app[HUB]
+    warming = asyncio.create_task(warm_up(hub)) if hub.settings.embedded_warm_at_start else None
     yield
-    await app[HUB].models.close()
+    await cancel_all([warming])
+    await hub.models.close()
 
 
 async def background_work(app: web.Application) -> AsyncIterator[None]:

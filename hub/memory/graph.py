@@ -220,10 +220,18 @@ class MemoryStore:
 
     def preload(self, owner: str, message: str, recent: int = 30, matches: int = 5) -> list[Fact]:
         """What a chat turn puts in the prompt: the newest facts, then the best matches."""
+        newest, extra = self.preload_parts(owner, message, recent, matches)
+        return newest + extra
+
+    def preload_parts(
+        self, owner: str, message: str, recent: int = 30, matches: int = 5
+    ) -> tuple[list[Fact], list[Fact]]:
+        """The pre-load in its two parts: the newest facts (the same from message to message
+        until a fact is learned) and the best matches for ``message`` that are not among them."""
         facts = self.recent(owner, recent)
         seen = {f.id for f in facts}
         extra = [f for f in self.recall(owner, message, limit=matches) if f.id not in seen]
-        return facts + extra
+        return facts, extra
 
     def history(self, owner: str, fact_id: str) -> list[Fact]:
         """The supersedes trail through this fact, oldest first: "when did I change that?"."""

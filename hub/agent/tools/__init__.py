@@ -84,6 +84,13 @@ DYNAMIC: tuple[ToolGroup, ...] = (skills.tools, operations.tools, universe.mount
 # through Mounted.add after every tier above.
 MCP: tuple[ToolGroup, ...] = ()
 
+# What a model without tools is asked for that only these tools do: the hub's devices (its
+# drivers', the machine's camera and microphone, the paired phone's), and work for later.
+DEVICE_GROUPS: MountOrder = (
+    ("built-in", (devices.tools, driver_tools, senses.tools, phone.tools)),
+)
+JOB_GROUPS: MountOrder = (("built-in", (schedule.tools,)),)
+
 MOUNT_ORDER: MountOrder = (
     ("built-in", BUILTIN),
     ("forged", FORGED),

@@ -56,7 +56,7 @@ def learn(
         )
     except MemoryRefused as exc:
         return failed(str(exc))
-    return ok(f"Learned [{stored.id}].", fact=stored.as_json())
+    return ok(f"Learned [{stored.id}]: {stored.text}", fact=stored.as_json())
 
 
 @tool(name="recall", context=True)
