@@ -88,8 +88,8 @@ def ways_to_tools(provider: str, tool_model_installed: bool) -> str:
         )
     if tool_model_installed:
         return (
-            "The embedded model that calls tools is installed: choose it in the model settings "
-            '(F2 in the terminal UI) or set embedded.model = "auto" in config.toml.'
+            "The embedded model that calls tools is installed: choose it in Settings (F4 in the "
+            'terminal UI) or set embedded.model = "auto" in config.toml.'
         )
     return (
         "Two ways to get one, both offline: install the agent-model extra "
