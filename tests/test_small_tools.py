@@ -129,6 +129,11 @@ def test_a_memory_write_asked_for_in_so_many_words_needs_no_check() -> None:
     forget = small_tools.Call("unlearn", {"id": "m_1"})
     assert small_tools.confirmation(forget, "forget what you know about my bicycle") == []
     assert small_tools.confirmation(forget, "don't forget my bicycle"), "not a request to forget"
+    question = small_tools.confirmation(learn, "do you remember my sister's name?")
+    assert question, "a question is never a request to remember"
+    sure = small_tools.Call("flipper_status", {})
+    assert small_tools.confirmation(sure, "what firmware is my Flipper on?", STATUS, 0.96) == []
+    assert small_tools.confirmation(sure, "is my Flipper charged?", STATUS, 0.63)
 
 
 def test_few_tools_are_all_offered_and_many_are_chosen_by_the_message() -> None:

@@ -369,7 +369,7 @@ class EmbeddedModel(Model):
             described = text or reply
             call = await self._call_described(chat, fields, described, offer, usage, cancel_signal)
         if call is not None and not await self._confirmed(
-            chat, call, offered.get(call.name), usage, cancel_signal
+            chat, call, offer, offered.get(call.name), usage, cancel_signal
         ):
             call = None
         if call is not None and usage.stop_reason != STOP_CANCELLED:
@@ -405,6 +405,7 @@ class EmbeddedModel(Model):
         self,
         chat: list[dict[str, str]],
         call: small_tools.Call,
+        offer: small_tools.Offer,
         spec: ToolSpec | None,
         usage: Generation,
         cancel_signal: threading.Event | None,
@@ -416,7 +417,8 @@ class EmbeddedModel(Model):
         if small_tools.already_known(call, [fact.text for fact in self.remembered]):
             log.debug("not learned again: %r", call.arguments)
             return False
-        asking = small_tools.confirmation(call, chat[-1]["content"], spec)
+        score = offer.scores.get(call.name, 0.0)
+        asking = small_tools.confirmation(call, chat[-1]["content"], spec, score)
         if not asking or usage.stop_reason == STOP_CANCELLED:
             return True
         yes_or_no = {p.FIELD_GRAMMAR: small_tools.YES_OR_NO}
@@ -434,9 +436,13 @@ class EmbeddedModel(Model):
         cancel_signal: threading.Event | None,
     ) -> small_tools.Call | None:
         """A reply that names a tool near the message instead of calling it is asked again,
-        now as a call to that tool (same prompt, so the runner reuses its cache)."""
-        named = small_tools.named_in_words(reply, [spec["name"] for spec in offer.tools])
+        now as a call to that tool (same prompt, so the runner reuses its cache); so is one
+        that made no call when the message asked in so many words to remember something."""
+        names = [spec["name"] for spec in offer.tools]
+        named = small_tools.named_in_words(reply, names)
         if not named or named not in offer.nearest:
+            named = small_tools.asked_in_so_many_words(chat[-1]["content"], names)
+        if not named:
             return None
         forced = {**fields, p.FIELD_MUST_CALL: named}
         text, aside = await self._aside(chat, forced, usage, cancel_signal)

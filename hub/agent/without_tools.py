@@ -64,9 +64,9 @@ def unmet_request(
     """What ``message`` asks for that only a tool does, or None when the model can answer."""
     if not message.strip():
         return None
-    if small_tools.ASKED_TO_FORGET.search(message):
+    if small_tools.asks_in_so_many_words("unlearn", message):
         return Unmet("change what your memory holds")
-    if small_tools.ASKED_TO_REMEMBER.search(message):
+    if small_tools.asks_in_so_many_words("learn", message):
         return Unmet("save that to your memory")
     if LATER.search(message) or _near(message, job_tools, JOB_AT_LEAST, embed):
         return Unmet("set up work for later (a job or a reminder)")
