@@ -7,8 +7,12 @@ the ``llm`` command) read the same way.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -17,6 +21,9 @@ import openai
 import pytest
 
 from fakes.ollama import FakeOllama, Reply
+from hub import contracts as c
+from hub.agent.sampling import Sampling, apply_sampling
+from hub.openai_compat.chunks import ChunkFrames, Completion
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.sse import post_chat
@@ -301,6 +308,17 @@ async def test_closing_the_stream_closes_the_models(
     assert fake_ollama.chunks_sent < 400
 
 
+async def test_leaving_a_request_that_is_not_streamed_closes_the_models(
+    hub: RunningServer, owner: openai.AsyncOpenAI, fake_ollama: FakeOllama
+) -> None:
+    fake_ollama.script(Reply(first_delay_s=60.0))  # a long prompt evaluation
+    asked = asyncio.create_task(owner.chat.completions.create(model="tiny", messages=HELLO))
+    await asyncio.wait_for(fake_ollama.chat_seen.wait(), 30)
+    asked.cancel()
+    await until(lambda: fake_ollama.disconnects == 1, what="the fake Ollama sees its stream closed")
+    assert asked.cancelled()
+
+
 async def test_sampling_fields_reach_the_model(
     hub: RunningServer, owner: openai.AsyncOpenAI, fake_ollama: FakeOllama
 ) -> None:
@@ -336,6 +354,43 @@ async def test_text_of_two_model_calls_is_two_paragraphs(
     )
     done = await owner.chat.completions.create(model="tiny", messages=HELLO)
     assert done.choices[0].message.content == "Let me note that.\n\nDone."
+
+
+def test_reasoning_is_reasoning_content_in_deltas_and_in_the_message() -> None:
+    completion = Completion("tiny", frozenset())
+    frames = ChunkFrames(completion, include_usage=False)
+    events = [
+        {"type": c.EV_MESSAGE_START},
+        {"type": c.EV_BLOCK_DELTA, c.DELTA_REASONING: "The user greets me."},
+        {"type": c.EV_BLOCK_DELTA, c.DELTA_TEXT: "Hello!"},
+    ]
+    chunks = [json.loads(frame) for event in events for frame in frames.of(event)]
+    deltas = [chunk["choices"][0]["delta"] for chunk in chunks]
+    assert deltas == [
+        {"role": "assistant", "content": ""},
+        {"reasoning_content": "The user greets me."},
+        {"content": "Hello!"},
+    ]
+    message = completion.response()["choices"][0]["message"]
+    assert message["reasoning_content"] == "The user greets me." and message["content"] == "Hello!"
+
+
+def test_sampling_goes_where_each_provider_reads_it() -> None:
+    from strands.models.openai import OpenAIModel
+
+    sampling = Sampling(temperature=0.1, top_p=0.9, max_tokens=5, stop=("END",))
+    cloud = OpenAIModel(client_args={"api_key": "unused"}, model_id="m", params={"seed": 1})
+    apply_sampling(cloud, sampling)
+    assert cloud.get_config()["params"] == {
+        "seed": 1,
+        "temperature": 0.1,
+        "top_p": 0.9,
+        "max_tokens": 5,
+        "stop": ["END"],
+    }
+    untouched = OpenAIModel(client_args={"api_key": "unused"}, model_id="m", params={"seed": 1})
+    apply_sampling(untouched, Sampling())
+    assert untouched.get_config()["params"] == {"seed": 1}
 
 
 # --- failures ----------------------------------------------------------------------------------
@@ -453,6 +508,23 @@ async def test_bad_bodies_are_400s_naming_the_field(
     assert error["param"] == param and problem in error["message"]
 
 
+async def test_an_empty_system_prompt_or_reply_is_left_out(
+    hub: RunningServer, owner: openai.AsyncOpenAI, fake_ollama: FakeOllama
+) -> None:
+    history: list[Any] = [
+        {"role": "system", "content": ""},
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": ""},
+        {"role": "user", "content": "still there?"},
+    ]
+    await owner.chat.completions.create(model="tiny", messages=history)
+    sent = fake_ollama.requests[-1]["messages"]
+    assert [(m["role"], m["content"]) for m in sent[1:]] == [
+        ("user", "hi"),
+        ("user", "still there?"),
+    ]
+
+
 async def test_a_body_that_is_not_json_is_an_openai_error(hub: RunningServer) -> None:
     async with (
         aiohttp.ClientSession() as http,
@@ -512,3 +584,32 @@ async def test_the_daily_allowance_is_spent_as_on_api_chat(
     assert int(over.value.response.headers["Retry-After"]) > 0
     assert over.value.type == "rate_limit_error"
     assert len(fake_ollama.requests) == 1
+
+
+# --- another client: the ``llm`` command -------------------------------------------------------
+
+
+async def test_the_llm_command_chats_with_the_tiny(
+    hub: RunningServer, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    """``llm`` (installed with the hub, which takes its SmolLM2 from it) as docs/openai.md sets
+    it up: an extra OpenAI model with the hub's base URL and a stored key."""
+    home = tmp_path / "llm"
+    home.mkdir()
+    model = {"model_id": "tiny", "model_name": "tiny", "api_base": f"{hub.url}/v1"}
+    (home / "extra-openai-models.yaml").write_text(
+        json.dumps([{**model, "api_key_name": "tiny-hub"}])  # JSON is YAML
+    )
+    (home / "keys.json").write_text(json.dumps({"tiny-hub": owner_token(hub)}))
+    fake_ollama.script(Reply(chunks=["Hello", " from", " your", " tiny."]))
+    llm = await asyncio.create_subprocess_exec(
+        str(Path(sys.executable).with_name("llm")),
+        *("-m", "tiny", "--no-log", "hello"),
+        env={**os.environ, "LLM_USER_PATH": str(home)},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await llm.communicate()
+    assert llm.returncode == 0, err.decode()
+    assert out.decode().strip() == "Hello from your tiny."
+    assert fake_ollama.requests[-1]["messages"][-1] == {"role": "user", "content": "hello"}

@@ -178,7 +178,9 @@ def _messages(value: Any) -> list[ChatMessage]:
             raise _unanswered(where, calls)
         message = _message(where, role, item)
         calls = {call.id: call.name for call in message.tool_calls}
-        messages.append(message)
+        if message.role == "user" or message.texts or message.tool_calls:
+            # an empty system prompt or reply, which some apps send, is left out
+            messages.append(message)
     if calls:
         raise _unanswered(f"messages[{len(value)}]", calls)
     dialogue = [m for m in messages if m.role != "system"]
@@ -199,7 +201,8 @@ def _unanswered(where: str, calls: dict[str, str]) -> BadCompletionRequest:
 def _message(where: str, role: str, item: dict[str, Any]) -> ChatMessage:
     calls = _calls(where, item.get("tool_calls")) if role == "assistant" else ()
     texts, attachments = _content(where, item.get("content"))
-    if not any(t.strip() for t in texts) and not attachments and not calls:
+    empty = not any(t.strip() for t in texts) and not attachments and not calls
+    if empty and role == "user":
         raise BadCompletionRequest(f"{where}.content has no text, image or audio", where)
     if role in SYSTEM_ROLES:
         return ChatMessage("system", texts)
