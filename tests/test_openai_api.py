@@ -283,6 +283,11 @@ async def test_a_client_tool_takes_the_place_of_a_hub_tool_of_its_name(
     assert [t["function"]["description"] for t in named] == ["my notes"]
     calls = done.choices[0].message.tool_calls
     assert calls is not None and calls[0].function.name == "recall"
+    # strands holds "memory-graph" and "memory_graph" for one name: the client's still wins
+    graph = {"type": "function", "function": {"name": "memory-graph", "description": "mine"}}
+    await owner.chat.completions.create(model="tiny", messages=HELLO, tools=[graph])
+    offered = {t["function"]["name"] for t in fake_ollama.requests[-1]["tools"]}
+    assert "memory-graph" in offered and "memory_graph" not in offered
 
 
 async def test_tool_choice_none_offers_no_client_tool(
@@ -448,6 +453,18 @@ CALL = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments
             {"model": "tiny", "messages": HELLO, "tools": [WEATHER, WEATHER]},
             "tools",
             "get_weather more than once",
+        ),
+        (
+            {
+                "model": "tiny",
+                "messages": HELLO,
+                "tools": [
+                    WEATHER,
+                    {**WEATHER, "function": {**WEATHER["function"], "name": "get-weather"}},
+                ],
+            },
+            "tools",
+            "'-' and '_' count as one",
         ),
         (
             {"model": "tiny", "messages": [{"role": "robot", "content": "x"}]},

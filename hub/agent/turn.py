@@ -180,10 +180,15 @@ async def _with_mcp(turn: Turn) -> AsyncGenerator[Event, None]:
 
 def offered_tools(turn: Turn, mcp_tools: Sequence[AgentTool] = ()) -> list[AgentTool]:
     """The hub's tools, the turn's MCP servers' and the client's, without a name twice: the
-    client's own take the place of any hub tool of their name."""
-    taken = {tool.tool_name for tool in turn.client_tools}
-    hub_side = [tool for tool in (*turn.tools, *mcp_tools) if tool.tool_name not in taken]
+    client's own take the place of any hub tool of their name (to strands, a name that differs
+    only by '-' and '_' is the same one)."""
+    taken = {_name_key(tool.tool_name) for tool in turn.client_tools}
+    hub_side = [t for t in (*turn.tools, *mcp_tools) if _name_key(t.tool_name) not in taken]
     return [*hub_side, *turn.client_tools]
+
+
+def _name_key(name: str) -> str:
+    return name.replace("-", "_")
 
 
 async def _run(turn: Turn) -> AsyncGenerator[Event, None]:

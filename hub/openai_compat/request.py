@@ -123,9 +123,11 @@ def _tools(value: Any) -> tuple[ClientToolSpec, ...]:
     if not isinstance(value, list) or len(value) > MAX_TOOLS:
         raise BadCompletionRequest(f"tools must be an array of at most {MAX_TOOLS}", "tools")
     specs = tuple(_tool(f"tools[{i}]", item) for i, item in enumerate(value))
-    names = [spec.name for spec in specs]
-    if twice := sorted({n for n in names if names.count(n) > 1}):
-        raise BadCompletionRequest(f"tools name {', '.join(twice)} more than once", "tools")
+    keys = [spec.name.replace("-", "_") for spec in specs]  # one name to the model's SDK
+    if twice := sorted({s.name for s, k in zip(specs, keys, strict=True) if keys.count(k) > 1}):
+        raise BadCompletionRequest(
+            f"tools name {', '.join(twice)} more than once ('-' and '_' count as one)", "tools"
+        )
     return specs
 
 
