@@ -424,6 +424,24 @@ async def test_a_model_error_without_stream_is_a_502(
     assert "llama runner" in failed.value.message
 
 
+async def test_the_turns_time_limit_is_a_504_or_an_error_in_the_stream(
+    start_hub: StartHub, fake_ollama: FakeOllama
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url, turn_timeout_s=1.0)
+    fake_ollama.script(*[Reply(chunks=["never"], first_delay_s=3600) for _ in range(2)])
+    async with client_for(server, owner_token(server)) as client:
+        with pytest.raises(openai.APIStatusError) as whole:
+            await client.chat.completions.create(model="tiny", messages=HELLO)
+        stream = await client.chat.completions.create(model="tiny", messages=HELLO, stream=True)
+        with pytest.raises(openai.APIError) as streamed:
+            async for _ in stream:
+                pass
+    assert whole.value.status_code == 504
+    assert isinstance(whole.value.body, dict)
+    assert whole.value.body["message"] == streamed.value.message == "turn took longer than 1 s"
+    await until(lambda: fake_ollama.disconnects == 2, what="both model streams to be closed")
+
+
 async def test_an_unknown_model_is_a_404_naming_the_ones_there_are(
     owner: openai.AsyncOpenAI,
 ) -> None:
