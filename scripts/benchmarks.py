@@ -24,6 +24,7 @@ from scripts.bench_devices import bench_devices
 from scripts.bench_embedded import bench_embedded, bench_embedded_busy
 from scripts.bench_flipper_offline import bench_flipper_offline
 from scripts.bench_memory import bench_memory
+from scripts.bench_openai import bench_openai
 from scripts.bench_tui import bench_tui_stream
 from scripts.bench_turn import (
     bench_cancel,
@@ -53,6 +54,7 @@ BENCHMARKS: dict[str, tuple[Callable[[int], list[Figure]], int]] = {
     "turn_overhead": (bench_turn_overhead, 200),
     "sse_frames": (bench_sse_frames, 5),
     "first_token_ratio": (bench_first_token_ratio, 10),
+    "openai": (bench_openai, 10),
     "memory": (bench_memory, 1),
     "devices": (bench_devices, 30),
     "flipper": (rows_of("scripts.bench_flipper"), 10),

@@ -92,6 +92,13 @@ def owner_headers(server: RunningServer) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
+def error_message(body: dict[str, Any]) -> str:
+    """The message of an error answer: the hub's ``{"error": "..."}``, or OpenAI's
+    ``{"error": {"message": "..."}}`` on ``/v1`` (docs/openai.md)."""
+    error = body["error"]
+    return str(error["message"] if isinstance(error, dict) else error)
+
+
 SLOW_TIMEOUT_S = 300
 
 

@@ -29,7 +29,7 @@ from hub.api.limits import GUARD, Limits
 from hub.logs import KEPT_LOGS, setup_logging
 from hub.runtime import Hub
 from hub.server import RunningServer
-from tests.conftest import StartHub, owner_headers, settings_for
+from tests.conftest import StartHub, error_message, owner_headers, settings_for
 from tests.sse import post_chat
 from tests.test_route_policy import app_routes, concrete
 from tests.waits import until
@@ -94,7 +94,7 @@ async def test_a_header_that_is_not_utf8_is_a_400_on_every_route(
         )
         status, _, body = await raw(server, request)
         statuses.add(status)
-        assert "not valid UTF-8" in body["error"], (method, path, body)
+        assert "not valid UTF-8" in error_message(body), (method, path, body)
     assert statuses == {400}
     assert no_tracebacks(caplog) == []
 

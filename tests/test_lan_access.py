@@ -1,4 +1,5 @@
-"""Who may chat from the LAN, asked through a real non-loopback peer address.
+"""Who may chat from the LAN (``/api/chat`` and the OpenAI API under ``/v1``), asked through a real
+non-loopback peer address.
 
 A network namespace gets a TEST-NET address (192.0.2.10) on its loopback device: a client in the
 namespace that dials that address arrives from it, so the hub sees a peer that is not loopback,
@@ -61,12 +62,14 @@ from tests.conftest import settings_for
 from fakes.ollama import FakeOllama, Reply
 
 CHAT = {"messages": [{"role": "user", "content": "hi"}]}
+BODIES = {"/api/chat": CHAT, "/v1/chat/completions": {"model": "tiny", **CHAT}}
+OPENAI_ROUTES = ("/v1/chat/completions", "/v1/models")
 
 
 async def status(url: str, path: str, headers: dict[str, str] | None = None) -> list:
     async with aiohttp.ClientSession() as http:
-        method = http.post if path == "/api/chat" else http.get
-        kwargs = {"json": CHAT} if path == "/api/chat" else {}
+        method = http.post if path in BODIES else http.get
+        kwargs = {"json": BODIES[path]} if path in BODIES else {}
         async with method(url + path, headers=headers or {}, **kwargs) as response:
             return [response.status, await response.text()]
 
@@ -76,7 +79,7 @@ async def main(home: Path) -> None:
     await fake.start()
     found = {}
     for opened in (False, True):
-        fake.script(Reply(chunks=["hello"]), Reply(chunks=["hello"]), Reply(chunks=["hello"]))
+        fake.script(*[Reply(chunks=["hello"]) for _ in range(6)])
         settings = settings_for(
             home / str(opened), host="0.0.0.0", ollama_host=fake.url, lan_anonymous_chat=opened
         )
@@ -91,6 +94,11 @@ async def main(home: Path) -> None:
         )
         found[f"loopback anonymous, opened={opened}"] = await status(loopback, "/api/chat")
         found[f"lan health, opened={opened}"] = await status(lan, "/api/health")
+        for path in OPENAI_ROUTES:
+            found[f"lan anonymous {path}, opened={opened}"] = await status(lan, path)
+            found[f"lan token {path}, opened={opened}"] = await status(
+                lan, path, {"Authorization": f"Bearer {token}"}
+            )
         await server.stop()
         hub.close()
     await fake.stop()
@@ -123,5 +131,11 @@ def test_anonymous_lan_chat_is_401_by_default_and_200_when_opened(
     assert found["loopback anonymous, opened=False"][0] == 200
     assert found["lan anonymous, opened=True"][0] == 200
     assert "hello" in found["lan anonymous, opened=True"][1]
+    for path in ("/v1/chat/completions", "/v1/models"):  # the OpenAI API: the same rule
+        refused_status, refused_text = found[f"lan anonymous {path}, opened=False"]
+        assert refused_status == 401, path
+        assert "sign in required from the LAN" in json.loads(refused_text)["error"]["message"]
+        assert found[f"lan token {path}, opened=False"][0] == 200, path
+        assert found[f"lan anonymous {path}, opened=True"][0] == 200, path
     health_status, health_text = found["lan health, opened=False"]
     assert health_status == 200 and "dataDir" not in json.loads(health_text)

@@ -82,6 +82,22 @@ def read_block(where: str, block: dict[str, Any]) -> Attachment | None:
     return None
 
 
+def content_block(where: str, block: Any) -> str | Attachment:
+    """One content block of a message: its text (``{type: "text", text}`` or ``{text}``), its
+    image or audio (:func:`read_block`), or "" for a kind that carries neither."""
+    if not isinstance(block, dict):
+        raise BlockError(f"{where} must be an object")
+    attachment = read_block(where, block)
+    if attachment is not None:
+        return attachment
+    text = block.get("text")
+    if text is None:
+        return ""
+    if not isinstance(text, str):
+        raise BlockError(f"{where}.text must be a string")
+    return text
+
+
 def _declared(block: dict[str, Any]) -> str | None:
     found = block.get("mimeType", block.get("mediaType", block.get("media_type")))
     return found.lower() if isinstance(found, str) else None

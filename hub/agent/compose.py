@@ -11,7 +11,7 @@ import asyncio
 import base64
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from strands.models import Model
@@ -24,6 +24,7 @@ from hub.agent.embedded import EmbeddedModel, cached_embed
 from hub.agent.mcp import plan_for_turn
 from hub.agent.models import ModelChoice
 from hub.agent.prompt import lasting_prompt, system_prompt, turn_sections
+from hub.agent.sampling import Sampling, apply_sampling
 from hub.agent.tools import DEVICE_GROUPS, JOB_GROUPS, mount_tools
 from hub.agent.tools.client_caps import client_caps
 from hub.agent.tools.context import STATE_KEY, ToolContext
@@ -51,16 +52,27 @@ class AnswerFailed(Exception):
 
 
 async def compose_turn(
-    hub: Hub, user: User | None, messages: Sequence[ChatMessage], headers: Mapping[str, str]
+    hub: Hub,
+    user: User | None,
+    messages: Sequence[ChatMessage],
+    headers: Mapping[str, str],
+    *,
+    client_tools: Sequence[AgentTool] = (),
+    sampling: Sampling | None = None,
+    app_tools: bool = True,
 ) -> Turn:
     """Raises TinyError (no such tiny, or private), ClientHeaderInvalid and ModelUnavailable
-    before anything runs."""
-    client = client_caps(headers)
+    before anything runs. ``client_tools``: tools the client runs itself, offered when the
+    model can call tools; ``sampling``: the request's temperature, token limit and stops;
+    ``app_tools``: False for a client that carries out none of the hub's app tools."""
+    client = replace(client_caps(headers), app_tools=app_tools)
     tiny = hub.tinys.resolve(
         headers.get(c.H_NAME, "").strip() or c.DEFAULT_TINY, user, headers.get(c.H_KEY)
     )
     choice = await hub.models.resolve(headers, saved_model(hub.db, user))
     model = hub.models.build(choice)
+    if sampling is not None:
+        apply_sampling(model, sampling)
     messages, notices = await _taken_in(hub, messages, choice)
     (newest, matches), related, operations = await asyncio.gather(
         preload(hub, user, messages),
@@ -108,6 +120,7 @@ async def compose_turn(
         mcp=plan_for_turn(hub, user, headers, mounted, tiny.mcp_servers) if mounted else None,
         time_limit_s=hub.settings.turn_timeout_s,
         notices=notices,
+        client_tools=tuple(client_tools) if choice.tools else (),
     )
 
 
@@ -144,13 +157,16 @@ async def _taken_in(
             sees=choice.vision,
             model_id=choice.model_id,
         )
-        taken.append(ChatMessage(message.role, got.texts, got.images))
+        taken.append(replace(message, texts=got.texts, attachments=got.images))
         notices += got.notices
     return taken, tuple(notices)
 
 
 def _last_user_text(messages: Sequence[ChatMessage]) -> str:
-    return next(("\n".join(m.texts) for m in reversed(messages) if m.role == "user"), "")
+    """What the person said last (a message that only answers client tools says nothing)."""
+    return next(
+        ("\n".join(m.texts) for m in reversed(messages) if m.role == "user" and m.texts), ""
+    )
 
 
 async def _operation_tools(hub: Hub, tiny: Tiny, *, wanted: bool) -> list[AgentTool]:
@@ -165,9 +181,10 @@ async def preload(
     among them (docs/protocol.md, turn step 3)."""
     if user is None:
         return [], []
-    last = next(m for m in reversed(messages) if m.role == "user")
     try:
-        return await asyncio.to_thread(hub.memory.preload_parts, user.id, "\n".join(last.texts))
+        return await asyncio.to_thread(
+            hub.memory.preload_parts, user.id, _last_user_text(messages)
+        )
     except Exception:
         log.warning("memory pre-load failed; answering without it", exc_info=True)
         return [], []

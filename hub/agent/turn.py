@@ -48,19 +48,50 @@ Role = Literal["user", "assistant", "system"]
 
 
 @dataclass(frozen=True)
+class ToolCall:
+    """A call of a tool the client runs itself, in the history it sends back (an OpenAI
+    client's ``tool_calls``): the model made it in an earlier request."""
+
+    id: str
+    name: str
+    input: Any
+
+
+@dataclass(frozen=True)
+class ToolAnswer:
+    """What the client's tool answered to the call ``id``."""
+
+    id: str
+    text: str
+
+
+@dataclass(frozen=True)
 class ChatMessage:
     """One message of the request body: its text blocks, and its images and audio
-    (agent/attachments.py takes those in before the turn: only images reach the model)."""
+    (agent/attachments.py takes those in before the turn: only images reach the model); an
+    assistant message may carry the calls of client tools, a user one their answers."""
 
     role: Role
     texts: tuple[str, ...]
     attachments: tuple[Attachment, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_answers: tuple[ToolAnswer, ...] = ()
 
     def content(self) -> list[ContentBlock]:
         blocks = [ContentBlock(text=t) for t in self.texts]
         for image in (a for a in self.attachments if a.kind == "image"):
             source: Any = {"bytes": image.data}
             blocks.append(ContentBlock(image={"format": image.image_format, "source": source}))  # type: ignore[typeddict-item]
+        for call in self.tool_calls:
+            use: Any = {"toolUseId": call.id, "name": call.name, "input": call.input}
+            blocks.append(ContentBlock(toolUse=use))
+        for answer in self.tool_answers:
+            result: Any = {
+                "toolUseId": answer.id,
+                "status": "success",
+                "content": [{"text": answer.text}],
+            }
+            blocks.append(ContentBlock(toolResult=result))
         return blocks
 
 
@@ -78,24 +109,34 @@ class Turn:
     time_limit_s: float = DEFAULT_TIME_LIMIT_S
     # Said to the person when the turn starts (an image the model cannot see, say).
     notices: tuple[str, ...] = ()
+    # Tools the client runs itself (an OpenAI client's ``tools``), offered beside the hub's; a
+    # hub tool of the same name steps aside for the turn, so the client gets the calls it asked
+    # for. Calling one ends the turn (see hub/openai_compat/client_tools.py).
+    client_tools: tuple[AgentTool, ...] = ()
 
 
 def to_strands(messages: Sequence[ChatMessage]) -> tuple[str, Messages, list[ContentBlock]]:
-    """Split the body into extra system text, history, and the prompt (the last user message)."""
+    """Split the body into extra system text, history, and the prompt (the last user message).
+    A body that ends with the answers of client tools is all history, and the prompt empty: the
+    model goes on from those answers (strands would otherwise answer the calls itself)."""
     system = "\n\n".join("\n".join(m.texts) for m in messages if m.role == "system")
     dialogue = [m for m in messages if m.role != "system"]
+    ends_with_answers = bool(dialogue[-1].tool_answers)
     history: Messages = [
         Message(role=m.role, content=m.content())  # type: ignore[typeddict-item]
-        for m in dialogue[:-1]
+        for m in (dialogue if ends_with_answers else dialogue[:-1])
     ]
-    prompt = dialogue[-1].content()
+    prompt = [] if ends_with_answers else dialogue[-1].content()
     return system, history, prompt
 
 
 def compact(history: Messages) -> tuple[int, Messages]:
-    """Drop the older half; the kept part starts with a user message, as providers require."""
+    """Drop the older half; the kept part starts with a user message, as providers require, and
+    not with the answer to a tool call it dropped."""
     kept = history[len(history) // 2 :]
-    while kept and kept[0]["role"] != "user":
+    while kept and (
+        kept[0]["role"] != "user" or any("toolResult" in block for block in kept[0]["content"])
+    ):
         kept = kept[1:]
     return len(history) - len(kept), kept
 
@@ -131,10 +172,23 @@ async def _with_mcp(turn: Turn) -> AsyncGenerator[Event, None]:
     async with mcp_session(turn.mcp) as mcp:
         for notice in (*turn.notices, *mcp.notices):
             yield notice_event(notice)
-        if mcp.tools:
-            turn = dataclasses.replace(turn, tools=[*turn.tools, *mcp.tools])
+        if mcp.tools or turn.client_tools:
+            turn = dataclasses.replace(turn, tools=offered_tools(turn, mcp.tools))
         async for event in _run(turn):
             yield event
+
+
+def offered_tools(turn: Turn, mcp_tools: Sequence[AgentTool] = ()) -> list[AgentTool]:
+    """The hub's tools, the turn's MCP servers' and the client's, without a name twice: the
+    client's own take the place of any hub tool of their name (to strands, a name that differs
+    only by '-' and '_' is the same one)."""
+    taken = {_name_key(tool.tool_name) for tool in turn.client_tools}
+    hub_side = [t for t in (*turn.tools, *mcp_tools) if _name_key(t.tool_name) not in taken]
+    return [*hub_side, *turn.client_tools]
+
+
+def _name_key(name: str) -> str:
+    return name.replace("-", "_")
 
 
 async def _run(turn: Turn) -> AsyncGenerator[Event, None]:

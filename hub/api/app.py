@@ -8,6 +8,7 @@ from hub.api import (
     archives,
     chat,
     community,
+    completions,
     devices,
     driver_routes,
     drivers,
@@ -46,6 +47,7 @@ def create_app(
         # body) is refused before anything else; then who may call; then the body is read. A
         # busy database is a 503 with Retry-After wherever it happens.
         middlewares=[
+            completions.openai_errors,  # on /v1 only: errors in OpenAI's shape
             error_middleware,
             busy_middleware,
             rate_limit_middleware,
@@ -58,6 +60,7 @@ def create_app(
     app[GUARD] = Guard(limits)
     app.add_routes(health.routes)
     app.add_routes(chat.routes)
+    app.add_routes(completions.routes)
     app.add_routes(tinys.routes)
     app.add_routes(universe.routes)
     app.add_routes(community.routes)

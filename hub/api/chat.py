@@ -12,14 +12,17 @@ import asyncio
 import contextlib
 import json
 import logging
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
 from aiohttp import web
+from strands.types.tools import AgentTool
 
 from hub import contracts as c
-from hub.agent.attachments import Attachment, BlockError, read_block
+from hub.agent.attachments import Attachment, BlockError, content_block
 from hub.agent.compose import AnswerFailed, answer, compose_turn
 from hub.agent.models import ModelUnavailable
+from hub.agent.sampling import Sampling
 from hub.agent.stream import Event, error_event
 from hub.agent.tools.client_caps import ClientHeaderInvalid
 from hub.agent.turn import ChatMessage, Turn, run_turn
@@ -39,18 +42,45 @@ CHAT_BODY = obj(
 )
 
 
+class Frames(Protocol):
+    """How a turn's events become the ``data:`` frames of a stream: the contract's numbered
+    events here, OpenAI's chunks in hub/openai_compat/chunks.py. Each is handed every event
+    in order, and an error event for a failure of the stream itself."""
+
+    def of(self, event: Event) -> Iterable[str]:
+        """The frames (JSON text) ``event`` becomes: none, one or several."""
+        ...
+
+    def ending(self) -> Iterable[str]:
+        """The frames after the last event, before ``[DONE]``."""
+        ...
+
+
+class ContractFrames:
+    """The contract's frames: each event as it is, with a monotonic ``seq``."""
+
+    def __init__(self) -> None:
+        self.seq = 0
+
+    def of(self, event: Event) -> Iterable[str]:
+        frame = json.dumps({**event, "seq": self.seq}, separators=(",", ":"), ensure_ascii=False)
+        self.seq += 1
+        return (frame,)
+
+    def ending(self) -> Iterable[str]:
+        return ()
+
+
 class SseWriter:
-    """Numbers and writes frames; one lock so a ping never lands inside a frame."""
+    """Writes frames; one lock so a ping never lands inside a frame."""
 
     def __init__(self, response: web.StreamResponse) -> None:
         self._response = response
         self._lock = asyncio.Lock()
-        self.seq = 0
 
-    async def send(self, event: Event) -> None:
-        frame = json.dumps({**event, "seq": self.seq}, separators=(",", ":"), ensure_ascii=False)
-        self.seq += 1
-        await self._write(f"data: {frame}\n\n")
+    async def send(self, frames: Iterable[str]) -> None:
+        for frame in frames:
+            await self._write(f"data: {frame}\n\n")
 
     async def ping(self) -> None:
         await self._write(f"{c.SSE_PING}\n\n")
@@ -102,22 +132,10 @@ def _parse_message(index: int, item: Any) -> ChatMessage:
 
 
 def _block(where: str, block: Any) -> str | Attachment:
-    """One content block: its text ({type: "text", text} or {text}), its image or audio
-    (agent/attachments.py), or "" for a kind that carries neither."""
-    if not isinstance(block, dict):
-        raise http_error(web.HTTPBadRequest, f"{where} must be an object")
     try:
-        attachment = read_block(where, block)
+        return content_block(where, block)
     except BlockError as exc:
         raise http_error(web.HTTPBadRequest, str(exc)) from None
-    if attachment is not None:
-        return attachment
-    text = block.get("text")
-    if text is None:
-        return ""
-    if not isinstance(text, str):
-        raise http_error(web.HTTPBadRequest, f"{where}.text must be a string")
-    return text
 
 
 @routes.post("/api/chat")
@@ -137,33 +155,53 @@ async def chat(request: web.Request) -> web.StreamResponse:
     if isinstance(body, dict) and "prompt" in body and "messages" not in body:
         return await endpoint_chat(request, body)
     messages = parse_messages(body)
-    if (over := await charge_allowance(request)) is not None:
-        return over
+    turn = await admit_turn(request, messages, request.headers)
+    return await stream_turn(request, turn, ContractFrames())
+
+
+async def admit_turn(
+    request: web.Request,
+    messages: list[ChatMessage],
+    headers: Mapping[str, str],
+    *,
+    client_tools: Sequence[AgentTool] = (),
+    sampling: Sampling | None = None,
+    app_tools: bool = True,
+) -> Turn:
+    """After the body is known good, the steps every chat route takes in this order: spend one
+    request of the allowance, spend a priced tiny's receipt, compose the turn. ``headers``: the
+    request's, or what a route makes of its body (the tiny an OpenAI ``model`` names); the rest
+    as :func:`compose_turn` takes them."""
+    await charge_allowance(request)
     # after the body and the allowance are known good: a receipt is spent here, and must not
     # go on a 400 or a 429
-    require_paid_message(request.app[HUB], caller(request), request.headers)
-    turn = await _compose(request, messages)
-    return await stream_turn(request, turn, request.app[HUB].settings.ping_interval_s)
+    require_paid_message(request.app[HUB], caller(request), headers)
+    try:
+        return await compose_turn(
+            request.app[HUB],
+            caller(request),
+            messages,
+            headers,
+            client_tools=client_tools,
+            sampling=sampling,
+            app_tools=app_tools,
+        )
+    except (ModelUnavailable, ClientHeaderInvalid) as exc:
+        raise http_error(web.HTTPBadRequest, str(exc)) from None
 
 
-async def charge_allowance(request: web.Request) -> web.Response | None:
-    """Spend one request of the caller's daily allowance (docs/community.md), or the 429 to
-    answer: a request refused for its body costs nothing, so this runs after the checks."""
+async def charge_allowance(request: web.Request) -> None:
+    """Spend one request of the caller's daily allowance (docs/community.md), or answer 429: a
+    request refused for its body costs nothing, so this runs after the checks."""
     allowance = request.app[HUB].community.allowance
     try:
         await asyncio.to_thread(allowance.charge, caller(request), request.remote or "?")
     except OverAllowance as exc:
-        return web.json_response(
-            exc.as_json(), status=429, headers={"Retry-After": str(exc.retry_after_s)}
-        )
-    return None
-
-
-async def _compose(request: web.Request, messages: list[ChatMessage]) -> Turn:
-    try:
-        return await compose_turn(request.app[HUB], caller(request), messages, request.headers)
-    except (ModelUnavailable, ClientHeaderInvalid) as exc:
-        raise http_error(web.HTTPBadRequest, str(exc)) from None
+        raise web.HTTPTooManyRequests(
+            text=json.dumps(exc.as_json()),
+            content_type="application/json",
+            headers={"Retry-After": str(exc.retry_after_s)},
+        ) from None
 
 
 async def endpoint_chat(request: web.Request, body: dict[str, Any]) -> web.Response:
@@ -176,8 +214,7 @@ async def endpoint_chat(request: web.Request, body: dict[str, Any]) -> web.Respo
     prompt = body.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         raise http_error(web.HTTPBadRequest, "prompt must be a non-empty string")
-    if (over := await charge_allowance(request)) is not None:
-        return over
+    await charge_allowance(request)
     require_paid_message(request.app[HUB], user, request.headers)
     try:
         reply = await answer(request.app[HUB], user, prompt, request.headers)
@@ -188,7 +225,9 @@ async def endpoint_chat(request: web.Request, body: dict[str, Any]) -> web.Respo
     return web.json_response({"reply": reply})
 
 
-async def stream_turn(request: web.Request, turn: Turn, ping_s: float) -> web.StreamResponse:
+async def stream_turn(request: web.Request, turn: Turn, frames: Frames) -> web.StreamResponse:
+    """Run ``turn`` as an event stream, each event written as ``frames`` makes it, a ping in
+    quiet stretches, ``[DONE]`` at the end."""
     response = web.StreamResponse(
         headers={
             "Content-Type": "text/event-stream; charset=utf-8",
@@ -198,19 +237,20 @@ async def stream_turn(request: web.Request, turn: Turn, ping_s: float) -> web.St
     )
     await response.prepare(request)
     writer = SseWriter(response)
-    pinger = asyncio.create_task(_ping_every(writer, ping_s))
+    pinger = asyncio.create_task(_ping_every(writer, request.app[HUB].settings.ping_interval_s))
     try:
         async with contextlib.aclosing(run_turn(turn)) as events:
             async for event in events:
-                await writer.send(event)
+                await writer.send(frames.of(event))
     except ConnectionResetError:
         return response  # the client left; closing the turn above stopped the model
     except Exception as exc:  # the stream has begun: report in-band, then end it properly
         log.exception("chat stream failed")
-        await writer.send(error_event(f"internal error: {type(exc).__name__}"))
+        await writer.send(frames.of(error_event(f"internal error: {type(exc).__name__}")))
     finally:
         pinger.cancel()
     with contextlib.suppress(ConnectionResetError):
+        await writer.send(frames.ending())
         await writer.done()
         await response.write_eof()
     return response

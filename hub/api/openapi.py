@@ -45,6 +45,23 @@ ERROR_MEANINGS = {
     504: "a device or model the hub called did not answer in time",
 }
 COMMON_ERRORS = (400, 401, 403, 408, 413, 415, 429, 503)
+# OpenAI's error object, which the routes of hub/api/completions.py answer with.
+OPENAI_ERROR_SCHEMA: Schema = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["message", "type"],
+            "properties": {
+                "message": {"type": "string"},
+                "type": {"type": "string"},
+                "param": {"type": ["string", "null"]},
+                "code": {"type": ["string", "null"]},
+            },
+        }
+    },
+}
 _WHO = {
     Access.ANONYMOUS: "anyone",
     Access.USER: "user",
@@ -80,7 +97,7 @@ def build_document(app: web.Application) -> dict[str, Any]:
         },
         "paths": dict(sorted(paths.items())),
         "components": {
-            "schemas": {"Error": ERROR_SCHEMA},
+            "schemas": {"Error": ERROR_SCHEMA, "OpenAIError": OPENAI_ERROR_SCHEMA},
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
     }
@@ -149,6 +166,8 @@ def _responses(declared: Operation, *, has_path_parameters: bool) -> dict[str, A
     for status in sorted(errors):
         answers[str(status)] = {
             "description": ERROR_MEANINGS[status],
-            "content": {JSON: {"schema": {"$ref": "#/components/schemas/Error"}}},
+            "content": {
+                JSON: {"schema": {"$ref": f"#/components/schemas/{declared.error_schema}"}}
+            },
         }
     return answers

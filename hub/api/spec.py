@@ -66,6 +66,8 @@ class Operation:
     errors: tuple[int, ...] = ()
     # of the success answer: JSON, an event stream, image/jpeg...; the JSON one gets the schema
     content_types: tuple[str, ...] = (JSON,)
+    # the components schema its errors follow: the hub's {"error": "..."}, or OpenAI's on /v1
+    error_schema: str = "Error"
 
 
 def documented(operation: Operation) -> Callable[[F], F]:

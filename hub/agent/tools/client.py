@@ -147,4 +147,6 @@ EVERYONE_TOOLS: list[AgentTool] = [set_theme, copy_to_clipboard, open_url, speak
 
 
 def tools(ctx: ToolContext) -> list[AgentTool]:
+    if not ctx.client.app_tools:
+        return []
     return ([] if ctx.native_app else BROWSER_TOOLS) + EVERYONE_TOOLS

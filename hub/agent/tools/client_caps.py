@@ -42,6 +42,10 @@ class ClientCaps:
     """What the client calls itself ("terminal"); empty when it did not say."""
     can: frozenset[str] | None = None
     """The device actions it listed; None when it did not list any (then all are sent)."""
+    app_tools: bool = True
+    """Whether it carries out the hub's app tools at all (the theme, notes, follow-up chips,
+    the map, device actions: tools/client.py, followups.py, page.py). A client of the OpenAI
+    API does not: it sees no hub tool calls, so those tools are not mounted for it."""
 
     @property
     def noun(self) -> str:

@@ -26,4 +26,4 @@ def suggest_followups(suggestions: list[str]) -> dict[str, Any]:
 
 
 def tools(ctx: ToolContext) -> list[AgentTool]:
-    return [suggest_followups]
+    return [suggest_followups] if ctx.client.app_tools else []

@@ -273,5 +273,5 @@ DEVICE_TOOLS: list[AgentTool] = [vibrate, flashlight, set_brightness, play_sound
 
 
 def tools(ctx: ToolContext) -> list[AgentTool]:
-    """Every session gets them: the client answers for what it cannot do."""
-    return MAP_TOOLS + DEVICE_TOOLS
+    """Every app gets them: the client answers for what it cannot do."""
+    return MAP_TOOLS + DEVICE_TOOLS if ctx.client.app_tools else []
