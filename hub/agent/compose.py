@@ -182,9 +182,7 @@ async def preload(
     if user is None:
         return [], []
     try:
-        return await asyncio.to_thread(
-            hub.memory.preload_parts, user.id, _last_user_text(messages)
-        )
+        return await asyncio.to_thread(hub.memory.preload_parts, user.id, _last_user_text(messages))
     except Exception:
         log.warning("memory pre-load failed; answering without it", exc_info=True)
         return [], []
