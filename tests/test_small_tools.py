@@ -537,3 +537,17 @@ async def test_a_learned_fact_is_answered_without_its_id_and_learn_takes_no_ids(
         in (answer["messages"][-1]["content"])
     )
     assert "[m_" not in answer["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize(
+    ("reply", "named"),
+    [
+        ("To check, you can use the `flipper_status` function.", "flipper_status"),
+        ("flipper_status", "flipper_status"),
+        ("`flipper_status()`.", "flipper_status"),
+        ("Use flipper_status or flipper_listen.", ""),
+        ("The status is fine.", ""),
+    ],
+)
+def test_a_tool_named_instead_of_called_is_found(reply: str, named: str) -> None:
+    assert small_tools.named_in_words(reply, ["flipper_status", "flipper_listen"]) == named

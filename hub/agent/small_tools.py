@@ -441,9 +441,12 @@ def asked_in_so_many_words(message: str, offered: Sequence[str]) -> str:
 
 
 def named_in_words(text: str, offered: Sequence[str]) -> str:
-    """The one offered tool a reply names as a tool (in backticks or quotes, or as "the X
-    function/tool"), as a model does when it describes a call instead of making it; empty when
-    it names none or several."""
+    """The one offered tool a reply names as a tool (in backticks or quotes, as "the X
+    function/tool", or as the whole reply), as a model does when it describes a call instead
+    of making it; empty when it names none or several."""
+    bare = text.strip().strip("`'\".()").strip()
+    if bare in offered:
+        return bare
     named = {
         name
         for name in offered
