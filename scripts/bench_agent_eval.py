@@ -49,7 +49,8 @@ from typing import Any
 import aiohttp
 import jsonschema
 
-from scripts.bench_common import BenchmarkFailed, owner_headers, running_hub
+from scripts.bench_common import BenchmarkFailed, owner_headers, percentile, running_hub
+from scripts.bench_llama_server import Recorded, recording, replay
 from scripts.bench_rows import Row, run_alone
 
 NONE = ""  # "no tool" in a case's accepted set
@@ -301,10 +302,14 @@ async def flipper_online(server: Any, wait_s: float = 30.0) -> None:
     raise BenchmarkFailed("the emulated Flipper did not come online")
 
 
-async def run_cases(server: Any, cases: Sequence[Case]) -> list[Outcome]:
+async def run_cases(
+    server: Any, cases: Sequence[Case], recorded: Recorded | None = None
+) -> list[Outcome]:
     outcomes = []
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=900)) as http:
-        for case in cases:
+        for number, case in enumerate(cases):
+            if recorded is not None:
+                recorded.turn = number
             outcome = await chat(http, server, case)
             log_outcome(outcome)
             outcomes.append(outcome)
@@ -324,16 +329,29 @@ def log_outcome(o: Outcome) -> None:
 
 
 async def embedded_outcomes(
-    key: str, grammar: str = "on"
-) -> tuple[list[Outcome], dict[str, dict[str, Any]]]:
-    async with eval_hub(
-        model_provider="embedded",
-        embedded_model=key,
-        embedded_tools="on",
-        embedded_call_grammar=grammar,
-        model_max_tokens=MAX_TOKENS,
-    ) as server:
-        return await run_cases(server, chosen_set()[0]), schemas(server)
+    key: str, grammar: str = "on", peer: bool = False
+) -> tuple[list[Outcome], dict[str, dict[str, Any]], dict[int, float]]:
+    """The cases on an embedded model; with ``peer``, also the seconds llama-cpp-python's own
+    server takes for the same generations, replayed once the hub's runner has stopped."""
+    with recording() as recorded:
+        async with eval_hub(
+            model_provider="embedded",
+            embedded_model=key,
+            embedded_tools="on",
+            embedded_call_grammar=grammar,
+            model_max_tokens=MAX_TOKENS,
+        ) as server:
+            outcomes = await run_cases(server, chosen_set()[0], recorded)
+            tool_schemas = schemas(server)
+            if not peer:
+                return outcomes, tool_schemas, {}
+            spec = server.hub.models.embedded_runner().spec
+            await server.hub.models.close()  # the peer runs alone
+            print("offline agent eval: the same generations on llama_cpp.server", file=sys.stderr)
+            peer_s = await asyncio.to_thread(
+                replay, recorded, spec.model_path, spec.context, spec.threads, spec.cache_mb << 20
+            )
+            return outcomes, tool_schemas, peer_s
 
 
 async def control_outcomes() -> tuple[list[Outcome], dict[str, dict[str, Any]]]:
@@ -394,7 +412,73 @@ def score_rows(label: str, outcomes: Sequence[Outcome], tool_schemas: dict[str, 
             "s",
             f"median wall time of a turn, {label}",
         ),
+        (
+            f"offline_agent_turn_p90_s{suffix}",
+            percentile([o.seconds for o in outcomes], 0.9),
+            "s",
+            f"90th percentile of a turn's wall time, {label}",
+        ),
+        (
+            f"offline_agent_speaks_to_person{suffix}",
+            share(speaks_to_person(o.text) for o in outcomes if o.text.strip()),
+            "share",
+            f"answers that do not speak of 'the user' or 'the tool' ({label})",
+        ),
     ]
+
+
+def prompt_rows(label: str, outcomes: Sequence[Outcome]) -> list[Row]:
+    """What the runner read of each turn's prompts, beside their whole length."""
+    suffix = "" if label == "qwen" else f"_{label}"
+    return [
+        (
+            f"offline_agent_prompt_tokens_evaluated{suffix}",
+            statistics.median(o.prompt_read for o in outcomes),
+            "tokens",
+            f"median per turn of the prompt tokens the runner read ({label})",
+        ),
+        (
+            f"offline_agent_prompt_tokens{suffix}",
+            statistics.median(o.prompt_tokens for o in outcomes),
+            "tokens",
+            f"median per turn of every generation's prompt, summed ({label})",
+        ),
+        (
+            f"offline_agent_warm_up_s{suffix}",
+            WARM_UP_S[-1],
+            "s",
+            f"start: the model loaded and the prompts' beginnings read ({label})",
+        ),
+    ]
+
+
+def peer_rows(outcomes: Sequence[Outcome], peer_s: dict[int, float]) -> list[Row]:
+    """The hub's turns against llama-cpp-python's server doing the same generations."""
+    if len(peer_s) != len(outcomes):
+        raise BenchmarkFailed(f"the peer replayed {len(peer_s)} of {len(outcomes)} turns")
+    hub_total = sum(o.seconds for o in outcomes)
+    peer_total = sum(peer_s.values())
+    return [
+        (
+            "offline_agent_peer_turn_s",
+            statistics.median(peer_s.values()),
+            "s",
+            "median per turn: llama_cpp.server (its RAM prompt cache) replaying the runner's "
+            "requests for the same turns",
+        ),
+        (
+            "offline_agent_vs_peer",
+            hub_total / peer_total,
+            "ratio",
+            "the hub's whole turns (tools, memory and HTTP included) / the server's time for "
+            "the same generations, summed over the turns",
+        ),
+    ]
+
+
+def speaks_to_person(text: str) -> bool:
+    lowered = text.lower()
+    return "the user" not in lowered and not lowered.startswith("the tool")
 
 
 def share(flags: Any) -> float:
@@ -431,8 +515,11 @@ async def measure(runs: int, labels: Sequence[str]) -> list[Row]:
             continue
         rates = [await decode_rate(keys[label]) for _ in range(runs)]
         grammar = "off" if label.endswith("_lenient") else "on"
-        outcomes, tool_schemas = await embedded_outcomes(keys[label], grammar)
-        rows += score_rows(label, outcomes, tool_schemas)
+        peer = label == "qwen" and os.environ.get("TINY_HUB_EVAL_PEER", "on") != "off"
+        outcomes, tool_schemas, peer_s = await embedded_outcomes(keys[label], grammar, peer)
+        rows += score_rows(label, outcomes, tool_schemas) + prompt_rows(label, outcomes)
+        if peer:
+            rows += peer_rows(outcomes, peer_s)
         suffix = "" if label == "qwen" else f"_{label}"
         rows.append(
             (
