@@ -103,8 +103,8 @@ CALLED = "(I called the tool "
 # Spoken to the person: told only to answer from the result, the 1.5B wrote about "the user"
 # ("The tool learned that the user's sister is called Ana").
 ANSWER_FROM_RESULT = (
-    "Answer me from this result in a short sentence, quoting its numbers and names, and speak "
-    'to me as "you".'
+    "Answer me in one short sentence from this result, quoting its numbers and names and "
+    'speaking to me as "you".'
 )
 
 
