@@ -32,6 +32,7 @@ from hub import contracts as c
 from hub.agent.attachments import Attachment
 from hub.agent.mcp import McpPlan, mcp_session, notice_event
 from hub.agent.stream import Event, StreamNormaliser, error_event
+from hub.agent.tool_configs import keep_tool_configs
 
 log = logging.getLogger(__name__)
 
@@ -259,6 +260,7 @@ async def _attempt(
         conversation_manager=NullConversationManager(),
         hooks=[_ToolCallHooks(queue, normaliser)],
     )
+    keep_tool_configs(agent.tool_registry)
 
     async def drive() -> None:
         try:
