@@ -98,6 +98,11 @@ def test_plain_text_is_an_answer() -> None:
     assert parsed == small_tools.Parsed(None, "Your sister is called Ana.")
     assert not small_tools.looks_like_call("Your sister")
     assert small_tools.looks_like_call("  <tool")
+    names = ["flipper_status", "learn"]
+    assert small_tools.looks_like_call("flipper_st", names), "may be a tool's name: read on"
+    assert small_tools.looks_like_call("flipper_status", names)
+    assert not small_tools.looks_like_call("flipper is charged", names)
+    assert not small_tools.looks_like_call("Fine", names)
 
 
 def test_the_first_valid_call_wins_over_an_invented_one() -> None:

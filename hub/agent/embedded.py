@@ -345,7 +345,7 @@ class EmbeddedModel(Model):
         async for piece in self._pieces(chat, fields, usage, cancel_signal):
             reply += piece
             if not streaming and len(reply.strip()) >= 2:
-                streaming = not small_tools.looks_like_call(reply)
+                streaming = not small_tools.looks_like_call(reply, offered)
                 if streaming:
                     yield {"contentBlockDelta": {"delta": {"text": reply}}}
             elif streaming:
@@ -360,7 +360,7 @@ class EmbeddedModel(Model):
             # never a tool: its text is the reply (already shown when the reply streamed)
             call = None
             text = text if streaming else answered
-        if not streaming and small_tools.looks_like_call(text):
+        if not streaming and small_tools.looks_like_call(text, offered):
             text = ""  # an unreadable call is never shown; the model answers again below
         if not streaming and text and not cancelled:
             yield {"contentBlockDelta": {"delta": {"text": text}}}

@@ -36,7 +36,7 @@ import contextlib
 import dataclasses
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -572,8 +572,11 @@ def answer_text(reply: str, call: Call | None) -> str | None:
     return None
 
 
-def looks_like_call(start: str) -> bool:
-    """Whether a reply's first characters may begin a call (so it must be read whole before
-    anything is shown)."""
+def looks_like_call(start: str, offered: Iterable[str] = ()) -> bool:
+    """Whether a reply's first characters may begin a call, or the name of an ``offered`` tool
+    written instead of a call (so it must be read whole before anything is shown)."""
     head = start.lstrip()
-    return head.startswith(("<", "`", "{", "["))
+    if head.startswith(("<", "`", "{", "[")):
+        return True
+    word = head.rstrip().rstrip("().")
+    return bool(word) and any(name.startswith(word) for name in offered)
