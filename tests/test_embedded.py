@@ -337,3 +337,35 @@ TOOL_SPECS: list[ToolSpec] = [
         "inputSchema": {"json": {"type": "object", "properties": {}}},
     }
 ]
+
+
+def test_words_before_a_call_do_not_keep_the_result_from_the_question() -> None:
+    """A reply that said something, then called (a call asked for again), folds like a bare
+    call: the answer's prompt begins as the call's did."""
+    flat = flatten_messages(
+        [
+            {"role": "user", "content": [{"text": "is my Flipper charged?"}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"text": "Let me look."},
+                    {"toolUse": {"toolUseId": "t1", "name": "flipper_status", "input": {}}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "toolResult": {
+                            "toolUseId": "t1",
+                            "status": "success",
+                            "content": [{"text": "battery 80%"}],
+                        }
+                    }
+                ],
+            },
+        ],
+        "be kind",
+    )
+    assert [m["role"] for m in flat] == ["system", "user"]
+    assert flat[1]["content"].startswith("is my Flipper charged?\n\nWhat the tool flipper_status")

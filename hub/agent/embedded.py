@@ -131,16 +131,18 @@ def flatten_messages(
     if lasting_note:
         flat.append({"role": "system", "content": lasting_note})
     names: dict[str, str] = {}
+    called = False  # the message before ended with a call
     for message in messages:
         parts = [block_text(block, names) for block in message["content"]]
         content = "\n".join(p for p in parts if p)
         results = all("toolResult" in b for b in message["content"]) and message["content"]
-        if results and len(flat) >= 2 and flat[-1]["content"].startswith(CALLED):
-            flat.pop()
+        if results and len(flat) >= 2 and called:
+            flat.pop()  # the call (and any words before it) becomes the question's answer
             if flat[-1]["role"] == "user":
                 question = flat.pop()["content"]
                 content = f"{question}\n\n{content}\n\n{ANSWER_FROM_RESULT}"
         flat.append({"role": message["role"], "content": content})
+        called = bool(message["content"]) and "toolUse" in message["content"][-1]
     if turn_note and flat and flat[-1]["role"] == "user":
         flat.insert(len(flat) - 1, {"role": "system", "content": turn_note})
     return flat
