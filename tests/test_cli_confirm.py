@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from fakes.ollama import FakeOllama, Reply
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
@@ -46,31 +48,30 @@ def chat_and_answer(args: list[str], env: dict[str, str], typed: bytes) -> bytes
     return shown
 
 
-async def test_chat_asks_and_yes_forgets(
-    start_hub: StartHub, fake_ollama: FakeOllama, home: Path, closed_port: int
+@pytest.mark.parametrize(
+    ("typed", "said", "left"),
+    [(b"y\r", b"Forgot 2 facts: ", 0), (b"\r", b"Declined: nothing was done.", 2)],
+    ids=["yes forgets", "no answer is a no"],
+)
+async def test_chat_asks_after_the_reply(
+    start_hub: StartHub,
+    fake_ollama: FakeOllama,
+    home: Path,
+    closed_port: int,
+    typed: bytes,
+    said: bytes,
+    left: int,
 ) -> None:
     server, token = await hub_with_facts(start_hub, fake_ollama)
     fake_ollama.script(*forget_all_turn())
     env = cli_env(home.parent / "cli", closed_port)
     args = ["chat", "--url", server.url, "--token", token, "forget everything about me"]
-    shown = await asyncio.to_thread(chat_and_answer, args, env, b"y\r")
+    shown = await asyncio.to_thread(chat_and_answer, args, env, typed)
     assert b"Confirm it, please." in shown
     assert b"The companion asks to forget everything: all 2 facts:" in shown
     assert all(fact.encode() in shown for fact in FACTS)
-    assert b"Forgot 2 facts: " in shown
-    assert server.hub.memory.count(server.hub.owner.id) == 0
-
-
-async def test_chat_takes_no_answer_as_no(
-    start_hub: StartHub, fake_ollama: FakeOllama, home: Path, closed_port: int
-) -> None:
-    server, token = await hub_with_facts(start_hub, fake_ollama)
-    fake_ollama.script(*forget_all_turn())
-    env = cli_env(home.parent / "cli", closed_port)
-    args = ["chat", "--url", server.url, "--token", token, "forget everything"]
-    shown = await asyncio.to_thread(chat_and_answer, args, env, b"\r")
-    assert b"Declined: nothing was done." in shown
-    assert server.hub.memory.count(server.hub.owner.id) == 2
+    assert said in shown
+    assert server.hub.memory.count(server.hub.owner.id) == left
 
 
 async def test_confirm_lists_and_answers_and_memory_undo_brings_facts_back(

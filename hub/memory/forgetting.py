@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -33,9 +33,13 @@ def new_forgetting_id() -> str:
     return "f_" + uuid.uuid4().hex[:20]
 
 
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 @dataclass(frozen=True)
-class Forgetting:
-    """One act of forgetting: what it closed, and until when it can be undone."""
+class Recorded:
+    """A forgetting's row as stored: the facts and links it closed, by id."""
 
     id: str
     owner: str
@@ -44,7 +48,20 @@ class Forgetting:
     forgotten_at: str
     delete_after: str
     restored_at: str | None
-    facts: tuple[Fact, ...]
+    fact_ids: tuple[str, ...]
+    edge_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Forgetting(Recorded):
+    """One act of forgetting with the facts it closed: what the person is shown."""
+
+    facts: tuple[Fact, ...] = ()
+
+    @classmethod
+    def of(cls, made: Recorded, facts: Sequence[Fact]) -> Forgetting:
+        kept = {f.name: getattr(made, f.name) for f in fields(Recorded)}
+        return cls(**kept, facts=tuple(facts))
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -68,25 +85,6 @@ class Forgetting:
             f"They can be brought back until {self.delete_after[:10]} (the memory's recently "
             "forgotten list, or tiny-hub memory undo); then they are deleted for good."
         )
-
-
-def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
-@dataclass(frozen=True)
-class Recorded:
-    """A forgetting's row as stored: the facts and links it closed, by id."""
-
-    id: str
-    owner: str
-    scope: Scope
-    about: str
-    forgotten_at: str
-    delete_after: str
-    restored_at: str | None
-    fact_ids: tuple[str, ...]
-    edge_ids: tuple[int, ...]
 
 
 def record(

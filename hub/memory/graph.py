@@ -637,17 +637,7 @@ class MemoryStore:
         )
 
     def _forgetting(self, made: Recorded) -> Forgetting:
-        facts = tuple(self._existing(made.owner, i, "id") for i in made.fact_ids)
-        return Forgetting(
-            made.id,
-            made.owner,
-            made.scope,
-            made.about,
-            made.forgotten_at,
-            made.delete_after,
-            made.restored_at,
-            facts,
-        )
+        return Forgetting.of(made, [self._existing(made.owner, i, "id") for i in made.fact_ids])
 
     def _open_links(self, owner: str, fact_ids: Sequence[str]) -> list[int]:
         """The current links (not the supersedes trail, which is history) touching these."""

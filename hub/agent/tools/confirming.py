@@ -17,9 +17,9 @@ from hub.agent.tools.context import ToolContext, ok
 from hub.confirmations.actions import pending_of
 from hub.confirmations.store import Item
 
-WAITING = (
-    "Nothing has been done yet: the person confirms or declines this in their app; you cannot "
-    "confirm it. Tell them it is waiting for their answer."
+NOT_YET = (
+    "Nothing has been done yet: this waits for the person to confirm it in their app, and "
+    "you cannot confirm it."
 )
 
 
@@ -35,5 +35,8 @@ def proposed(
     assert ctx.caller is not None
     store = pending_of(ctx.hub)
     pending = store.propose(ctx.caller.id, action, title, items, params)
-    text = f"Waiting for the person to confirm: {title}.\n{pending.listing()}\n{note}{WAITING}"
+    text = (
+        f"{NOT_YET} Asked: {title}:\n{pending.listing()}\n{note}Tell them it waits for their "
+        "answer."
+    )
     return ok(text, needsConfirmation=True, confirmation=pending.as_json(store.now()))
