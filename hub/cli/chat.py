@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from hub import contracts as c
+from hub.cli.answers import ask_each
 from hub.cli.common import CliError, local_url, pin, settings_of, token
-from hub.cli.confirm import ask_each
 from hub.config import Settings
 from hub.logs import setup_logging
 
