@@ -148,6 +148,18 @@ async def test_one_fact_by_id_is_forgotten_in_the_turn_and_the_result_names_it(
     assert [f.id for f in server.hub.memory.forgotten(server.hub.owner.id)] == [forgetting["id"]]
 
 
+async def test_confirming_everything_forgets_what_was_shown_and_not_what_came_after(
+    server: RunningServer, fake_ollama: FakeOllama
+) -> None:
+    await remember_bicycle_and_allergy(server, fake_ollama)
+    result, _ = await tool_in_a_turn(server, fake_ollama, "unlearn", {"scope": "all"})
+    later = server.hub.memory.learn(server.hub.owner.id, "The user's cat is called Miso.")
+    status, body = await answer(server, proposal(result))
+    assert status == 200 and body["carriedOut"] is True
+    assert body["result"]["forgetting"]["scope"] == "all"
+    assert await learnings(server) == [later.text], "never shown, so never forgotten"
+
+
 @pytest.mark.parametrize(
     "arguments",
     [{}, {"id": "m_x", "about": "cats"}, {"scope": "some"}, {"about": "cats", "scope": "all"}],

@@ -112,11 +112,12 @@ def test_an_undone_forgetting_leaves_its_history_when_its_time_is_up(hub: Hub) -
     assert hub.memory.get(me, back.id).current
 
 
-def test_forget_all_and_its_undo_and_the_memory_limit(hub: Hub) -> None:
+def test_forgetting_everything_and_its_undo(hub: Hub) -> None:
     me = hub.owner.id
     for i in range(3):
         hub.memory.learn(me, f"Fact number {i}.")
-    made = hub.memory.forget_all(me)
+    every = [f.id for f in hub.memory.recent(me, 10)]
+    made = hub.memory.forget(me, every, scope="all")
     assert made.scope == "all" and len(made.facts) == 3 and hub.memory.count(me) == 0
     hub.memory.learn(me, "A fact after the forgetting.")
     assert len(hub.memory.restore(me, made.id)) == 3

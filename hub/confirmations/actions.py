@@ -19,7 +19,7 @@ from hub.confirmations.store import Pending, PendingActions
 from hub.errors import Refused
 from hub.forge.store import ForgeStore
 from hub.identity import User
-from hub.memory.forgetting import plural
+from hub.memory.forgetting import Scope, plural
 from hub.scheduler.store import ScheduleStore
 from hub.telegram.bots import Bots
 
@@ -48,16 +48,15 @@ def pending_of(hub: Hub) -> PendingActions:
 
 
 def forget(hub: Hub, user: User, params: dict[str, Any]) -> Done:
-    """Every current fact (scope all), or exactly the facts shown that are still current."""
+    """Exactly the facts the person was shown (all of them, for everything) that are still
+    current: a fact learned after the proposal was never shown, so it stays."""
     memory = hub.memory
-    if params.get("scope") == "all":
-        made = memory.forget_all(user.id)
-    else:
-        ids = [str(i) for i in params.get("ids", [])]
-        still = [fact.id for fact in memory.still_current(user.id, ids)]
-        if not still:
-            raise Refused("nothing left to forget: those facts were already closed")
-        made = memory.forget(user.id, still, scope="about", about=str(params.get("about", "")))
+    ids = [str(i) for i in params.get("ids", [])]
+    still = [fact.id for fact in memory.still_current(user.id, ids)]
+    if not still:
+        raise Refused("nothing left to forget: those facts were already closed")
+    scope: Scope = "all" if params.get("scope") == "all" else "about"
+    made = memory.forget(user.id, still, scope=scope, about=str(params.get("about", "")))
     return Done(f"{made.describe()} {made.undo_note()}", {"forgetting": made.as_json()})
 
 

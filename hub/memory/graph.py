@@ -181,16 +181,6 @@ class MemoryStore:
         self._drop_vectors([fact.vec_id for fact in facts if fact.vec_id])
         return self._forgetting(made)
 
-    def forget_all(self, owner: str) -> Forgetting:
-        """Forget every current fact of this person, as one forgetting that can be undone."""
-        ids = [
-            str(row[0])
-            for row in self._db.execute(
-                "SELECT id FROM entity WHERE owner = ? AND valid_to IS NULL", [owner]
-            )
-        ]
-        return self.forget(owner, ids, scope="all")
-
     def about(self, owner: str, text: str) -> list[Fact]:
         """The current facts about ``text``, by meaning, best first."""
         if not text.strip():

@@ -171,7 +171,7 @@ def _propose_all(ctx: ToolContext, owner: str) -> dict[str, Any]:
         FORGET,
         f"forget everything: all {plural(len(facts), 'fact')}",
         [Item(fact.id, fact.text) for fact in facts],
-        {"scope": "all"},
+        {"scope": "all", "ids": [fact.id for fact in facts]},
         _undo_note(ctx),
     )
 
