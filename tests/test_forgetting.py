@@ -102,6 +102,22 @@ def test_after_the_grace_period_forgotten_facts_and_their_older_versions_go_for_
         hub.memory.restore(me, made.id)
 
 
+def test_a_version_another_current_fact_also_replaced_is_kept(hub: Hub) -> None:
+    """Two sides of a sync may each supersede one fact; forgetting one successor must not
+    delete the history the other still has."""
+    me = hub.owner.id
+    old = hub.memory.learn(me, "The user works in Paris.")
+    mine = hub.memory.learn(me, "The user works in Lyon.", supersedes=[old.id])
+    hub.db.execute(  # the other side's successor, as a merge leaves it
+        "INSERT INTO edge (owner, src, rel, dst, scope, valid_from, rev)"
+        " VALUES (?, ?, 'supersedes', ?, '', ?, 1)",
+        [me, hub.memory.learn(me, "The user works in Nice.").id, old.id, now()],
+    )
+    made = hub.memory.forget(me, [mine.id])
+    assert hub.memory.delete_forgotten(later(made.delete_after, 1)) == 1
+    assert hub.memory.get(me, old.id).valid_to is not None, "still the other one's history"
+
+
 def test_an_undone_forgetting_leaves_its_history_when_its_time_is_up(hub: Hub) -> None:
     me = hub.owner.id
     fact = hub.memory.learn(me, "The user plays the cello.")

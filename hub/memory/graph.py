@@ -653,21 +653,21 @@ class MemoryStore:
         return bool(self.still_current(owner, [fact_id]))
 
     def _delete_facts(self, owner: str, fact_ids: Sequence[str]) -> list[str]:
-        """Delete closed facts, the older versions they superseded, and every link touching
-        them; returns the ids deleted."""
-        if not fact_ids:
-            return []
-        marks = ",".join("?" * len(fact_ids))
-        rows = self._db.execute(
-            f"WITH RECURSIVE trail(id) AS (SELECT id FROM entity WHERE owner = ?"
-            f" AND valid_to IS NOT NULL AND id IN ({marks})"
-            " UNION SELECT edge.dst FROM edge JOIN trail ON edge.src = trail.id"
-            " JOIN entity ON entity.id = edge.dst AND entity.owner = edge.owner"
-            " WHERE edge.owner = ? AND edge.rel = ? AND entity.valid_to IS NOT NULL)"
-            " SELECT id FROM trail",
-            [owner, *fact_ids, owner, SUPERSEDES],
-        )
-        gone = [str(row[0]) for row in rows]
+        """Delete these closed facts, the older versions they alone superseded (a version
+        another fact also superseded stays: it is that fact's history too), and every link
+        touching them; returns the ids deleted."""
+        gone = [i for i in fact_ids if not self._is_current(owner, i)]
+        frontier = list(gone)
+        while frontier:
+            for older in self._trail_ends(owner, "src", frontier.pop()):
+                later = self._trail_ends(owner, "dst", older)
+                if (
+                    older not in gone
+                    and not self._is_current(owner, older)
+                    and set(later) <= set(gone)
+                ):
+                    gone.append(older)
+                    frontier.append(older)
         for start in range(0, len(gone), INDEX_BATCH):
             chunk = gone[start : start + INDEX_BATCH]
             marks = ",".join("?" * len(chunk))
@@ -679,6 +679,16 @@ class MemoryStore:
                 f"DELETE FROM entity WHERE owner = ? AND id IN ({marks})", [owner, *chunk]
             )
         return gone
+
+    def _trail_ends(self, owner: str, side: str, fact_id: str) -> list[str]:
+        """Along supersedes edges, oldest edge first: the facts ``fact_id`` replaced (``side``
+        "src") or the facts that replaced it (``side`` "dst")."""
+        other = "dst" if side == "src" else "src"
+        rows = self._db.execute(
+            f"SELECT {other} FROM edge WHERE owner = ? AND rel = ? AND {side} = ? ORDER BY id",
+            [owner, SUPERSEDES, fact_id],
+        )
+        return [str(row[0]) for row in rows]
 
     def _owned_current(self, owner: str, ids: Sequence[str]) -> list[Fact]:
         """The SQL owner check: keeps the vector order, drops anything not this owner's."""
@@ -704,12 +714,8 @@ class MemoryStore:
         return self._owned_current(owner, ids)
 
     def _trail_step(self, owner: str, side: str, fact_id: str) -> str | None:
-        other = "dst" if side == "src" else "src"
-        row = self._db.execute(
-            f"SELECT {other} FROM edge WHERE owner = ? AND rel = ? AND {side} = ? ORDER BY id",
-            [owner, SUPERSEDES, fact_id],
-        ).fetchone()
-        return str(row[0]) if row else None
+        ends = self._trail_ends(owner, side, fact_id)
+        return ends[0] if ends else None
 
     def _edges_touching(self, owner: str, nodes: set[str], rels: Sequence[str]) -> list[Edge]:
         marks = ",".join("?" * len(nodes))
