@@ -185,6 +185,14 @@ class Settings:
         "a Chroma server for memory vectors (a household's hubs can share one); "
         "empty means embedded Chroma in the data dir",
     )
+    memory_forget_grace_days: float = _setting(
+        "memory",
+        "forget_grace_days",
+        "TINY_HUB_FORGET_GRACE_DAYS",
+        30.0,
+        "days a forgotten fact can be brought back (recently forgotten, tiny-hub memory undo) "
+        "before it is deleted for good; 0 deletes it at the next housekeeping (within a minute)",
+    )
     devices_allow_private: tuple[str, ...] = _setting(
         "devices",
         "allow_private",
@@ -723,6 +731,8 @@ def _validate(settings: Settings, path: Path, env: Mapping[str, str]) -> None:
         fail("embedded_threads", "must be 0 (every core but one) or more")
     if not 0 <= settings.embedded_prompt_cache_mb <= 65536:
         fail("embedded_prompt_cache_mb", "must be 0 (off) to 65536 MB")
+    if not 0 <= settings.memory_forget_grace_days <= 3650:
+        fail("memory_forget_grace_days", "must be between 0 and 3650 days")
     if not 0 <= settings.repairs_after_s <= 3600:
         fail("repairs_after_s", "must be between 0 and 3600 seconds")
     if settings.ping_interval_s <= 0:

@@ -25,7 +25,7 @@ from hub.forge.sandbox import Limits, Sandbox
 from hub.hardware import AuditLog, build_manager
 from hub.identity import Identity, User
 from hub.lan.address import LanInfo
-from hub.memory.graph import MemoryStore
+from hub.memory.graph import DAY_S, MemoryStore
 from hub.memory.vectors import VectorIndex
 from hub.senses import Senses
 from hub.store.migrations import open_database
@@ -79,7 +79,7 @@ class Hub:
         tinys = TinyStore(db)
         tinys.ensure_default(owner)
         vectors = VectorIndex(settings.chroma_path, settings.memory_chroma_url)
-        memory = MemoryStore(db, vectors)
+        memory = MemoryStore(db, vectors, settings.memory_forget_grace_days * DAY_S)
         universe = Universe(tinys, db, vectors, _universe_collection(settings))
         tinys.on_change.append(universe.changed)
         devices = Devices(

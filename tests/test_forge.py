@@ -28,6 +28,7 @@ from hub.forge.store import ForgeStore, public_tools
 from hub.identity import User
 from hub.preferences import set_tool_enabled
 from hub.server import RunningServer
+from tests.confirming import confirmed_by
 from tests.conftest import StartHub, owner_headers
 from tests.sse import post_chat
 from tests.test_forge_sandbox import in_a_call
@@ -257,7 +258,9 @@ async def test_remove_tool_unmounts_it(server: RunningServer) -> None:
     ctx = turn(server, server.hub.owner)
     await forge(ctx, "hello", "() => 'hi'")
     assert "my_hello" in mount_tools(ctx).names
-    assert (await use(ctx, "remove_tool", name="my_hello"))["status"] == "success"
+    proposed = await use(ctx, "remove_tool", name="my_hello")
+    assert "my_hello" in mount_tools(ctx).names, "the person confirms a removal in their app"
+    assert await confirmed_by(server.hub, server.hub.owner, proposed) == "Removed my_hello."
     assert "my_hello" not in mount_tools(ctx).names
     again = await use(ctx, "remove_tool", name="hello")
     assert again["status"] == "error" and "no forged tool" in result_text(again)
@@ -435,7 +438,7 @@ async def test_an_install_never_replaces_a_tool_of_the_same_name_from_elsewhere(
     assert refused["status"] == "error" and "remove_tool it first" in result_text(refused)
     stored = ForgeStore(server.hub.db).named(server.hub.owner.id, "shout")
     assert stored is not None and "mine" in stored.code
-    await use(ctx, "remove_tool", name="shout")
+    await confirmed_by(server.hub, server.hub.owner, await use(ctx, "remove_tool", name="shout"))
     assert (await use(ctx, "install_tool", url=url))["status"] == "success"
     newer = "fedcba9876543210fedcba9876543210fedcba98"
     update = raw.put(

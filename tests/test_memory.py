@@ -389,7 +389,8 @@ async def test_learn_tool_through_a_chat_turn(start_hub: StartHub, fake_ollama: 
     )
     after = transcript.of_type("afterToolCallEvent")[0]["toolResult"]
     assert after["status"] == "success"
-    assert [f.text for f in server.hub.memory.recent(server.hub.owner.id)] == ["I am vegetarian."]
+    stored = [f.text for f in server.hub.memory.recent(server.hub.owner.id)]
+    assert stored == ["The user is vegetarian."], "in the third person, whatever the model wrote"
     fake_ollama.script(Reply(chunks=[], tool_calls=[call_learn]), Reply(chunks=["?"]))
     transcript = await post_chat(
         server.url, {"messages": [{"role": "user", "content": "remember I'm vegetarian"}]}

@@ -141,3 +141,44 @@ async def test_a_joined_file_with_one_byte_changed_is_refused_before_load(
     [error] = [e["error"] for e in transcript.of_type(c.EV_ERROR)]
     assert f"expected {QWEN_CODER_1_5B.sha256}" in error and "was not loaded" in error
     assert server.hub.models.embedded_status()["pid"] is None, "no runner loaded the file"
+
+
+async def learned(server: RunningServer) -> list[str]:
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(f"{server.url}/learnings", headers=owner_headers(server)) as response,
+    ):
+        return [fact["fact"] for fact in (await response.json())["learnings"]]
+
+
+@pytest.mark.timeout(1200)  # three turns of the 1.5B on a shared two-core machine
+async def test_forgetting_the_bicycle_never_forgets_the_allergy(hub: RunningServer) -> None:
+    """Three messages in a row: the bicycle and the allergy are learned (in the third person),
+    and "forget everything about my bicycle" forgets nothing in the turn. What it proposes,
+    confirmed by the person, never includes the allergy."""
+    calls, _ = await say(hub, "Please remember that my bicycle is a green Brompton.")
+    assert calls == ["learn"]
+    calls, _ = await say(hub, "Keep in mind: I'm allergic to hazelnuts.")
+    assert calls == ["learn"]
+    facts = await learned(hub)
+    allergy = [f for f in facts if "hazelnut" in f.lower()]
+    assert allergy and all(f.startswith("The user") for f in facts), facts
+
+    calls, reply = await say(hub, "Forget everything you know about my bicycle.")
+    assert set(calls) <= {"unlearn"}, calls
+    assert allergy[0] in await learned(hub), (calls, reply)
+    async with (
+        aiohttp.ClientSession(headers=owner_headers(hub)) as http,
+        http.get(f"{hub.url}/api/confirmations") as response,
+    ):
+        waiting = (await response.json())["confirmations"]
+    for pending in waiting:  # the 1.5B asks to forget the bicycle fact: about="my bicycle"
+        shown = [item["text"] for item in pending["items"]]
+        assert not any("hazelnut" in text.lower() for text in shown), shown
+        assert all("bicycle" in text.lower() for text in shown), shown
+        async with (
+            aiohttp.ClientSession(headers=owner_headers(hub)) as http,
+            http.post(f"{hub.url}/api/confirmations/confirm", json={"id": pending["id"]}) as done,
+        ):
+            assert (await done.json())["carriedOut"] is True
+    assert allergy[0] in await learned(hub)

@@ -29,6 +29,7 @@ from hub.scheduler.runner import Outcome
 from hub.scheduler.store import MAX_JOBS
 from hub.scheduler.when import BadSchedule, parse_every
 from hub.server import RunningServer, start_server
+from tests.confirming import confirmed_by, proposal
 from tests.conftest import StartHub, owner_headers, settings_for
 from tests.daemon import enroll, send
 from tests.scheduling import QUIET, clock, scheduler
@@ -349,9 +350,12 @@ async def test_cancel_alerts_cancels_one_or_all_of_the_callers_pending_alerts(
     await use_tool(server, schedule_alert, bea, title="Bea's", at="07:30")
 
     one = await use_tool(server, cancel_alerts, id=ids[0])
-    assert one["content"][1]["json"] == {"cancelled": 1}
+    assert [a["title"] for a in (await jobs(server, http))["alerts"]] == ["one", "two", "three"]
+    said = await confirmed_by(server.hub, server.hub.owner, one)
+    assert said == f"Cancelled 1 alert: [{ids[0]}] 'one'."
     rest = await use_tool(server, cancel_alerts)
-    assert rest["content"][1]["json"] == {"cancelled": 2}
+    assert [i["id"] for i in proposal(rest)["items"]] == ids[1:], "only the caller's"
+    assert (await confirmed_by(server.hub, server.hub.owner, rest)).startswith("Cancelled 2")
     assert (await jobs(server, http))["alerts"] == []
     assert await tick_after(server, 86_400) != []  # only Bea's fires
     assert [e.detail["title"] for e in server.hub.devices.events.recent(bea.id)] == ["Bea's"]

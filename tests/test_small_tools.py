@@ -20,6 +20,7 @@ from hub.agent.prompt import REMEMBERED_HEADER
 from hub.agent.runner.process import RunnerSpec
 from hub.agent.runner.supervisor import RunnerSupervisor
 from hub.server import RunningServer
+from tests.confirming import proposal
 from tests.conftest import StartHub, owner_headers
 from tests.sse import SseTranscript, post_chat
 from tests.waits import until
@@ -470,26 +471,39 @@ async def test_an_invented_tool_is_no_call_and_a_plain_answer_follows(
     assert first["constrain"] is True and in_words(second)
 
 
-async def test_a_small_model_sees_its_facts_without_dates_and_ids_unless_it_may_unlearn(
+async def test_a_small_model_sees_its_facts_without_dates_or_ids_and_unlearns_by_what_they_say(
     start_hub: StartHub, closed_port: int, tmp_path: Path, emulator: FlipperEmulator
 ) -> None:
     """Shown ids, a small model answered with where a fact is stored (and each id is new random
-    text on every run); shown dates, it copied them into new facts. Only ``unlearn`` takes an
-    id."""
+    text on every run), and copying one it may close another fact; shown dates, it copied them
+    into new facts. ``unlearn`` is offered with ``about`` alone: the hub finds the facts about
+    it by meaning and the person confirms them."""
+    call = '<tool_call>\n{"name": "unlearn", "arguments": {"about": "my sister"}}\n</tool_call>'
     server, log = await scripted_hub(
-        start_hub, closed_port, tmp_path, ["Her name is Ana.", "Which fact?"]
+        start_hub,
+        closed_port,
+        tmp_path,
+        ["Her name is Ana.", call, "yes", "It waits for your confirmation."],
     )
-    fact = server.hub.memory.learn(server.hub.owner.id, "The user's sister is called Ana.")
+    me = server.hub.owner.id
+    fact = server.hub.memory.learn(me, "The user's sister is called Ana.")
+    other = server.hub.memory.learn(me, "The user is allergic to hazelnuts.")
     asked = await say(server, "what's my sister's name?")
     assert asked.text == "Her name is Ana."
     forget = await say(server, "forget what you know about my sister")
-    assert forget.done
-    answering, forgetting = requests_sent(log)
+    assert forget.done and not forget.of_type(c.EV_ERROR)
+    answering, forgetting, _, _ = requests_sent(log)
     facts = answering["messages"][1]["content"]
-    assert facts.startswith(f"{REMEMBERED_HEADER}\n- The user's sister is called Ana.")
+    assert facts.startswith(f"{REMEMBERED_HEADER}\n- The user is allergic to hazelnuts.")
     assert "[m_" not in facts and "since" not in facts
-    assert "unlearn" in [f["function"]["name"] for f in forgetting["tools"]]
-    assert f"- [{fact.id}] The user's sister is called Ana." in forgetting["messages"][1]["content"]
+    [offered] = [f for f in forgetting["tools"] if f["function"]["name"] == "unlearn"]
+    assert list(offered["function"]["parameters"]["properties"]) == ["about"]
+    assert "[m_" not in forgetting["messages"][1]["content"]
+    [result] = [e["toolResult"] for e in forget.of_type(c.EV_AFTER_TOOL)]
+    pending = proposal(result)
+    assert [i["id"] for i in pending["items"]] == [fact.id]
+    assert server.hub.memory.get(me, fact.id).current, "nothing is forgotten in the turn"
+    assert server.hub.memory.get(me, other.id).current
 
 
 async def test_a_fact_memory_already_holds_is_not_learned_again(

@@ -24,6 +24,7 @@ from hub.devices.notify import NOTIFY_KIND
 from hub.identity import User
 from hub.server import RunningServer
 from hub.telegram.poller import MAX_BACKOFF_S, backoff_s
+from tests.confirming import confirmed_by
 from tests.conftest import StartHub
 from tests.sse import tool_in_a_turn
 from tests.toolcall import call_tool, result_text
@@ -205,7 +206,9 @@ async def test_disable_stops_polling_and_remove_deletes_the_token(
     token_file = server.hub.settings.home / f"telegram-{ann.id}.token"
     assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
     removed = await use(server, telegram, ann, action="remove")
-    assert result_text(removed) == "The bot is removed, its token deleted from this hub."
+    assert token_file.exists(), "the person confirms a removal in their app"
+    outcome = await confirmed_by(server.hub, ann, removed)
+    assert outcome == "The Telegram bot is removed, its token deleted from this hub."
     assert not token_file.exists()
     await until(lambda: poller.status()["bots"] == 0, what="polling stops")
 

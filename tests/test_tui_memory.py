@@ -209,3 +209,54 @@ def test_detail_of_a_fact_alone_says_it_has_no_versions() -> None:
     assert "I like jazz" in shown and f"learned {learned}" in shown
     assert "No earlier or later versions." in shown
     assert detail_text("m_2", []).plain == "This fact is gone."
+
+
+async def test_recently_forgotten_lists_what_was_forgotten_and_brings_it_back(
+    start_hub: StartHub, tmp_path: Path
+) -> None:
+    server = await start_hub()
+    me = server.hub.owner.id
+    learn(server, "I live by the sea")
+    bike = learn(server, "The user's bicycle is a green Brompton.")
+    lock = learn(server, "The bike lock code is 4411.")
+    server.hub.memory.forget(me, [bike, lock], scope="about", about="my bicycle")
+    app = app_for(server, tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await memory_screen(app, pilot)
+        await until(lambda: listed(screen) == ["I live by the sea"])
+        await pilot.press("b")  # nothing to bring back in the facts list: a hint, no crash
+        await pilot.press("f")
+        await until(lambda: status_line(screen).startswith("1 forgetting you can bring back"))
+        [row] = listed(screen)
+        assert row.startswith("2 facts about my bicycle: The user") and row.endswith("…")
+        shown = detail(screen)
+        assert "The bike lock code is 4411." in shown and "deleted for good after" in shown
+        await pilot.press("d")  # unlearning means nothing here
+        assert app.screen is screen
+        await pilot.press("b")
+        await until(lambda: server.hub.memory.count(me) == 3)
+        await until(lambda: status_line(screen).startswith("0 forgettings"))
+        assert "Nothing was forgotten recently." in detail(screen)
+        await pilot.press("f")
+        await until(lambda: len(listed(screen)) == 3)
+        assert "The bike lock code is 4411." in listed(screen)
+
+
+async def test_a_fact_unlearned_here_can_be_brought_back(
+    start_hub: StartHub, tmp_path: Path
+) -> None:
+    server = await start_hub()
+    jazz = learn(server, "I like jazz")
+    app = app_for(server, tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await memory_screen(app, pilot)
+        await until(lambda: listed(screen) == ["I like jazz"])
+        await pilot.press("d")
+        await until(lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await until(lambda: listed(screen) == [])
+        assert not is_current(server, jazz)
+        await pilot.press("f")
+        await until(lambda: listed(screen) == ["1 fact: I like jazz"])
+        await pilot.press("b")
+        await until(lambda: server.hub.memory.count(server.hub.owner.id) == 1)

@@ -41,9 +41,11 @@ from tui.client_tools import (
     suggestions_of,
 )
 from tui.config import TuiConfig
+from tui.confirmation import ConfirmationCard
 from tui.conversations import Conversation, ConversationStore, Message, message_text
 from tui.export import conversation_markdown, export_name
 from tui.guidance import EmptyChat
+from tui.proposals import VERBS, answered_text, proposal_of
 from tui.widgets import (
     AskTextScreen,
     ConfirmScreen,
@@ -414,6 +416,9 @@ class ChatScreen(Screen[None]):
         card = await self._card(turn, result)
         card.finished(str(result.get("status")), result.get("content") or [], result.get("error"))
         turn.suggestions = suggestions_of(result) or turn.suggestions
+        proposal = proposal_of(result)
+        if proposal is not None:
+            await self.show(ConfirmationCard(proposal), turn)
         request = client_request(result)
         if request is not None:
             outcome = await self.client_tools.run(*request, self.history)
@@ -485,6 +490,23 @@ class ChatScreen(Screen[None]):
                 await self.say(confirm.on_yes() if yes else confirm.on_no, "info")
 
             self.app.push_screen(ConfirmScreen(confirm.question), answered)
+
+    @on(ConfirmationCard.Answered)
+    def _proposal_answered(self, event: ConfirmationCard.Answered) -> None:
+        self.answer_proposal(event.card, event.yes)
+
+    @work(group="proposals", exit_on_error=False)
+    async def answer_proposal(self, card: ConfirmationCard, yes: bool) -> None:
+        """The person's answer to a proposal, sent with their own token: only this carries
+        the action out, never the turn."""
+        body = {"id": card.pending_id}
+        try:
+            answer = await self.client.call("POST", VERBS[yes], body=body)
+        except (HubError, TimeoutError) as exc:
+            card.settled("failed", str(exc) or "the hub did not answer in time")
+            return
+        state = str((answer.get("confirmation") or {}).get("state", "failed"))
+        card.settled(state, answered_text(answer))
 
     # --- copying ----------------------------------------------------------------------------
 

@@ -1,9 +1,11 @@
 """The memory screen: what the hub remembers about you, searchable, with each fact's history,
-and the two ways to forget — one fact, or everything.
+the two ways to forget — one fact, or everything — and what was forgotten recently.
 
 Everything goes through ``/learnings`` exactly as a phone would. Forgetting is behind a modal:
-unlearning one fact asks yes/no (the fact stays as history), clearing everything asks for the
-word "all" typed out, because it is the one path that really deletes.
+unlearning one fact asks yes/no (it can be brought back from the recently forgotten list until
+the grace period ends), clearing everything asks for the word "all" typed out, because it is
+the one path that deletes at once. ``f`` switches the list to what was forgotten recently (by
+this screen, or by a confirmed request in chat), and ``b`` brings the selected forgetting back.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Header, Input, Static
 
 from tui.client import HubClient, HubError
+from tui.forgotten import FORGOTTEN_COLUMNS, forgotten_detail, forgotten_row
 from tui.guidance import memory_guidance
 from tui.tables import cursor_key, one_line
 from tui.widgets import AskTextScreen, ConfirmScreen, KeysFooter
@@ -29,6 +32,7 @@ from tui.widgets import AskTextScreen, ConfirmScreen, KeysFooter
 Fact = dict[str, Any]
 T = TypeVar("T")
 
+FACT_COLUMNS = (("fact", "fact"), ("kind", "kind"), ("learned", "learned"))
 RECENT_LIMIT = 200
 MATCH_LIMIT = 20
 FACT_CHARS = 44
@@ -91,6 +95,8 @@ class MemoryScreen(Screen[None]):
         Binding("down", "focus_facts", "Facts", id="memory_facts", show=False),
         Binding("delete,d", "unlearn", "Unlearn", id="unlearn"),
         Binding("X", "clear_all", "Clear all", id="clear_all"),
+        Binding("f", "toggle_forgotten", "Forgotten", id="memory_forgotten"),
+        Binding("b", "bring_back", "Bring back", id="memory_bring_back"),
         Binding("r", "refresh", "Refresh", id="refresh"),
     ]
 
@@ -102,6 +108,9 @@ class MemoryScreen(Screen[None]):
         super().__init__(name="memory")
         self.client = client
         self.facts: dict[str, Fact] = {}
+        self.forgettings: dict[str, dict[str, Any]] = {}
+        self.showing_forgotten = False
+        """The list shows what was forgotten recently instead of the current facts."""
         self.model: dict[str, Any] = {}
         """The model that answers, as /api/health said when the list was last empty."""
         self._skip_resume = False
@@ -115,9 +124,7 @@ class MemoryScreen(Screen[None]):
         yield KeysFooter()
 
     def on_mount(self) -> None:
-        self.query_one("#facts", DataTable).add_columns(
-            ("fact", "fact"), ("kind", "kind"), ("learned", "learned")
-        )
+        self.query_one("#facts", DataTable).add_columns(*FACT_COLUMNS)
 
     def on_screen_resume(self) -> None:
         """Facts change behind this screen (the companion learns in chat): reload on every
@@ -147,6 +154,9 @@ class MemoryScreen(Screen[None]):
         """The newest facts, or the best matches for ``query``; a newer call cancels this."""
         if delay:
             await asyncio.sleep(delay)
+        if self.showing_forgotten:
+            await self.load_forgotten()
+            return
         params: dict[str, str | int] = (
             {"q": query, "limit": MATCH_LIMIT} if query else {"limit": RECENT_LIMIT}
         )
@@ -175,7 +185,9 @@ class MemoryScreen(Screen[None]):
         table = self.query_one("#facts", DataTable)
         was = self.selected_id()
         self.facts = {str(f.get("id")): f for f in facts}
-        table.clear()
+        self.forgettings = {}
+        table.clear(columns=True)
+        table.add_columns(*FACT_COLUMNS)
         for fact in facts:
             table.add_row(
                 one_line(str(fact.get("fact", "")), FACT_CHARS),
@@ -204,8 +216,11 @@ class MemoryScreen(Screen[None]):
 
     @on(DataTable.RowHighlighted, "#facts")
     def highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if event.row_key.value:
-            self.load_detail(event.row_key.value)
+        key = event.row_key.value
+        if key in self.forgettings:
+            self.query_one("#detail", Static).update(forgotten_detail(self.forgettings[key]))
+        elif key:
+            self.load_detail(key)
 
     @work(exclusive=True, group="detail")
     async def load_detail(self, fact_id: str) -> None:
@@ -220,6 +235,9 @@ class MemoryScreen(Screen[None]):
     # --- forgetting -------------------------------------------------------------------------
 
     def action_unlearn(self) -> None:
+        if self.showing_forgotten:
+            self.notify("This lists what was forgotten: press f for your facts.", timeout=4)
+            return
         fact_id = self.selected_id()
         if fact_id is None:
             self.notify("Select a fact to unlearn first.", severity="warning")
@@ -227,7 +245,11 @@ class MemoryScreen(Screen[None]):
         question = Text.assemble(
             "Unlearn this fact?\n\n",
             (one_line(str(self.facts[fact_id].get("fact", "")), 300), "bold"),
-            ("\n\nIt leaves recall and listings, and stays as history.", "dim"),
+            (
+                "\n\nIt leaves recall and listings; you can bring it back from the recently "
+                "forgotten list (f) until the hub deletes it for good.",
+                "dim",
+            ),
         )
         modal = ConfirmScreen(question, "Unlearn", "Cancel", danger=True)
         self._ask(modal, partial(self._unlearn_answered, fact_id))
@@ -265,7 +287,56 @@ class MemoryScreen(Screen[None]):
             return
         if "cleared" in answer:
             done = f"{done} {answer['cleared']} facts deleted."
+        if isinstance(answer.get("forgetting"), dict):
+            until = str(answer["forgetting"].get("delete_after", ""))[:10]
+            done = f"{done} Press f, then b, to bring it back (until {until})."
         self.notify(done)
+        self.load(self.query_text)
+
+    # --- recently forgotten ------------------------------------------------------------------
+
+    def action_toggle_forgotten(self) -> None:
+        self.showing_forgotten = not self.showing_forgotten
+        self.load(self.query_text)
+        self.action_focus_facts()
+
+    async def load_forgotten(self) -> None:
+        try:
+            answer = await self.client.call("GET", "/learnings/forgotten")
+        except (HubError, TimeoutError) as exc:
+            self.say(str(exc) or "the hub did not answer in time", problem=True)
+            return
+        listing = [f for f in answer.get("forgotten", []) if isinstance(f, dict)]
+        table = self.query_one("#facts", DataTable)
+        self.facts, self.forgettings = {}, {str(f.get("id")): f for f in listing}
+        table.clear(columns=True)
+        table.add_columns(*FORGOTTEN_COLUMNS)
+        for made in listing:
+            table.add_row(*forgotten_row(made), key=str(made.get("id")))
+        count = f"{len(listing)} forgetting{'s' * (len(listing) != 1)}"
+        self.say(f"{count} you can bring back, newest first (b brings one back, f: your facts)")
+        selected = cursor_key(table)
+        empty = Text("Nothing was forgotten recently.", style="dim")
+        detail = forgotten_detail(self.forgettings[selected]) if selected else empty
+        self.query_one("#detail", Static).update(detail)
+
+    def action_bring_back(self) -> None:
+        key = cursor_key(self.query_one("#facts", DataTable))
+        if not self.showing_forgotten or key not in self.forgettings:
+            self.notify("Press f and select what to bring back first.", severity="warning")
+            return
+        self.bring_back(key)
+
+    @work(exclusive=True, group="write")
+    async def bring_back(self, forgetting_id: str) -> None:
+        body = {"id": forgetting_id}
+        try:
+            answer = await self.client.call("POST", "/learnings/forgotten/undo", body=body)
+        except (HubError, TimeoutError) as exc:
+            self.say(str(exc) or "the hub did not answer in time", problem=True)
+            return
+        count = len(answer.get("restored", []))
+        self.notify(f"Brought back {count} fact{'s' * (count != 1)}.")
         self.load(self.query_text)
 
     # --- the rest ---------------------------------------------------------------------------

@@ -252,17 +252,8 @@ class EmbeddedModel(Model):
         """The tools offered for the last message, and the chat the runner is sent."""
         offer = await self._offer(messages, specs)
         self.last_offer = [spec["name"] for spec in offer.tools]
-        with_ids = bool(small_tools.TAKES_FACT_IDS & set(self.last_offer))
-        lasting = (
-            remembered_note(oldest_first(self.remembered), with_ids=with_ids)
-            if self.remembered
-            else ""
-        )
-        matched = (
-            remembered_note(self.matched, with_ids=with_ids, header=MATCHED_HEADER)
-            if self.matched
-            else ""
-        )
+        lasting = remembered_note(oldest_first(self.remembered)) if self.remembered else ""
+        matched = remembered_note(self.matched, MATCHED_HEADER) if self.matched else ""
         turn_note = "\n\n".join(p for p in (matched, self.turn_note) if p)
         if offer.tools:
             system_prompt = "\n\n".join(p for p in (system_prompt, small_tools.TOOLS_GUIDE) if p)

@@ -29,7 +29,6 @@ REMEMBERED_HEADER = (
     "## What you remember about the user\nOldest first; where two disagree, the later one holds."
 )
 MATCHED_HEADER = "## Also in your memory, related to this message"
-REMEMBERED_IDS = " Each has its id: to drop one, unlearn it by id."
 
 
 def memory_section(facts: Sequence[Fact]) -> str:
@@ -37,16 +36,12 @@ def memory_section(facts: Sequence[Fact]) -> str:
     return MEMORY_HEADER + "\n" + "\n".join(lines)
 
 
-def remembered_note(
-    facts: Sequence[Fact], *, with_ids: bool, header: str = REMEMBERED_HEADER
-) -> str:
+def remembered_note(facts: Sequence[Fact], header: str = REMEMBERED_HEADER) -> str:
     """The pre-load for a small on-device model: no dates (the 1.5B copied them into new
-    facts), and ids only where a tool offered takes one: shown ids, it answered "what's my
-    sister's name?" with where the fact is stored, and each id is new random text in the
-    prompt, so the same question met a different prompt on every run."""
-    header += REMEMBERED_IDS if with_ids else ""
-    lines = [f"- [{f.id}] {f.text}" if with_ids else f"- {f.text}" for f in facts]
-    return header + "\n" + "\n".join(lines)
+    facts) and no ids (no tool a small model is offered takes one; shown ids, it answered
+    "what's my sister's name?" with where the fact is stored, and each id is new random text
+    in the prompt, so the same question met a different prompt on every run)."""
+    return header + "\n" + "\n".join(f"- {f.text}" for f in facts)
 
 
 def oldest_first(facts: Sequence[Fact]) -> list[Fact]:

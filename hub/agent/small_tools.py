@@ -316,10 +316,14 @@ def plain(schema: Mapping[str, Any]) -> bool:
 # became public in the evaluation). The person shares through their own words to a larger
 # model, or the memory routes.
 # Nor are the ids of facts a new one replaces: the prompt shows a small model its facts without
-# ids (see ``prompt.remembered_note``), unless it is offered ``unlearn``, the tool that takes
-# one; a newer fact is listed first and wins.
-WITHHELD = {"learn": frozenset({"visibility", "supersedes"})}
-TAKES_FACT_IDS = frozenset({"unlearn"})
+# ids (see ``prompt.remembered_note``); a newer fact is listed later and wins. ``unlearn`` is
+# offered by what a fact is about ("my bicycle"), which the hub resolves to the facts by meaning
+# and the person confirms; never by id (a 1.5B copies a random id wrongly, and may close another
+# fact) nor for everything.
+WITHHELD = {
+    "learn": frozenset({"visibility", "supersedes"}),
+    "unlearn": frozenset({"id", "scope"}),
+}
 
 
 def offered_schema(

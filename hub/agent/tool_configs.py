@@ -29,6 +29,7 @@ from strands.types.tools import AgentTool, ToolSpec
 
 log = logging.getLogger(__name__)
 
+
 class KeptSpec(dict[str, Any]):
     """A normalised tool spec shared by every turn: read, never written, so copying it deeply
     (as strands does before each model call) gives the same object."""

@@ -9,6 +9,7 @@ from hub.api import (
     chat,
     community,
     completions,
+    confirmations,
     devices,
     driver_routes,
     drivers,
@@ -75,6 +76,7 @@ def create_app(
     app.add_routes(messages.routes)
     app.add_routes(people.routes)
     app.add_routes(payments.routes)
+    app.add_routes(confirmations.routes)
     app.add_routes(mcp_http.routes)
     driver_routes.add_driver_routes(app)  # after the hub's own: a driver never shadows one
     app.add_routes(openapi.routes)

@@ -1,6 +1,9 @@
 """/learnings: the caller's own facts over HTTP (docs/protocol.md, memory). ``userId`` may name
 only the caller.
 
+Closing a fact here is a forgetting the person can undo (``/learnings/forgotten``) until the
+grace period ends; ``?scope=all`` is the person's own explicit clear, which deletes at once.
+
 Memory calls embed text and touch Chroma, so they run in a worker thread; the store is safe
 to call from one (its own connection and lock).
 """
@@ -112,7 +115,7 @@ async def learn(request: web.Request) -> web.Response:
 @access(Access.USER)
 @documented(
     Operation(
-        "close one fact (?id=) or forget everything (?scope=all)",
+        "forget one fact (?id=; undoable) or delete everything at once (?scope=all)",
         answers={200: OK},
         query={"userId": STRING, "id": STRING, "scope": {"enum": ["all"]}},
         errors=(404,),
@@ -126,11 +129,48 @@ async def forget(request: web.Request) -> web.Response:
         cleared = await _run(memory.clear_all, owner)
         return web.json_response({"ok": True, "cleared": cleared})
     if fact_id and scope is None:
-        closed = await _run(memory.unlearn, owner, fact_id)
-        return web.json_response({"ok": True, "closed": closed.as_json()})
+        made = await _run(memory.forget, owner, [fact_id])
+        return web.json_response(
+            {"ok": True, "closed": made.facts[0].as_json(), "forgetting": made.as_json()}
+        )
     raise http_error(
         web.HTTPBadRequest, "give ?id=<fact> to close one fact, or ?scope=all to clear everything"
     )
+
+
+@routes.get("/learnings/forgotten")
+@access(Access.USER)
+@documented(
+    Operation(
+        "what you forgot that can still be brought back, newest first",
+        answers={200: obj({"forgotten": array(obj({"id": STRING, "delete_after": STRING}))})},
+        query={"userId": STRING},
+    )
+)
+async def forgotten(request: web.Request) -> web.Response:
+    owner = _owner(request)
+    made = await _run(request.app[HUB].memory.forgotten, owner)
+    return web.json_response({"forgotten": [f.as_json() for f in made]})
+
+
+@routes.post("/learnings/forgotten/undo")
+@access(Access.USER)
+@documented(
+    Operation(
+        "bring back what one forgetting closed: the facts return, found by recall again",
+        answers={200: obj({"ok": BOOLEAN, "restored": array(obj({"id": STRING}))})},
+        body=closed({"id": STRING}),
+        query={"userId": STRING},
+        errors=(404, 409),
+    )
+)
+async def undo(request: web.Request) -> web.Response:
+    owner = _owner(request)
+    body = await read_json_body(request)
+    if not isinstance(body, dict) or set(body) - {"id"}:
+        raise http_error(web.HTTPBadRequest, 'body must be {"id": "<forgetting id>"}')
+    restored = await _run(request.app[HUB].memory.restore, owner, body.get("id"))
+    return web.json_response({"ok": True, "restored": [f.as_json() for f in restored]})
 
 
 @routes.get("/learnings/history")

@@ -1,5 +1,5 @@
 """The long-lived parts of a running hub, started and stopped by the application's
-``cleanup_ctx`` in one order: start-up repairs and the mailbox sweeper, the drivers, the LAN
+``cleanup_ctx`` in one order: start-up repairs and the housekeeping, the drivers, the LAN
 advertiser, the cloud link, memory sync, the Telegram bots, the scheduler — and they stop in the
 reverse order (no job starts while the rest stop, the bots and the cloud next, goodbyes on the
 LAN before the drivers let go of their ports). The model runner, made ready at start when the
@@ -26,6 +26,7 @@ from hub.agent.warmup import warm_up
 from hub.api.keys import HUB
 from hub.cloud.link import CloudLink
 from hub.cloud.memory_sync import MemorySync
+from hub.confirmations.actions import pending_of
 from hub.lan.address import is_loopback_host, lan_url
 from hub.lan.advertise import Advertiser, hub_id, hub_name
 from hub.runtime import Hub
@@ -117,7 +118,7 @@ async def model_runner(app: web.Application) -> AsyncIterator[None]:
 async def background_work(app: web.Application) -> AsyncIterator[None]:
     hub, repairs = app[HUB], app[PARTS].repairs
     maintenance = asyncio.create_task(repair_at_start(hub, repairs))
-    sweeper = asyncio.create_task(sweep_mailbox(hub))
+    sweeper = asyncio.create_task(housekeeping(hub))
     yield
     await cancel_all([sweeper])
     if repairs.state == "pending":
@@ -272,8 +273,10 @@ def open_memory_sync(hub: Hub) -> MemorySync | None:
     return MemorySync(hub, cloud, interval_s=settings.cloud_memory_interval_s)
 
 
-async def sweep_mailbox(hub: Hub) -> None:
-    """Dead-letter envelopes nobody pulled within an hour; forget replies after a day."""
+async def housekeeping(hub: Hub) -> None:
+    """Every minute: dead-letter envelopes nobody pulled within an hour and drop replies after
+    a day, trim the audit log, delete for good what was forgotten past its grace period, and
+    drop old answered proposals."""
     while True:
         try:
             dead, forgotten = hub.devices.mailbox.sweep()
@@ -282,7 +285,19 @@ async def sweep_mailbox(hub: Hub) -> None:
                 log.info("relay sweep: %d dead-lettered, %d old replies dropped", dead, forgotten)
         except Exception:
             log.warning("relay sweep failed", exc_info=True)
+        await delete_forgotten(hub)
         await asyncio.sleep(SWEEP_EVERY_S)
+
+
+async def delete_forgotten(hub: Hub) -> None:
+    """Forgotten facts past the grace period go for good; old proposals are dropped."""
+    try:
+        deleted = await asyncio.to_thread(hub.memory.delete_forgotten)
+        pending_of(hub).sweep()
+        if deleted:
+            log.info("deleted %d forgotten fact(s) for good: their grace period ended", deleted)
+    except Exception:
+        log.warning("deleting forgotten facts failed (the next round tries again)", exc_info=True)
 
 
 async def repair_at_start(hub: Hub, repairs: Repairs) -> None:

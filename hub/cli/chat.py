@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from hub import contracts as c
+from hub.cli.answers import ask_each
 from hub.cli.common import CliError, local_url, pin, settings_of, token
 from hub.config import Settings
 from hub.logs import setup_logging
@@ -37,6 +38,8 @@ class Reply:
     text: str = ""
     error: str = ""
     stopped: bool = False
+    proposals: list[dict[str, Any]] = field(default_factory=list)
+    """What the turn proposed that only the person may do: asked about after the reply."""
 
 
 @dataclass
@@ -74,6 +77,8 @@ def chat_command(args: argparse.Namespace) -> int:
 async def _one_turn(settings: Settings, args: argparse.Namespace, text: str) -> int:
     async with hub_for_chat(settings, args.url, args.token) as client:
         reply = await stream_reply(client, [{"role": "user", "content": text}], args, sys.stdout)
+        reading = input if sys.stdin.isatty() else None
+        await ask_each(client, reply.proposals, sys.stdout, reading)
     if reply.error:
         print(f"tiny-hub: {reply.error}", file=sys.stderr)
     return 1 if reply.error or not reply.text else 0
@@ -130,6 +135,7 @@ def _reply_to(
         print("\n(stopped)", flush=True)
     elif reply.error:
         print(f"(no reply: {reply.error})", flush=True)
+    runner.run(ask_each(session.client, reply.proposals, sys.stdout, input))
     conversation.answered(reply)
 
 
@@ -162,6 +168,7 @@ async def stream_reply(
 ) -> Reply:
     """Stream one turn's text to ``out``; errors are kept on the reply, not raised."""
     from tui.client import HubError
+    from tui.proposals import proposal_of
 
     reply = reply if reply is not None else Reply()
     try:
@@ -172,6 +179,10 @@ async def stream_reply(
                 out.flush()
             elif event.get("type") == c.EV_ERROR:
                 reply.error = str(event.get("error"))
+            elif event.get("type") == c.EV_AFTER_TOOL:
+                proposal = proposal_of(event.get("toolResult") or {})
+                if proposal is not None:
+                    reply.proposals.append(proposal)
     except HubError as exc:
         reply.error = str(exc)
     if reply.text:

@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "doctor": "hub.cli.maintenance:doctor_command",
     "config": "hub.cli.maintenance:config_command",
     "memory": "hub.cli.maintenance:memory_command",
+    "confirm": "hub.cli.confirm:confirm_command",
     "pair": "hub.cli.maintenance:pair_command",
     "people": "hub.cli.people:people_command",
     "emulate": "hub.cli.emulate:emulate_command",

@@ -60,6 +60,10 @@ def _fit(text: str, width: int) -> str:
 def memory_command(args: argparse.Namespace) -> int:
     from hub.runtime import Hub
 
+    if args.action in ("forgotten", "undo"):
+        from hub.cli.forgotten import forgotten_command
+
+        return forgotten_command(args)
     hub = Hub.open(settings_of(args))
     try:
         if args.action == "reindex":

@@ -98,9 +98,30 @@ def build_parser() -> argparse.ArgumentParser:
     )
     memory.add_argument(
         "action",
-        choices=["reindex", "stats"],
-        help="reindex: rebuild the Chroma collection from SQLite; stats: count facts and vectors",
+        choices=["reindex", "stats", "forgotten", "undo"],
+        help="reindex: rebuild the Chroma collection from SQLite; stats: count facts and "
+        "vectors; forgotten: what you forgot that can still be brought back; undo: bring back "
+        "a forgetting (the newest, or ID)",
     )
+    memory.add_argument(
+        "id", nargs="?", help="undo: the forgetting to bring back (default: newest)"
+    )
+    memory.add_argument("--url", help="forgotten, undo: a hub's URL (default: the local hub)")
+    memory.add_argument(
+        "--token", help=f"forgotten, undo: a token (default: {TOKEN_ENV} or owner.token)"
+    )
+    confirm = sub.add_parser(
+        "confirm",
+        parents=[common],
+        help="answer what a chat turn asked to do that only you may (forget facts, delete a job)",
+        description="With no ID, list what a chat turn proposed that waits for your answer: "
+        "forgetting facts, deleting a job, a forged tool or a Telegram bot. With an ID, confirm "
+        "it (or --decline it).",
+    )
+    confirm.add_argument("id", nargs="?", help="the proposal to answer")
+    confirm.add_argument("--decline", action="store_true", help="decline it: nothing happens")
+    confirm.add_argument("--url", help="a hub's URL (default: the local hub)")
+    confirm.add_argument("--token", help=f"a token (default: {TOKEN_ENV} or owner.token)")
     emulate = sub.add_parser(
         "emulate",
         help="run a software device to try the drivers without hardware",

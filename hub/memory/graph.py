@@ -10,6 +10,12 @@ writes leaves a fact that the next start indexes. Every read re-checks the owner
 vector filter narrows, the SQL predicate decides. Capacity is a hard limit with no eviction —
 an eviction-on-write policy once destroyed old memories one per save during bulk writes.
 
+Forgetting closes facts and the links touching them as one act the person can undo within the
+grace period (``hub.memory.forgetting`` keeps its bookkeeping); an undo brings the facts back as
+new facts that supersede the closed ones, because sync lets a close win over an open, so a fact
+reopened in place would be closed again by the next sync. Past the grace period the forgotten
+facts (and the older versions they replaced) are deleted for good.
+
 The store writes through the hub's one database connection (``hub.store.db`` says why one),
 in that connection's transactions; embedding and Chroma calls happen after the transaction
 commits, never while it holds the database.
@@ -26,6 +32,8 @@ from typing import Any
 
 from hub.community.sync import merge_social, newest_social_rev, social_changes
 from hub.contracts import MAX_ENTRIES
+from hub.memory import forgetting
+from hub.memory.forgetting import DEFAULT_GRACE_DAYS, Forgetting, Recorded
 from hub.memory.model import (
     KINDS,
     LINK_RELS,
@@ -51,6 +59,12 @@ log = logging.getLogger(__name__)
 
 RECALL_OVERFETCH = 3
 INDEX_BATCH = 256
+DAY_S = 86400.0
+# "The facts about X": each close enough to X by meaning on its own, and near the best match
+# (a fact sharing only "The user ..." with X scores up to 0.36; a fact about X 0.4-0.9).
+ABOUT_AT_LEAST = 0.3
+ABOUT_MARGIN = 0.25
+ABOUT_AT_MOST = 50
 
 _FACT_COLUMNS = "id, owner, kind, label, attrs_json, vec_id, visibility, valid_from, valid_to"
 _EDGE_SYNC_COLUMNS = "src, rel, dst, scope, valid_from, valid_to"
@@ -75,8 +89,11 @@ __all__ = [  # the nouns live in hub.memory.model; callers may keep importing th
 class MemoryStore:
     """One person's facts never reach another: every method takes the owner and checks it."""
 
-    def __init__(self, db: Database, vectors: VectorIndex) -> None:
+    def __init__(
+        self, db: Database, vectors: VectorIndex, grace_s: float = DEFAULT_GRACE_DAYS * DAY_S
+    ) -> None:
         self._db = db
+        self.grace_s = grace_s  # how long a forgetting can be undone
         # Orders vector bookkeeping against a rebuild; taken before the connection's turn,
         # never while holding it.
         self._index_lock = threading.RLock()
@@ -132,15 +149,102 @@ class MemoryStore:
         return self.get(owner, fact_id)
 
     def unlearn(self, owner: str, fact_id: str) -> Fact:
-        """Close one fact: it leaves listings and recall, and stays as history."""
-        with self._db.atomic():
-            fact = self._current(owner, fact_id, "id")
-            self._close(fact, now(), self._next_rev())
-        self._drop_vectors([fact.vec_id] if fact.vec_id else [])
+        """Forget one fact: it leaves listings and recall, and can be brought back until the
+        grace period ends."""
+        self.forget(owner, [fact_id])
         return self.get(owner, fact_id)
 
+    def forget(
+        self,
+        owner: str,
+        fact_ids: Sequence[str],
+        *,
+        scope: forgetting.Scope = "fact",
+        about: str = "",
+    ) -> Forgetting:
+        """Close these current facts and the links touching them, as one forgetting."""
+        stamp = now()
+        with self._db.atomic():
+            facts = [self._current(owner, i, "id") for i in dict.fromkeys(fact_ids)]
+            if not facts:
+                raise MemoryRefused("there is nothing to forget")
+            rev = self._next_rev()
+            ids = [fact.id for fact in facts]
+            edges = self._open_links(owner, ids)
+            for fact in facts:
+                self._close(fact, stamp, rev)
+            self._db.conn.executemany(
+                "UPDATE edge SET valid_to = ?, rev = ? WHERE id = ?",
+                [(stamp, rev, edge_id) for edge_id in edges],
+            )
+            made = forgetting.record(self._db, owner, scope, about, stamp, self.grace_s, ids, edges)
+        self._drop_vectors([fact.vec_id for fact in facts if fact.vec_id])
+        return self._forgetting(made)
+
+    def about(self, owner: str, text: str) -> list[Fact]:
+        """The current facts about ``text``, by meaning, best first."""
+        if not text.strip():
+            return []
+        found = self.vectors.query(owner, text, ABOUT_AT_MOST)
+        if not found:
+            return []
+        bar = max(ABOUT_AT_LEAST, 1.0 - found[0][1] - ABOUT_MARGIN)
+        return self._owned_current(owner, [vec_id for vec_id, far in found if 1.0 - far >= bar])
+
+    def still_current(self, owner: str, fact_ids: Sequence[str]) -> list[Fact]:
+        """Those of these facts that are this person's and current, in the order given."""
+        return self._owned_current(owner, list(dict.fromkeys(fact_ids)))
+
+    def forgotten(self, owner: str) -> list[Forgetting]:
+        """What this person forgot that can still be brought back, newest first."""
+        return [self._forgetting(made) for made in forgetting.recent(self._db, owner, now())]
+
+    def restore(self, owner: str, forgetting_id: Any) -> list[Fact]:
+        """Undo a forgetting: its facts come back (with their vectors, so recall finds them)
+        as new facts superseding the closed ones, and so do the links it closed."""
+        stamp = now()
+        with self._db.atomic():
+            made = forgetting.restorable(self._db, owner, forgetting_id, stamp)
+            olds = [self._existing(owner, i, "id") for i in made.fact_ids]
+            count = self.count(owner)
+            if count + len(olds) > MAX_ENTRIES:
+                raise MemoryFull(
+                    f"memory full ({count}/{MAX_ENTRIES}): bringing back {len(olds)} fact(s) "
+                    "needs room; forget or consolidate others first"
+                )
+            rev = self._next_rev()
+            renamed: dict[str, str] = {}
+            fresh = []
+            for old in olds:
+                new = Fact(new_fact_id(), owner, old.kind, old.text, old.visibility, stamp, None)
+                self._insert(new, rev)
+                self._add_edge(owner, new.id, SUPERSEDES, old.id, "", stamp, rev)
+                renamed[old.id] = new.id
+                fresh.append(new)
+            for edge in self._edges_by_id(owner, made.edge_ids):
+                src, dst = renamed.get(edge.src, edge.src), renamed.get(edge.dst, edge.dst)
+                if self._is_current(owner, src) and self._is_current(owner, dst):
+                    self._add_edge(owner, src, edge.rel, dst, edge.scope, stamp, rev)
+            forgetting.mark_restored(self._db, made.id, stamp)
+        self._index(fresh)
+        return [self.get(owner, fact.id) for fact in fresh]
+
+    def delete_forgotten(self, at: str | None = None) -> int:
+        """Delete for good the facts of every forgetting past its grace period (and the older
+        versions they had replaced, with every link touching them); returns how many facts."""
+        deleted: list[str] = []
+        with self._db.atomic():
+            due = forgetting.due(self._db, at or now())
+            for made in due:
+                if made.restored_at is None:
+                    deleted += self._delete_facts(made.owner, made.fact_ids)
+            forgetting.drop(self._db, [made.id for made in due])
+        self._drop_vectors(deleted)  # none should be left; a failed drop may have left some
+        return len(deleted)
+
     def clear_all(self, owner: str) -> int:
-        """The one destructive path: every fact and link of this person, and their vectors."""
+        """The one path that deletes at once (the person's own ``DELETE /learnings?scope=all``):
+        every fact and link of this person, what they forgot, and their vectors."""
         with self._db.atomic():
             count = int(
                 self._db.execute("SELECT COUNT(*) FROM entity WHERE owner = ?", [owner]).fetchone()[
@@ -149,6 +253,7 @@ class MemoryStore:
             )
             self._db.execute("DELETE FROM edge WHERE owner = ?", [owner])
             self._db.execute("DELETE FROM entity WHERE owner = ?", [owner])
+            self._db.execute("DELETE FROM forgetting WHERE owner = ?", [owner])
         self.vectors.delete_user(owner)
         return count
 
@@ -529,6 +634,70 @@ class MemoryStore:
             [owner, src, rel, dst, scope, stamp, rev],
         )
 
+    def _forgetting(self, made: Recorded) -> Forgetting:
+        return Forgetting.of(made, [self._existing(made.owner, i, "id") for i in made.fact_ids])
+
+    def _open_links(self, owner: str, fact_ids: Sequence[str]) -> list[int]:
+        """The current links (not the supersedes trail, which is history) touching these."""
+        marks = ",".join("?" * len(fact_ids))
+        rows = self._db.execute(
+            f"SELECT id FROM edge WHERE owner = ? AND valid_to IS NULL AND rel != ?"
+            f" AND (src IN ({marks}) OR dst IN ({marks})) ORDER BY id",
+            [owner, SUPERSEDES, *fact_ids, *fact_ids],
+        )
+        return [int(row[0]) for row in rows]
+
+    def _edges_by_id(self, owner: str, edge_ids: Sequence[int]) -> list[Edge]:
+        if not edge_ids:
+            return []
+        rows = self._db.execute(
+            f"SELECT src, rel, dst, scope, valid_from, valid_to, id FROM edge WHERE owner = ?"
+            f" AND id IN ({','.join('?' * len(edge_ids))}) ORDER BY id",
+            [owner, *edge_ids],
+        )
+        return [Edge(*row) for row in rows]
+
+    def _is_current(self, owner: str, fact_id: str) -> bool:
+        return bool(self.still_current(owner, [fact_id]))
+
+    def _delete_facts(self, owner: str, fact_ids: Sequence[str]) -> list[str]:
+        """Delete these closed facts, the older versions they alone superseded (a version
+        another fact also superseded stays: it is that fact's history too), and every link
+        touching them; returns the ids deleted."""
+        gone = [i for i in fact_ids if not self._is_current(owner, i)]
+        frontier = list(gone)
+        while frontier:
+            for older in self._trail_ends(owner, "src", frontier.pop()):
+                later = self._trail_ends(owner, "dst", older)
+                if (
+                    older not in gone
+                    and not self._is_current(owner, older)
+                    and set(later) <= set(gone)
+                ):
+                    gone.append(older)
+                    frontier.append(older)
+        for start in range(0, len(gone), INDEX_BATCH):
+            chunk = gone[start : start + INDEX_BATCH]
+            marks = ",".join("?" * len(chunk))
+            self._db.execute(
+                f"DELETE FROM edge WHERE owner = ? AND (src IN ({marks}) OR dst IN ({marks}))",
+                [owner, *chunk, *chunk],
+            )
+            self._db.execute(
+                f"DELETE FROM entity WHERE owner = ? AND id IN ({marks})", [owner, *chunk]
+            )
+        return gone
+
+    def _trail_ends(self, owner: str, side: str, fact_id: str) -> list[str]:
+        """Along supersedes edges, oldest edge first: the facts ``fact_id`` replaced (``side``
+        "src") or the facts that replaced it (``side`` "dst")."""
+        other = "dst" if side == "src" else "src"
+        rows = self._db.execute(
+            f"SELECT {other} FROM edge WHERE owner = ? AND rel = ? AND {side} = ? ORDER BY id",
+            [owner, SUPERSEDES, fact_id],
+        )
+        return [str(row[0]) for row in rows]
+
     def _owned_current(self, owner: str, ids: Sequence[str]) -> list[Fact]:
         """The SQL owner check: keeps the vector order, drops anything not this owner's."""
         if not ids:
@@ -553,12 +722,8 @@ class MemoryStore:
         return self._owned_current(owner, ids)
 
     def _trail_step(self, owner: str, side: str, fact_id: str) -> str | None:
-        other = "dst" if side == "src" else "src"
-        row = self._db.execute(
-            f"SELECT {other} FROM edge WHERE owner = ? AND rel = ? AND {side} = ? ORDER BY id",
-            [owner, SUPERSEDES, fact_id],
-        ).fetchone()
-        return str(row[0]) if row else None
+        ends = self._trail_ends(owner, side, fact_id)
+        return ends[0] if ends else None
 
     def _edges_touching(self, owner: str, nodes: set[str], rels: Sequence[str]) -> list[Edge]:
         marks = ",".join("?" * len(nodes))

@@ -4,7 +4,8 @@ A forged tool is one JavaScript arrow function a person made (or installed) that
 mount as ``my_<name>`` in the forged tier, after the built-ins. It runs in the hub's V8 sandbox
 (``hub.forge.sandbox``), so whatever it does wrong (a throw, a loop, a blown memory limit, a
 crash of the engine) is a tool error the model reads, never a failure of the hub. All four
-tools are account tools: forged tools belong to a person.
+tools are account tools: forged tools belong to a person. ``remove_tool`` only proposes the
+deletion; the person confirms it in their app (``hub.agent.tools.confirming``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ from strands import tool
 from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
+from hub.agent.tools.confirming import proposed
 from hub.agent.tools.context import ToolContext, failed, login_required, ok, turn_context
+from hub.confirmations.actions import REMOVE_TOOL
+from hub.confirmations.store import Item
 from hub.forge import github
 from hub.forge.sandbox import Sandbox, ToolStopped
 from hub.forge.store import ForgedDraft, ForgedTool, ForgeRefused, ForgeStore
@@ -72,7 +76,7 @@ async def create_tool(
 
 @tool(name="remove_tool", context=True)
 def remove_tool(name: str, tool_context: StrandsToolContext) -> dict[str, Any]:
-    """Delete one of your forged tools.
+    """Delete one of your forged tools; the person confirms it in their app.
 
     Args:
         name: the tool's name, with or without my_.
@@ -80,11 +84,13 @@ def remove_tool(name: str, tool_context: StrandsToolContext) -> dict[str, Any]:
     ctx = turn_context(tool_context)
     if ctx.caller is None:
         return login_required()
-    store = ForgeStore(ctx.hub.db)
-    found = store.named(ctx.caller.id, name)
-    if found is None or not store.remove(ctx.caller.id, name):
+    found = ForgeStore(ctx.hub.db).named(ctx.caller.id, name)
+    if found is None:
         return failed(f"you have no forged tool named {name}")
-    return ok(f"Removed {found.tool_name}.", removed=found.tool_name)
+    shown = Item(found.tool_name, found.description)
+    return proposed(
+        ctx, REMOVE_TOOL, f"delete the forged tool {found.tool_name}", [shown], {"name": name}
+    )
 
 
 @tool(name="install_tool", context=True)

@@ -1,6 +1,11 @@
 """learn, recall, unlearn, memory_graph, memory_conflicts: the person's memory, for the model.
 
 All are account tools: memory belongs to a person, so an anonymous caller gets ``Login required``.
+
+``unlearn`` acts alone only on one fact named by its id, and that can be undone. Forgetting the
+facts about something (found by meaning: the hub's guess) or everything is a proposal the
+person confirms in their app (``hub.agent.tools.confirming``): one misread sentence, or an
+instruction planted in a tool result, never wipes a person's memory.
 """
 
 from __future__ import annotations
@@ -11,10 +16,34 @@ from strands import tool
 from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
+from hub.agent.tools.confirming import proposed
 from hub.agent.tools.context import ToolContext, failed, login_required, ok, turn_context
 from hub.community.feed import DEFAULT_FEED, MAX_FEED
+from hub.confirmations.actions import FORGET
+from hub.confirmations.store import Item
+from hub.contracts import MAX_ENTRIES
 from hub.errors import Refused
-from hub.memory.graph import Fact, MemoryRefused, parse_ids, parse_links
+from hub.memory.forgetting import plural
+from hub.memory.graph import DAY_S, Fact, MemoryRefused, parse_ids, parse_links
+from hub.memory.wording import third_person
+
+# What a model writes as "about" when it means the whole memory.
+EVERYTHING = frozenset(
+    {
+        "all",
+        "all facts",
+        "all of it",
+        "all my facts",
+        "anything",
+        "everything",
+        "everything about me",
+        "everything you know",
+        "everything you know about me",
+        "me",
+        "my memory",
+        "the user",
+    }
+)
 
 
 def _lines(facts: list[Fact]) -> str:
@@ -49,7 +78,7 @@ def learn(
     try:
         stored = ctx.hub.memory.learn(
             ctx.caller.id,
-            fact,
+            third_person(fact) if isinstance(fact, str) else fact,
             supersedes=parse_ids(supersedes, "supersedes"),
             links=parse_links(links),
             visibility=visibility,
@@ -80,27 +109,76 @@ def recall(
 
 
 @tool(name="unlearn", context=True)
-def unlearn(tool_context: StrandsToolContext, id: str = "", scope: str = "") -> dict[str, Any]:
-    """Forget what was learned about the user: close one fact by id (it stays as history),
-    or with scope "all" delete everything learned about them.
+def unlearn(
+    tool_context: StrandsToolContext, id: str = "", about: str = "", scope: str = ""
+) -> dict[str, Any]:
+    """Forget what was learned about the user: one fact by its id, the facts about something
+    ("about": "my bicycle"), or with scope "all" everything. Forgotten facts can be brought
+    back for a while; forgetting by "about" or everything waits for the person to confirm it
+    in their app.
 
     Args:
-        id: the fact to close.
-        scope: "all" to delete every fact for good; only when the person asked for exactly that.
+        id: the one fact to forget.
+        about: what to forget, in the user's words ("my bicycle"): the facts about it are found
+            by meaning and shown to the person, who confirms them.
+        scope: "all" to forget everything; only when the person asked for exactly that (they
+            confirm it in their app).
     """
     ctx = turn_context(tool_context)
     if ctx.caller is None:
         return login_required()
-    if scope == "all":
-        cleared = ctx.hub.memory.clear_all(ctx.caller.id)
-        return ok(f"Forgot everything: {cleared} fact(s) deleted.", cleared=cleared)
-    if scope or not id:
-        return failed('give the id of one fact, or scope "all" to forget everything')
+    asked = [given for given in (id.strip(), about.strip(), scope) if given]
+    if scope not in ("", "all") or len(asked) != 1:
+        return failed(
+            "give one of: id (the one fact to forget), about (what to forget, in words) or "
+            'scope "all" (everything)'
+        )
+    if scope == "all" or _everything(about):
+        return _propose_all(ctx, ctx.caller.id)
+    if about.strip():
+        return _propose_about(ctx, ctx.caller.id, about.strip())
     try:
-        closed = ctx.hub.memory.unlearn(ctx.caller.id, id)
+        made = ctx.hub.memory.forget(ctx.caller.id, [id.strip()])
     except MemoryRefused as exc:
         return failed(str(exc))
-    return ok(f"Closed [{closed.id}]; it stays in the history.", fact=closed.as_json())
+    return ok(f"{made.describe()} {made.undo_note()}", forgetting=made.as_json())
+
+
+def _everything(about: str) -> bool:
+    return " ".join(about.lower().strip(" .!?").split()) in EVERYTHING
+
+
+def _propose_about(ctx: ToolContext, owner: str, about: str) -> dict[str, Any]:
+    facts = ctx.hub.memory.about(owner, third_person(about))
+    if not facts:
+        return ok(f"No fact in the memory is about {about}; nothing was forgotten.", forgot=0)
+    return proposed(
+        ctx,
+        FORGET,
+        f"forget {plural(len(facts), 'fact')} about “{about}”",
+        [Item(fact.id, fact.text) for fact in facts],
+        {"ids": [fact.id for fact in facts], "about": about},
+        _undo_note(ctx),
+    )
+
+
+def _propose_all(ctx: ToolContext, owner: str) -> dict[str, Any]:
+    facts = ctx.hub.memory.recent(owner, MAX_ENTRIES)
+    if not facts:
+        return ok("The memory holds no facts; there is nothing to forget.", forgot=0)
+    return proposed(
+        ctx,
+        FORGET,
+        f"forget everything: all {plural(len(facts), 'fact')}",
+        [Item(fact.id, fact.text) for fact in facts],
+        {"scope": "all", "ids": [fact.id for fact in facts]},
+        _undo_note(ctx),
+    )
+
+
+def _undo_note(ctx: ToolContext) -> str:
+    days = ctx.hub.memory.grace_s / DAY_S
+    return f"Once confirmed, the facts can still be brought back for {days:g} days. "
 
 
 @tool(name="memory_graph", context=True)

@@ -4,6 +4,9 @@
 everyone, as the contract says, but an alert becomes a notice on its owner's ring, so an
 anonymous caller, who has none, is asked to sign in. The hub keeps both (docs/scheduler.md), so
 they happen with every client closed.
+
+Deleting a job and cancelling alerts are proposals the person confirms in their app
+(``hub.agent.tools.confirming``): a job is a prompt they wrote, an alert a reminder they count on.
 """
 
 from __future__ import annotations
@@ -15,8 +18,12 @@ from strands import tool
 from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
+from hub.agent.tools.confirming import proposed
 from hub.agent.tools.context import ToolContext, failed, login_required, ok, turn_context
+from hub.confirmations.actions import CANCEL_ALERTS, DELETE_JOB
+from hub.confirmations.store import Item
 from hub.errors import Refused
+from hub.memory.forgetting import plural
 from hub.scheduler.store import MAX_JOBS, Scheduled, ScheduleStore
 from hub.scheduler.when import next_local_time, stamp_text
 
@@ -60,7 +67,7 @@ async def schedule(
         every: for a repeating job: */Nm (every N minutes), */Nh (every N hours) or
             daily@HH:MM (UTC).
         run_in_minutes: for a one-shot job instead: run once, this many minutes from now.
-        id: for delete: the job's id.
+        id: for delete: the job's id (the person confirms the deletion in their app).
         title: for create: a short name for the job (shown on notifications).
     """
     ctx = turn_context(tool_context)
@@ -81,8 +88,13 @@ async def schedule(
         if action == "delete":
             if not id.strip():
                 return failed("give the id of the job to delete (schedule action list shows it)")
-            gone = store.delete(ctx.caller.id, id.strip(), "job")
-            return ok(f"Deleted job [{gone.id}] {gone.label}.", job=gone.as_json())
+            job = store.get(ctx.caller.id, id.strip())
+            if job.kind != "job":
+                return failed(f"{job.id} is an alert: cancel_alerts cancels it")
+            line = Item(job.id, _job_line(job))
+            return proposed(
+                ctx, DELETE_JOB, f"delete the job {job.label!r}", [line], {"id": job.id}
+            )
     except Refused as exc:
         return failed(str(exc))
     if action != "list":
@@ -149,7 +161,8 @@ async def schedule_alert(
 
 @tool(name="cancel_alerts", context=True)
 async def cancel_alerts(tool_context: StrandsToolContext, id: str = "") -> dict[str, Any]:
-    """Cancel the user's pending alerts: all of them, or one by id.
+    """Cancel the user's pending alerts: all of them, or one by id. The person confirms it in
+    their app.
 
     Args:
         id: the alert to cancel; empty cancels every pending alert.
@@ -160,12 +173,23 @@ async def cancel_alerts(tool_context: StrandsToolContext, id: str = "") -> dict[
     store = _store(ctx)
     if id.strip():
         try:
-            gone = store.delete(ctx.caller.id, id.strip(), "alert")
+            found = store.get(ctx.caller.id, id.strip())
         except Refused as exc:
             return failed(str(exc))
-        return ok(f"Cancelled alert [{gone.id}] {gone.title!r}.", cancelled=1)
-    count = store.cancel_alerts(ctx.caller.id)
-    return ok(f"Cancelled {count} pending alert(s).", cancelled=count)
+        alerts = [found] if found.kind == "alert" and found.next_run is not None else []
+        if not alerts:
+            return failed(f"no pending alert {id.strip()!r} of yours")
+    else:
+        alerts = [a for a in store.of_owner(ctx.caller.id, "alert") if a.next_run is not None]
+        if not alerts:
+            return ok("There are no pending alerts to cancel.", cancelled=0)
+    return proposed(
+        ctx,
+        CANCEL_ALERTS,
+        f"cancel {plural(len(alerts), 'pending alert')}",
+        [Item(a.id, f"{a.title!r} at {stamp_text(a.next_run)}") for a in alerts],
+        {"ids": [a.id for a in alerts]},
+    )
 
 
 TOOLS: list[AgentTool] = [schedule, schedule_alert, cancel_alerts]

@@ -2,7 +2,8 @@
 
 Both are account tools (a bot belongs to a person). ``telegram`` connects a bot with the token
 @BotFather gave and a tiny to answer as, shows its status (the token only masked), allows chats,
-disables or removes it; the hub's poller (``hub/telegram/poller.py``) does the answering.
+disables it, and proposes its removal (the person confirms it in their app: the token is
+deleted); the hub's poller (``hub/telegram/poller.py``) does the answering.
 ``use_telegram`` calls any Bot API method with the connected bot, except the few that would
 take the bot's updates away from that poller.
 """
@@ -17,7 +18,10 @@ from strands import tool
 from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
+from hub.agent.tools.confirming import proposed
 from hub.agent.tools.context import ToolContext, failed, login_required, ok, turn_context
+from hub.confirmations.actions import REMOVE_BOT
+from hub.confirmations.store import Item
 from hub.errors import Refused
 from hub.identity import User
 from hub.telegram.api import (
@@ -54,7 +58,8 @@ async def telegram(
     """Connect the person's Telegram bot so their tiny answers chats they allow.
 
     Args:
-        action: setup (token and tiny), status, allow_chat (chat_id), disable, or remove.
+        action: setup (token and tiny), status, allow_chat (chat_id), disable, or remove (the
+            person confirms it in their app).
         token: the bot token @BotFather gave (setup; kept hidden, never shown again).
         tiny: the name of the tiny that answers (setup).
         chat_id: the chat to allow (allow_chat); a refused chat's notice names its id.
@@ -117,8 +122,11 @@ def _manage(ctx: ToolContext, person: User, action: str, chat_id: int) -> dict[s
     if action == "disable":
         bots.disable(person.id)
         return ok("The bot is disabled: nothing is answered until setup is run again.")
-    bots.remove(person.id)
-    return ok("The bot is removed, its token deleted from this hub.")
+    bot = bots.get(person.id)
+    if bot is None:
+        raise NoBot()
+    shown = Item(bot.username or "bot", f"@{bot.username}, answering as {bot.tiny}")
+    return proposed(ctx, REMOVE_BOT, "remove the Telegram bot and delete its token", [shown], {})
 
 
 def _described(bots: Bots, person: User) -> dict[str, Any]:

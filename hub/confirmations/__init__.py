@@ -1,0 +1,1 @@
+"""Pending actions: what a chat turn proposed that only the person may carry out."""
