@@ -104,7 +104,7 @@ CASES: tuple[Case, ...] = (
     Case(
         "forget everything you know about me",
         ("unlearn",),
-        ("forg", "delet", "remov", "clear"),
+        ("forg", "delet", "remov", "clear", "confirm"),
         {"scope": "all"},
     ),
     Case("is my Flipper charged?", ("flipper_status",), ("87",)),
