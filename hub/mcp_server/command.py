@@ -12,10 +12,10 @@ from hub.config import Settings
 TOKEN_ENV = "TINY_HUB_TOKEN"
 
 
-def add_mcp_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+def add_mcp_parser(sub: Any, common: list[argparse.ArgumentParser]) -> None:
     mcp = sub.add_parser(
         "mcp",
-        parents=[common],
+        parents=common,
         help="the hub as an MCP server on stdio, for Claude Desktop and other MCP clients",
         description="Serve the running hub's MCP server on stdin/stdout (what a desktop MCP "
         "client starts), or manage the tokens of named MCP clients.",
@@ -25,12 +25,11 @@ def add_mcp_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     actions = mcp.add_subparsers(dest="mcp_action", metavar="ACTION")
     token = actions.add_parser(
         "token",
+        parents=common,
         help="add, remove or list the tokens of named MCP clients",
         description="A named client gets a token of its own that opens /mcp only; it is shown "
         "once and kept hashed. Removing the client ends the token.",
     )
-    # --home here too, with no default of its own: one given before ``token`` is kept
-    token.add_argument("--home", type=Path, default=argparse.SUPPRESS, help="data dir")
     token.add_argument("op", choices=("add", "remove", "list"))
     token.add_argument("name", nargs="?", help="the client's name (for add and remove)")
 
