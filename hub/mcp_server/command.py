@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from pathlib import Path
+from datetime import datetime
 from typing import Any
 
 from hub.config import Settings
@@ -49,6 +49,13 @@ def mcp_command(settings: Settings, args: argparse.Namespace, url: str, token: s
     return 0
 
 
+def when(stamp: float | None) -> str:
+    """A stored time as a person reads it: local date and minute, or "never"."""
+    if stamp is None:
+        return "never"
+    return datetime.fromtimestamp(stamp).strftime("%Y-%m-%d %H:%M")
+
+
 def _token_command(settings: Settings, op: str, name: str | None) -> int:
     from hub.mcp_server.clients import ClientRefused, McpClients
     from hub.store.migrations import open_database
@@ -71,9 +78,8 @@ def _token_command(settings: Settings, op: str, name: str | None) -> int:
             print(f"removed {name}; its token no longer works")
         else:
             for client in clients.list():
-                print(
-                    f"{client.name}\tadded {client.created_at:.0f}\tlast used {client.last_used_at}"
-                )
+                added, used = when(client.created_at), when(client.last_used_at)
+                print(f"{client.name}\tadded {added}\tlast used {used}")
     finally:
         db.conn.close()
     return 0
