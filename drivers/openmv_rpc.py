@@ -47,6 +47,9 @@ Where this host deliberately differs from upstream's master, and why:
 - An answer that comes after its wait ended (a busy computer delivers the camera's bytes late)
   is read before the next attempt, not flushed: a late acknowledgement or result header counts,
   and a late result is the result. Only a call's first attempt drops what is waiting.
+- A camera that does not acknowledge a command may be serving the result of a call its host gave
+  up on (the board script keeps a result for seconds): every few unacknowledged headers, the host
+  asks for such a result and drops it, so the camera listens again.
 - A data acknowledgement that arrives damaged or in part still says the camera has the command:
   the host goes on to poll for the result instead of sending the command again (the camera,
   serving that result, would not hear a new command until it gave the result up).
@@ -81,6 +84,7 @@ GAP_S = 0.25
 SEND_TIMEOUT_S = 2.0
 MAX_RESULT = 1 << 20
 MAX_COMMAND_DATA = 1 << 16
+DRAIN_EVERY = 4  # unacknowledged command headers before asking for a result the camera holds
 
 
 # --- the codec -----------------------------------------------------------------------------------
@@ -205,9 +209,10 @@ class RpcHost:
     """The controller side of the protocol over a ``SerialLine`` opened at 115200 with a 10 ms
     read timeout (``SerialLine(read_timeout_s=READ_TIMEOUT_S)``).
 
-    One call holds the line from the command header to the last byte of the result. Two counters
-    say how much resynchronising the link needed: ``command_retries`` (a command header or its data
-    sent again) and ``repeated_calls`` (a whole call made again after a damaged result).
+    One call holds the line from the command header to the last byte of the result. Three
+    counters say how much resynchronising the link needed: ``command_retries`` (a command header
+    or its data sent again), ``repeated_calls`` (a whole call made again after a damaged result)
+    and ``drained_results`` (a result of an abandoned call taken off the camera and dropped).
     """
 
     def __init__(
@@ -224,6 +229,7 @@ class RpcHost:
         self.gap_s = gap_s
         self.command_retries = 0
         self.repeated_calls = 0
+        self.drained_results = 0
 
     async def call(
         self,
@@ -287,6 +293,8 @@ class RpcHost:
                 await self._line.write(body)
             except (NoPrompt, PacketError) as exc:
                 why = _why(exc, "no acknowledgement of the command")
+                if self.command_retries % DRAIN_EVERY == DRAIN_EVERY - 1:
+                    await self._drain_held_result(short_ms)
             else:
                 try:
                     raw = await self._line.read_exactly(
@@ -304,6 +312,25 @@ class RpcHost:
                 raise RpcLinkError(name, f"{why} within {budget_s:g} s")
             short_ms = _grow(short_ms)
             self.command_retries += 1
+
+    async def _drain_held_result(self, short_ms: int) -> None:
+        """A camera that hears no command may still be serving the result of a call its host
+        gave up on (it keeps one for seconds): ask for that result and drop it, so that the
+        camera goes back to listening. Nothing answers when it is not serving one."""
+        try:
+            await self._line.discard_input()
+            await self._line.write(POLL_RESULT_HEADER)
+            raw = await self._line.read_exactly(8, within_s=_window_s(short_ms))
+            (length,) = struct.unpack("<I", decode_packet(raw, magic=RESULT_HEADER, size=4))
+            if length > self.max_result:
+                return
+            await self._line.write(POLL_RESULT_DATA)
+            await self._line.read_exactly(
+                length + 4, within_s=LONG_S + length / 50_000, gap_s=self.gap_s
+            )
+            self.drained_results += 1
+        except (NoPrompt, PacketError):
+            return
 
     async def _later_input(self, late_ok: bool) -> bytes:
         """Before an attempt: what arrived since the last one (a late answer), or, on a call's

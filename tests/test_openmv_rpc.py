@@ -274,6 +274,20 @@ async def test_damaged_handshakes_resynchronise_within_the_call(
     assert emulator.calls.count("status") >= 2  # more only if an ack came late
 
 
+async def test_a_result_the_host_gave_up_on_is_taken_off_the_board(
+    host: RpcHost, emulator: NiclaVisionEmulator
+) -> None:
+    """The board keeps a result for seconds (a busy host may be slow to fetch it); after a call
+    its host abandoned, the next command finds the board serving that result. The host asks for
+    it and drops it, and the board listens again (it would not for seconds otherwise)."""
+    with pytest.raises(RpcLinkError, match="no result"):
+        await host.call("video_burst", b"GRAYSCALE,QQVGA,50,6,200", timeout_s=0.2)
+    status = await host.call("status", timeout_s=2, send_timeout_s=4)
+    assert status.startswith(b"{")
+    assert host.drained_results == 1
+    assert emulator.calls[-2:] == ["video_burst", "status"]
+
+
 async def test_a_silent_board_is_a_link_error(host: RpcHost, emulator: NiclaVisionEmulator) -> None:
     emulator.go_silent()
     with pytest.raises(RpcLinkError, match=r"did not answer status: no acknowledgement .* 0\.3 s"):
