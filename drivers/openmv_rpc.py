@@ -22,8 +22,8 @@ The protocol, as the real code does it (openmv/openmv ``scripts/libraries/rpc.py
 - A name the camera has not registered is answered with an empty result: ``b""``. Upstream's
   ``call`` returns None on a link failure.
 - Delivery is at least once: when the camera's data acknowledgement is lost, the controller sends
-  the command again and the camera runs the callback a second time. Every call the hub makes is
-  safe to repeat.
+  the command again and the camera may run the callback a second time. Every call the hub makes
+  is safe to repeat.
 
 Why our own host and not upstream's ``rpc.py``: that file is a blocking, module-global script
 (``import rpc`` from a copy next to your program; it opens the port in its constructor and sleeps
@@ -44,11 +44,21 @@ Where this host deliberately differs from upstream's master, and why:
 - The growing wait is capped (``MAX_SHORT_MS``) so a long callback is noticed promptly when it ends.
 - A result packet is read with a per-byte silence limit (``gap_s``, like the VCP's per-read
   timeout) rather than upstream's 10 ms, which a loaded host misses.
+- An answer that comes after its wait ended (a busy computer delivers the camera's bytes late)
+  is read before the next attempt, not flushed: a late acknowledgement or result header counts,
+  and a late result is the result. Only a call's first attempt drops what is waiting.
+- A camera that does not acknowledge a command may be serving the result of a call its host gave
+  up on (the board script keeps a result for seconds): every few unacknowledged headers, the host
+  asks for such a result and drops it, so the camera listens again.
+- A data acknowledgement that arrives damaged or in part still says the camera has the command:
+  the host goes on to poll for the result instead of sending the command again (the camera,
+  serving that result, would not hear a new command until it gave the result up).
 """
 
 from __future__ import annotations
 
 import binascii
+import contextlib
 import struct
 import time
 
@@ -74,6 +84,7 @@ GAP_S = 0.25
 SEND_TIMEOUT_S = 2.0
 MAX_RESULT = 1 << 20
 MAX_COMMAND_DATA = 1 << 16
+DRAIN_EVERY = 4  # unacknowledged command headers before asking for a result the camera holds
 
 
 # --- the codec -----------------------------------------------------------------------------------
@@ -198,9 +209,10 @@ class RpcHost:
     """The controller side of the protocol over a ``SerialLine`` opened at 115200 with a 10 ms
     read timeout (``SerialLine(read_timeout_s=READ_TIMEOUT_S)``).
 
-    One call holds the line from the command header to the last byte of the result. Two counters
-    say how much resynchronising the link needed: ``command_retries`` (a command header or its data
-    sent again) and ``repeated_calls`` (a whole call made again after a damaged result).
+    One call holds the line from the command header to the last byte of the result. Three
+    counters say how much resynchronising the link needed: ``command_retries`` (a command header
+    or its data sent again), ``repeated_calls`` (a whole call made again after a damaged result)
+    and ``drained_results`` (a result of an abandoned call taken off the camera and dropped).
     """
 
     def __init__(
@@ -217,6 +229,7 @@ class RpcHost:
         self.gap_s = gap_s
         self.command_retries = 0
         self.repeated_calls = 0
+        self.drained_results = 0
 
     async def call(
         self,
@@ -260,45 +273,96 @@ class RpcHost:
         tries = "once" if attempts <= 1 else f"{attempts} times"
         raise RpcLinkError(name, f"its result arrived damaged {tries} ({damage})")
 
-    async def _exchange(self, packet: bytes, *, reply: int, size: int, short_ms: int) -> bytes:
-        """One attempt of a short step: flush, send, read a small answer (PacketError/NoPrompt)."""
-        await self._line.discard_input()
-        await self._line.write(packet)
-        raw = await self._line.read_exactly(size + 4, within_s=_window_s(short_ms))
-        return decode_packet(raw, magic=reply, size=size)
-
     async def _put_command(self, name: str, data: bytes, budget_s: float) -> None:
+        """Deliver the command header, then its data; an acknowledgement that came after its
+        wait ended counts (it is read before the next attempt instead of being dropped)."""
         header, body = command_header(name, data), encode_packet(COMMAND_DATA, data)
         deadline = time.monotonic() + budget_s
         short_ms = SHORT_START_MS
+        late_ok = False  # acknowledgements from before this call's first header are not its own
         while True:
             try:
-                await self._exchange(header, reply=COMMAND_HEADER, size=0, short_ms=short_ms)
+                late = await self._later_input(late_ok)
+                late_ok = True
+                if _late_packet(late, COMMAND_DATA, 0) is not None:
+                    return
+                if _late_packet(late, COMMAND_HEADER, 0) is None:
+                    await self._line.write(header)
+                    raw = await self._line.read_exactly(4, within_s=_window_s(short_ms))
+                    decode_packet(raw, magic=COMMAND_HEADER, size=0)
                 await self._line.write(body)
-                raw = await self._line.read_exactly(
-                    4, within_s=_window_s(short_ms) + len(body) / 100_000
-                )
-                decode_packet(raw, magic=COMMAND_DATA, size=0)
-                return
             except (NoPrompt, PacketError) as exc:
                 why = _why(exc, "no acknowledgement of the command")
+                if self.command_retries % DRAIN_EVERY == DRAIN_EVERY - 1:
+                    await self._drain_held_result(short_ms)
+            else:
+                try:
+                    raw = await self._line.read_exactly(
+                        4, within_s=_window_s(short_ms) + len(body) / 100_000
+                    )
+                    decode_packet(raw, magic=COMMAND_DATA, size=0)
+                    return
+                except PacketError:
+                    return  # an acknowledgement came, damaged: the camera has the command
+                except NoPrompt as exc:
+                    if exc.tail:
+                        return  # part of one came: the same
+                    why = _why(exc, "no acknowledgement of the command's data")
             if time.monotonic() >= deadline:
                 raise RpcLinkError(name, f"{why} within {budget_s:g} s")
             short_ms = _grow(short_ms)
             self.command_retries += 1
 
+    async def _drain_held_result(self, short_ms: int) -> None:
+        """A camera that hears no command may still be serving the result of a call its host
+        gave up on (it keeps one for seconds): ask for that result and drop it, so that the
+        camera goes back to listening. Nothing answers when it is not serving one."""
+        try:
+            await self._line.discard_input()
+            await self._line.write(POLL_RESULT_HEADER)
+            raw = await self._line.read_exactly(8, within_s=_window_s(short_ms))
+            (length,) = struct.unpack("<I", decode_packet(raw, magic=RESULT_HEADER, size=4))
+            if length > self.max_result:
+                return
+            await self._line.write(POLL_RESULT_DATA)
+            await self._line.read_exactly(
+                length + 4, within_s=LONG_S + length / 50_000, gap_s=self.gap_s
+            )
+            self.drained_results += 1
+        except (NoPrompt, PacketError):
+            return
+
+    async def _later_input(self, late_ok: bool) -> bytes:
+        """Before an attempt: what arrived since the last one (a late answer), or, on a call's
+        first attempt, nothing (whatever is waiting then is dropped, as upstream flushes)."""
+        if late_ok:
+            return await self._line.take_input()
+        await self._line.discard_input()
+        return b""
+
     async def _get_result(self, name: str, budget_s: float) -> bytes:
-        """Poll for the result header until the callback is done, then fetch the result."""
+        """Poll for the result header until the callback is done, then fetch the result.
+
+        An answer that comes after its wait ended is not dropped: before each new poll, what
+        arrived meanwhile is read first. A late result header is used as if it had come in
+        time, and a late result packet is the result (the camera sent it once and has moved
+        on: discarding it would lose the call)."""
         deadline = time.monotonic() + budget_s
         short_ms = SHORT_START_MS
+        length: int | None = None
+        late_ok = False  # what came before this call's first poll is not its answer
         while True:
             try:
-                header = await self._exchange(
-                    POLL_RESULT_HEADER, reply=RESULT_HEADER, size=4, short_ms=short_ms
-                )
-            except (NoPrompt, PacketError) as exc:
-                why = _why(exc, "no result")
-            else:
+                late = await self._later_input(late_ok)
+                late_ok = True
+                start = late.find(_RESULT_DATA_MAGIC) if length is not None else -1
+                if length is not None and start >= 0:
+                    return await self._rest_of_result(late[start:], length)
+                header = _late_packet(late, RESULT_HEADER, 4)
+                if header is None:
+                    await self._line.write(POLL_RESULT_HEADER)
+                    raw = await self._line.read_exactly(8, within_s=_window_s(short_ms))
+                    header = decode_packet(raw, magic=RESULT_HEADER, size=4)
                 (length,) = struct.unpack("<I", header)
                 if length > self.max_result:
                     raise RpcLinkError(
@@ -306,25 +370,44 @@ class RpcHost:
                         f"it announced a {length}-byte result (the limit is {self.max_result})",
                     )
                 await self._line.write(POLL_RESULT_DATA)
-                try:  # nothing at all: the camera missed the poll and still holds the result
+                try:  # nothing yet: the camera is slow, or missed the poll and still holds it
                     first = await self._line.read_exactly(1, within_s=_window_s(short_ms))
                 except NoPrompt:
                     why = "the result header came, the result did not"
                 else:
                     return await self._rest_of_result(first, length)
+            except (NoPrompt, PacketError) as exc:
+                why = _why(exc, "no result")
             if time.monotonic() >= deadline:
                 raise RpcLinkError(name, f"{why} within {budget_s:g} s")
             short_ms = _grow(short_ms)
 
-    async def _rest_of_result(self, first: bytes, length: int) -> bytes:
-        """The result packet after its first byte; once it has started, damage is final."""
+    async def _rest_of_result(self, start: bytes, length: int) -> bytes:
+        """The result packet from its first bytes on; once it has started, damage is final."""
+        want = length + 4
         try:
-            rest = await self._line.read_exactly(
-                length + 3, within_s=LONG_S + length / 50_000, gap_s=self.gap_s
-            )
-            return decode_packet(first + rest, magic=RESULT_DATA, size=length)
+            rest = b""
+            if len(start) < want:
+                rest = await self._line.read_exactly(
+                    want - len(start), within_s=LONG_S + length / 50_000, gap_s=self.gap_s
+                )
+            return decode_packet((start + rest)[:want], magic=RESULT_DATA, size=length)
         except (NoPrompt, PacketError) as exc:
             raise _ResultLost(_why(exc, "the result stopped short")) from None
+
+
+_RESULT_DATA_MAGIC = struct.pack("<H", RESULT_DATA)
+
+
+def _late_packet(data: bytes, magic: int, size: int) -> bytes | None:
+    """The payload of the first whole, valid ``magic`` packet in ``data``, if there is one."""
+    marker = struct.pack("<H", magic)
+    start = data.find(marker)
+    while start >= 0:
+        with contextlib.suppress(PacketError):
+            return decode_packet(data[start : start + size + 4], magic=magic, size=size)
+        start = data.find(marker, start + 1)
+    return None
 
 
 def _why(exc: Exception, silent: str) -> str:

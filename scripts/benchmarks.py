@@ -64,6 +64,7 @@ BENCHMARKS: dict[str, tuple[Callable[[int], list[Figure]], int]] = {
     "flipper_offline": (bench_flipper_offline, 5),
     "speech": (rows_of("scripts.bench_speech"), 5),
     "nicla_vision": (rows_of("scripts.bench_nicla_vision"), 20),
+    "openmv_busy": (rows_of("scripts.bench_openmv_busy"), 500),
     "nicla_voice": (rows_of("scripts.bench_nicla_voice"), 10),
     "cloud": (rows_of("scripts.bench_cloud"), 3),
     "universe": (rows_of("scripts.bench_universe"), 3),
@@ -80,7 +81,7 @@ BENCHMARKS: dict[str, tuple[Callable[[int], list[Figure]], int]] = {
     "test_suite": (rows_of("scripts.bench_test_suite"), 1),
 }
 # Minutes long, and not a figure of the hub: run only when named.
-ONLY_WHEN_NAMED = frozenset({"test_suite"})
+ONLY_WHEN_NAMED = frozenset({"test_suite", "openmv_busy"})
 
 
 def print_table(figures: list[Figure]) -> None:

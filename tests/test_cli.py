@@ -51,6 +51,13 @@ def cli_env(home: Path, closed_port: int, **extra: str) -> dict[str, str]:
     return env
 
 
+def no_local_hub(home: Path, closed_port: int) -> None:
+    """Where this data dir's hub would listen (config.toml, not a flag or the environment,
+    which would name a hub that must answer): a port nobody listens on."""
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(f"[server]\nport = {closed_port}\n", encoding="utf-8")
+
+
 def run(
     args: list[str], env: dict[str, str], timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
@@ -198,7 +205,8 @@ def test_chat_hello_streams_a_reply_from_the_running_hub(
 def test_chat_hello_without_a_running_hub_starts_one_in_process(
     home: Path, closed_port: int
 ) -> None:
-    result = run(["chat", "hello"], cli_env(home, closed_port, TINY_HUB_PORT=str(closed_port)))
+    no_local_hub(home, closed_port)
+    result = run(["chat", "hello"], cli_env(home, closed_port))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip()
     assert (home / "owner.token").exists()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_cli import SCRIPT, cli_env, run, start_serve
+from tests.test_cli import SCRIPT, cli_env, no_local_hub, run, start_serve
 
 PROMPT = b">>> "
 
@@ -77,9 +77,8 @@ class Terminal:
 def test_an_interactive_chat_streams_stops_on_ctrl_c_and_ends_on_bye(
     home: Path, closed_port: int
 ) -> None:
-    env = cli_env(
-        home, closed_port, TINY_HUB_PORT=str(closed_port), TINY_HUB_MODEL_MAX_TOKENS="300"
-    )
+    env = cli_env(home, closed_port, TINY_HUB_MODEL_MAX_TOKENS="300")
+    no_local_hub(home, closed_port)
     terminal = Terminal(["chat"], env)
     try:
         terminal.read_until(PROMPT)
@@ -101,7 +100,8 @@ def test_an_interactive_chat_streams_stops_on_ctrl_c_and_ends_on_bye(
 
 @pytest.mark.slow
 def test_chat_dash_reads_the_message_from_standard_input(home: Path, closed_port: int) -> None:
-    env = cli_env(home, closed_port, TINY_HUB_PORT=str(closed_port))
+    env = cli_env(home, closed_port)
+    no_local_hub(home, closed_port)
     result = subprocess.run(
         [str(SCRIPT), "chat", "-"],
         input="hello\n",
@@ -131,8 +131,24 @@ def test_a_hub_that_never_answered_could_not_be_reached(home: Path, closed_port:
     url = f"http://127.0.0.1:{closed_port}"
     result = run(["chat", "hello", "--url", url], cli_env(home, closed_port))
     assert result.returncode == 2
-    assert f"could not reach the hub at {url}" in result.stderr
+    assert f"could not reach the hub at {url}: " in result.stderr
+    assert result.stderr.count("reach the hub") == 1, "said once, not twice"
     assert "lost" not in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("named_by", ["flag", "environment"])
+def test_a_hub_named_by_its_port_must_answer(home: Path, closed_port: int, named_by: str) -> None:
+    """A port given on the command line or in TINY_HUB_PORT means a hub that is running there:
+    none answering is an error, not a hub started in this process."""
+    url = f"http://127.0.0.1:{closed_port}"
+    if named_by == "flag":
+        result = run(["chat", "--port", str(closed_port), "hello"], cli_env(home, closed_port))
+    else:
+        result = run(["chat", "hello"], cli_env(home, closed_port, TINY_HUB_PORT=str(closed_port)))
+    assert result.returncode == 2, result.stdout
+    assert f"could not reach the hub at {url}: " in result.stderr
+    assert result.stderr.count("reach the hub") == 1
+    assert not (home / "owner.token").exists(), "no hub was started in this process"
 
 
 def test_serve_prints_urls_a_person_can_paste(home: Path, closed_port: int) -> None:

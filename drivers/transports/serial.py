@@ -282,6 +282,14 @@ class SerialLine:
         async with self.transaction():
             await self._discard_input()
 
+    async def take_input(self) -> bytes:
+        """Every byte received and not yet read, without waiting for more: what
+        ``discard_input`` would drop, for a protocol that looks at a late answer first."""
+        async with self.transaction():
+            buf = self._take_pending()
+            buf += await self._call("read", _read_waiting)
+            return bytes(buf)
+
     async def command(
         self,
         line: str,
@@ -402,6 +410,12 @@ class SerialLine:
             self._gone = f"{what} failed: {exc}"
             _close_quietly(ser)
             raise PortGone(self._path, self._gone) from exc
+
+
+def _read_waiting(ser: Any) -> bytes:
+    """What has arrived, at once (no wait for a first byte)."""
+    waiting: int = ser.in_waiting
+    return bytes(ser.read(waiting)) if waiting else b""
 
 
 def _read_available(ser: Any) -> bytes:

@@ -45,29 +45,10 @@ line editor, dispatch and core commands), ``flipper_storage`` (``storage``), ``f
 ``flipper_radio_text`` (Sub-GHz, IR, NFC). The wire constants are the emulator's own copies, never
 the drivers': a wrong constant in a driver cannot pass its own test.
 
-Not emulated (yet)
-------------------
-* Most of the protobuf RPC: ``start_rpc_session`` switches the session to varint-framed PB.Main
-  and answers the read-only requests (``rpc_system.c``: ping, device info,
-  power info, protobuf version, get datetime, the audiovisual alert; ``rpc_storage.c``: list,
-  read, stat, info, md5sum, timestamp) and stop_session; every other request that decodes gets
-  ``ERROR_NOT_IMPLEMENTED`` (writes, reboot, apps, GUI, GPIO...). A request that does not decode
-  closes the session as the firmware does (``rpc.c``, see ``RpcPort._rpc_request``). The wire code
-  is the emulator's own (``flipper_pb``, not ``drivers.flipper_rpc``); the tests check both
-  against the official generated messages. Over BLE the firmware also drops the link after a
-  decode error; ``rpc_responder`` only answers and keeps the link.
-* NFC comes in three styles (``FlipperState.nfc_style``): the dev firmware's ``nfc detect``,
-  Momentum's one-shot ``nfc scanner``, and the newest official firmware's sub-shell
-  (``shell``: ``nfc`` ignores its arguments and opens a shell with the prompt ``[nfc]>: ``,
-  ``scanner``, ``help`` and ``exit``; its ``dump``, ``raw``, ``apdu``, ``mfu``, ``field`` and
-  ``emulate`` are not emulated and answer as unknown commands, and ``scanner`` ignores keys).
-* History (arrow keys), tab completion, Ctrl-W, and commands outside the list in
-  ``FlipperEmulator.COMMANDS`` (gpio, i2c, top, ps, bt, rfid, ikey...) which answer as unknown;
-  ``ir decode|universal`` and ``subghz chat|decode_raw|tx_from_file`` print their usage.
-* Approximations, not read from a source: the ``nfc emulate`` text (the dev firmware's), the
-  loader's ``open`` error texts, ``info power_debug`` values, an NFC sub-command usage of the
-  dev firmware without ``nfc_cli_protocol_support_print_usage``'s lines, and the help listing's
-  command order (sorted).
+Not emulated
+------------
+What the emulator still does not do is listed once, in ``docs/hardware.md`` ("What the Flipper
+emulator does not do"); keep that list and this module in step.
 
 What a pyserial client sees when the device vanishes (``unplug()``; checked on Linux):
 ``read()`` raises ``serial.SerialException("device reports readiness to read but returned no
@@ -134,6 +115,7 @@ class FlipperEmulator(PtyDevice[_Port]):
     COMMANDS: ClassVar[dict[str, tuple[Handler, bool]]] = {
         "!": (_Port.cmd_device_info, True),
         "?": (_Port.cmd_help, True),
+        "bt": (_Port.cmd_bt, False),
         "date": (_Port.cmd_date, True),
         "device_info": (_Port.cmd_device_info, True),
         "echo": (_Port.cmd_echo, True),
@@ -300,8 +282,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--nfc-style",
         choices=("detect", "scanner", "shell"),
-        default="scanner",
-        help="which NFC command set the firmware has",
+        help="which NFC command set the firmware has (default: the official firmware's)",
     )
     options = parser.parse_args(argv)
     state = FlipperState(name=options.name, nfc_style=options.nfc_style)

@@ -38,8 +38,9 @@ CONTENT_NUMBERS = frozenset(range(4, 71))
 
 VARINT, I64, LEN, I32 = 0, 1, 2, 5
 
-# Sub-messages whose string field 1 (a path) the emulator reads: a varint there fails nanopb.
-_PATH_REQUESTS = frozenset({7, 9, 14, 24, 28, 59})
+# Sub-messages whose string field 1 (a path, a property key) the emulator reads: a varint
+# there fails nanopb.
+_PATH_REQUESTS = frozenset({7, 9, 14, 24, 28, 59, 61})
 _BYTES_REQUESTS = frozenset({5})
 
 
@@ -87,14 +88,23 @@ def pb_str(number: int, text: str) -> bytes:
     return pb_bytes(number, text.encode()) if text else b""
 
 
-def pb_file(is_dir: bool, name: str = "", size: int = 0, data: bytes = b"") -> bytes:
-    """PB_Storage.File: type 1 (FILE 0, DIR 1), name 2, size 3, data 4 (empty fields left out,
-    as nanopb leaves out proto3 defaults)."""
+def pb_file(
+    is_dir: bool,
+    name: str = "",
+    size: int = 0,
+    data: bytes | None = None,
+    md5sum: str = "",
+) -> bytes:
+    """PB_Storage.File: type 1 (FILE 0, DIR 1), name 2, size 3, data 4, md5sum 5 (protobuf
+    0.19 on). nanopb leaves out the proto3 defaults except ``data``, a pointer field: it is
+    written whenever the firmware set one, empty included (``data=b""``), and left out only
+    when it is None."""
     return (
         pb_uint(1, int(is_dir))
         + pb_str(2, name)
         + pb_uint(3, size)
-        + (pb_bytes(4, data) if data else b"")
+        + (pb_bytes(4, data) if data is not None else b"")
+        + pb_str(5, md5sum)
     )
 
 

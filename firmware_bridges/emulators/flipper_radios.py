@@ -21,13 +21,13 @@ from firmware_bridges.emulators.flipper_shell import (
     ANSI_FG_YELLOW,
     ANSI_RESET,
     NFC_SHELL_PROMPT,
-    ShellPort,
     read_word,
     scan,
     scan_uints,
     usage_text,
 )
 from firmware_bridges.emulators.flipper_state import pop_next
+from firmware_bridges.emulators.flipper_storage import FsError, StoragePort
 
 _NFC_LOGO = (
     "                                     0000      \r\n"
@@ -63,8 +63,42 @@ NFC_SHELL_MOTD = (
 """What the NFC sub-shell prints when it starts (``nfc_cli_shell_motd``), before its prompt."""
 
 
-class RadioPort(ShellPort):
-    """The shell with ``subghz``, ``ir`` and ``nfc``."""
+SUBGHZ_RAW_FILE_TYPE = "Flipper SubGhz RAW File"
+_RED, _GREEN, _YELLOW, _OFF = "\033[0;31m", "\033[0;32m", "\033[0;33m", "\033[0m"
+
+
+def _whole(args: str, count: int, *, first_base: int = 10) -> bool:
+    """``strint_to_uint32`` over ``count`` numbers: each must be there, and be a number up to
+    the next space (a trailing word after them is not looked at)."""
+    words = args.split()
+    if len(words) < count:
+        return False
+    bases = [first_base] + [10] * (count - 1)
+    return all(
+        len(scan_uints(word, 1, base=base)) == 1 and _digits(word, base)
+        for word, base in zip(words, bases, strict=False)
+    )
+
+
+def _digits(word: str, base: int) -> bool:
+    text = word[2:] if base == 16 and word[:2].lower() == "0x" else word
+    allowed = "0123456789abcdefABCDEF" if base == 16 else "0123456789"
+    return bool(text) and all(ch in allowed for ch in text)
+
+
+def _flipper_format_header(data: bytes) -> tuple[str, int] | None:
+    """``flipper_format_read_header``: the ``Filetype`` and ``Version`` a file starts with."""
+    lines = data.decode("utf-8", "replace").splitlines()
+    fields = dict(line.split(": ", 1) for line in lines[:2] if ": " in line)
+    filetype, version = fields.get("Filetype"), fields.get("Version", "")
+    if filetype is None or not version.isdigit():
+        return None
+    return filetype, int(version)
+
+
+class RadioPort(StoragePort):
+    """The shell with ``subghz``, ``ir`` and ``nfc`` (and storage: ``decode_raw`` reads a
+    file)."""
 
     # --- Sub-GHz (subghz_cli.c) ---
 
@@ -76,6 +110,8 @@ class RadioPort(ShellPort):
             self._subghz_tx(args, rest)
         elif sub == "rx_raw":
             self._subghz_rx_raw(rest)
+        elif sub == "decode_raw":
+            self._subghz_decode_raw(rest)
         else:
             self._subghz_usage()
 
@@ -90,13 +126,17 @@ class RadioPort(ShellPort):
             "\trx_raw <frequency:in Hz>\t - Receive RAW\r\n"
             "\tdecode_raw <file_name: path_RAW_file>\t - Testing\r\n"
             "\ttx_from_file <file_name: path_file> <repeat: count> "
-            "<device: 0 - CC1101_INT, 1 - CC1101_EXT>\t - Transfer from file\r\n"
+            "<device: 0 - CC1101_INT, 1 - CC1101_EXT>\t - Transmitting from file\r\n"
         )
         if self.state.debug:
             text += (
                 "\r\n  debug cmd:\r\n"
-                "\ttx_carrier <frequency:in Hz>\t - Transmit carrier\r\n"
+                "\ttx_carrier <frequency:in Hz>\t - Transmitting carrier\r\n"
                 "\trx_carrier <frequency:in Hz>\t - Receive carrier\r\n"
+                "\tencrypt_keeloq <path_decrypted_file> <path_encrypted_file> "
+                "<IV:16 bytes in hex>\t - Encrypt keeloq manufacture keys\r\n"
+                "\tencrypt_raw <path_decrypted_file> <path_encrypted_file> "
+                "<IV:16 bytes in hex>\t - Encrypt RAW data\r\n"
             )
         self.out(text)
 
@@ -109,10 +149,7 @@ class RadioPort(ShellPort):
             values = scan_uints(args, 2)
             frequency = values[0] if values else frequency
             device = values[1] if len(values) > 1 else device
-            if len(values) != 2:
-                self.out(
-                    f"sscanf returned {len(values)}, frequency: {frequency} device: {device}\r\n"
-                )
+            if not _whole(args, 2):
                 self.out(usage_text("subghz rx", SUBGHZ_RX_USAGE, args))
                 return
         device = self._device(device)
@@ -141,8 +178,7 @@ class RadioPort(ShellPort):
         frequency = 433920000
         if args:
             values = scan_uints(args, 1)
-            if not values:
-                self.out(f"sscanf returned 0, frequency: {frequency}\r\n")
+            if not _whole(args, 1):
                 self.out(usage_text("subghz rx", "<Frequency: in Hz>", args))
                 return
             frequency = values[0]
@@ -159,11 +195,7 @@ class RadioPort(ShellPort):
             parsed = [key, frequency, te, repeat, device]
             parsed[: len(values)] = values
             key, frequency, te, repeat, device = parsed
-            if len(values) != 5:
-                self.out(
-                    f"sscanf returned {len(values)}, key: {key:x}, frequency: {frequency}, "
-                    f"te: {te}, repeat: {repeat}, device: {device}\r\n "
-                )
+            if not _whole(args, 5, first_base=16):
                 self.out(usage_text("subghz tx", SUBGHZ_TX_USAGE, args))
                 return
         device = self._device(device)
@@ -181,6 +213,30 @@ class RadioPort(ShellPort):
             remaining = deadline - time.monotonic()
             if remaining <= 0 or self.wait_etx(min(0.333, remaining)):
                 break
+
+    def _subghz_decode_raw(self, args: str) -> None:
+        """``subghz_cli_command_decode_raw``: the file (``/ext/subghz/test.sub`` by default)
+        must be a RAW capture (``Filetype: Flipper SubGhz RAW File``, ``Version: 1``). A RAW
+        file is replayed through no decoder here: the emulator has none, so it finds nothing."""
+        name = read_word(args)[0] if args else "/ext/subghz/test.sub"
+        try:
+            _, data = self._file(name)
+        except FsError:
+            self.out(f"subghz decode_raw {_RED}Error open file{_OFF} {name}\r\n")
+            return
+        header = _flipper_format_header(data)
+        if header is None:
+            self.out(f"subghz decode_raw {_RED}Missing or incorrect header{_OFF}\r\n")
+            return
+        if header != (SUBGHZ_RAW_FILE_TYPE, 1):
+            self.out(f"subghz decode_raw {_RED}Type or version mismatch{_OFF}\r\n")
+            return
+        self.out(
+            f"Load_keystore keeloq_mfcodes {_GREEN}OK{_OFF}\r\n"
+            f"Load_keystore keeloq_mfcodes_user {_YELLOW}Absent{_OFF}\r\n"
+            f"Listening at {_YELLOW}{name}{_OFF}.\r\n\r\nPress CTRL+C to stop\r\n\r\n"
+            f"\r\nPackets received {_GREEN}0{_OFF}\r\n"
+        )
 
     # --- Infrared (infrared_cli.c) ---
 
@@ -229,7 +285,7 @@ class RadioPort(ShellPort):
     # --- NFC ---
 
     def cmd_nfc(self, args: str) -> None:
-        style = self.state.nfc_style
+        style = self.state.nfc_command_set()
         if style == "shell":
             self._nfc_shell()
             return

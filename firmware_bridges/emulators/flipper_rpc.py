@@ -67,6 +67,9 @@ _PB_ALERT_REQ = 38
 _PB_VERSION_REQ, _PB_VERSION_RESP = 39, 40
 _PB_POWER_REQ, _PB_POWER_RESP = 44, 45
 _PB_TIMESTAMP_REQ, _PB_TIMESTAMP_RESP = 59, 60
+_PB_PROPERTY_REQ, _PB_PROPERTY_RESP = 61, 62
+# PB_Storage.ListRequest: path 1, include_md5 2, filter_max_size 3 (protobuf 0.19 on)
+_LIST_INCLUDE_MD5, _LIST_FILTER_MAX_SIZE = 2, 3
 
 
 class RpcPort(StoragePort):
@@ -146,8 +149,16 @@ class RpcPort(StoragePort):
         system = self._rpc_system_answer(request)
         if system is not None:
             return system
+        if kind == _PB_PROPERTY_REQ:
+            self.emu._record_rpc(f"property_get {request.text(1)}")
+            return self._rpc_property_get(command_id, request.text(1))
+        if kind == _PB_LIST_REQ:
+            self.emu._record_rpc(f"storage_list {request.text(1)}")
+            try:
+                return self._rpc_storage_list(request)
+            except FsError as exc:
+                return [pb_main(command_id, _PB_EMPTY, b"", status=_rpc_fs_status(exc))]
         storage: dict[int, tuple[str, Callable[[int, str], list[bytes]]]] = {
-            _PB_LIST_REQ: ("list", self._rpc_storage_list),
             _PB_READ_REQ: ("read", self._rpc_storage_read),
             _PB_STAT_REQ: ("stat", self._rpc_storage_stat),
             _PB_FS_INFO_REQ: ("info", self._rpc_storage_info),
@@ -161,8 +172,7 @@ class RpcPort(StoragePort):
             try:
                 return answer(command_id, path)
             except FsError as exc:
-                status = _RPC_FS_STATUS.get(exc.desc, 1)
-                return [pb_main(command_id, _PB_EMPTY, b"", status=status)]
+                return [pb_main(command_id, _PB_EMPTY, b"", status=_rpc_fs_status(exc))]
         # decoded, but no handler here (rpc.c: "decoded, but not implemented")
         self.emu._record_rpc(f"unknown {kind}")
         return [pb_main(command_id, _PB_EMPTY, b"", status=RPC_ERROR_NOT_IMPLEMENTED)]
@@ -200,7 +210,14 @@ class RpcPort(StoragePort):
             return [pb_main(command_id, _PB_DATETIME_RESP, pb_bytes(1, fields))]
         return None
 
-    def _rpc_storage_list(self, command_id: int, path: str) -> list[bytes]:
+    def _rpc_storage_list(self, request: Request) -> list[bytes]:
+        """``rpc_system_storage_list_process``: names that are not ASCII are skipped, and so
+        are files over ``filter_max_size`` when it is set; ``include_md5`` adds each file's MD5
+        (not a directory's)."""
+        command_id, path = request.command_id, request.text(1)
+        include_md5 = bool(request.fields.get(_LIST_INCLUDE_MD5))
+        max_size = request.fields.get(_LIST_FILTER_MAX_SIZE)
+        max_size = max_size if isinstance(max_size, int) else 0
         if path == "/":  # rpc_system_storage_list_root: "any", "int", "ext", in that order
             files = [pb_file(True, root) for root in ("any", "int", "ext")]
         else:
@@ -211,8 +228,11 @@ class RpcPort(StoragePort):
             for child in self.state.children(directory):
                 data = self.state.files[child]
                 name = child.rsplit("/", 1)[1]
-                if name.isascii():  # the firmware skips names that are not ASCII
-                    files.append(pb_file(data is None, name, len(data or b"")))
+                size = len(data or b"")
+                if not name.isascii() or (max_size and size > max_size):
+                    continue
+                md5 = hashlib.md5(data).hexdigest() if include_md5 and data is not None else ""
+                files.append(pb_file(data is None, name, size, md5sum=md5))
         bodies = [
             b"".join(pb_bytes(1, f) for f in files[start : start + RPC_LIST_CHUNK])
             for start in range(0, len(files), RPC_LIST_CHUNK)
@@ -220,21 +240,21 @@ class RpcPort(StoragePort):
         return self._rpc_parts(command_id, _PB_LIST_RESP, bodies)
 
     def _rpc_storage_read(self, command_id: int, path: str) -> list[bytes]:
-        """rpc_system_storage_read_process sets only ``file.data`` (no size) in each part."""
+        """rpc_system_storage_read_process sets only ``file.data`` (no size) in each part; an
+        empty file is one part whose ``data`` is set and empty (nanopb writes it: ``22 00``)."""
         _, data = self._file(path)
         chunks = [data[i : i + RPC_READ_CHUNK] for i in range(0, len(data), RPC_READ_CHUNK)]
         bodies = [pb_bytes(1, pb_file(False, data=c)) for c in chunks or [b""]]
         return self._rpc_parts(command_id, _PB_READ_RESP, bodies)
 
     def _rpc_storage_stat(self, command_id: int, path: str) -> list[bytes]:
-        if path == "/":
-            file = pb_file(True)
-        else:
-            resolved = self._resolve(path)
-            if resolved not in self.state.files:
-                raise FsError(FSE_NOT_EXIST)
-            data = self.state.files[resolved]
-            file = pb_file(data is None, size=len(data or b""))
+        """``storage_common_stat``: ``/`` is no storage's path, so an invalid name (the CLI's
+        ``storage stat /`` prints "Storage" on its own, the RPC has no such case)."""
+        resolved = self._resolve(path)
+        if resolved not in self.state.files:
+            raise FsError(FSE_NOT_EXIST)
+        data = self.state.files[resolved]
+        file = pb_file(data is None, size=len(data or b""))
         return [pb_main(command_id, _PB_STAT_RESP, pb_bytes(1, file))]
 
     def _rpc_storage_info(self, command_id: int, path: str) -> list[bytes]:
@@ -252,12 +272,34 @@ class RpcPort(StoragePort):
         return [pb_main(command_id, _PB_MD5_RESP, pb_str(1, digest))]
 
     def _rpc_storage_timestamp(self, command_id: int, path: str) -> list[bytes]:
-        """The same time as the CLI's ``storage timestamp``."""
-        resolved = self._resolve(path)
-        if resolved not in self.state.files:
-            raise FsError(FSE_NOT_EXIST)
-        timestamp = int(self.emu.boot_epoch)
+        """The CLI's ``storage timestamp``: the storage's, for any path under a valid prefix."""
+        timestamp = self.state.stamp(self._storage_of(path))
         return [pb_main(command_id, _PB_TIMESTAMP_RESP, pb_uint(1, timestamp))]
+
+    def _rpc_property_get(self, command_id: int, key: str) -> list[bytes]:
+        """``rpc_system_property_get_process``: ``devinfo``, ``pwrinfo`` or ``pwrdebug``, then
+        optionally ``.`` and a prefix of the keys wanted. Each matching key/value is one part
+        (``has_next``), and an ``Empty`` with OK ends the answer; any other category is an
+        ``Empty`` with ERROR_INVALID_PARAMETERS."""
+        category, _, prefix = key.partition(".")
+        tables = {
+            "devinfo": lambda: self.state.device_info("."),
+            "pwrinfo": lambda: self.state.power_info("."),
+            "pwrdebug": self.state.power_debug,
+        }
+        table = tables.get(category)
+        if table is None:
+            return [pb_main(command_id, _PB_EMPTY, b"", status=RPC_ERROR_INVALID_PARAMETERS)]
+        parts = [
+            pb_main(command_id, _PB_PROPERTY_RESP, pb_str(1, k) + pb_str(2, v), has_next=True)
+            for k, v in table()
+            if k.startswith(prefix)
+        ]
+        return [*parts, pb_main(command_id, _PB_EMPTY, b"")]
+
+
+def _rpc_fs_status(exc: FsError) -> int:
+    return _RPC_FS_STATUS.get(exc.desc, 1)
 
 
 class RpcOverBle(RpcPort):

@@ -263,26 +263,7 @@ class ShellPort(PtyPort):
         elif args == "power":
             self._table(self.state.power_info("."))
         elif args == "power_debug":
-            voltage, current = self.state.battery_voltage, self.state.battery_current
-            rows = [
-                ("format.major", "1"),
-                ("format.minor", "0"),
-                ("charger.vbus", "0"),
-                ("charger.vsys", str(voltage + 40)),
-                ("charger.vbat", str(voltage)),
-                ("charger.vreg", "4208"),
-                ("charger.current", "0"),
-                ("charger.ntc", "53400"),
-                ("gauge.capacity.full", str(self.state.capacity_full)),
-                ("gauge.capacity.design", str(self.state.capacity_design)),
-                ("gauge.capacity.remain", str(self.state.capacity_remain)),
-                ("gauge.state.charge", str(self.state.charge_level)),
-                ("gauge.state.health", str(self.state.battery_health)),
-                ("gauge.voltage", str(voltage)),
-                ("gauge.current", str(current)),
-                ("gauge.temperature", str(self.state.battery_temp)),
-            ]
-            self._table(rows)
+            self._table(self.state.power_debug())
         else:
             self.out(usage_text("info", "<device|power|power_debug>", args))
 
@@ -417,6 +398,17 @@ class ShellPort(PtyPort):
         if self.state.debug:
             text += "\t3v3 <0 or 1>\t - enable or disable 3v3 ext\r\n"
         self.out(text)
+
+    # --- bt (bt_cli.c) ---
+
+    def cmd_bt(self, args: str) -> None:
+        """``bt hci_info``; the radio tests (``tx_carrier``...) exist only in debug mode on a
+        radio stack that supports them, and are not emulated: usage, as without them."""
+        sub, _ = read_word(args)
+        if sub == "hci_info":
+            self.out(self.state.hci_info())
+            return
+        self.out("Usage:\r\nbt <cmd> <args>\r\nCmd list:\r\n\thci_info\t - HCI info\r\n")
 
     # --- loader (loader_cli.c) ---
 

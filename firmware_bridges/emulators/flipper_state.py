@@ -4,6 +4,7 @@ record of what its "hardware" did. Tests read and edit a ``FlipperState`` direct
 from __future__ import annotations
 
 import math
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -187,10 +188,17 @@ class FlipperState:
     """An open application blocks Sub-GHz/IR/NFC/vibro/led like the real loader lock does."""
     # radios
     external_cc1101: bool = False
-    nfc_style: Literal["detect", "scanner", "shell"] = "scanner"
+    nfc_style: Literal["detect", "scanner", "shell"] | None = None
     """``detect``: dev firmware (``nfc detect``); ``scanner``: firmware with a one-shot
-    ``nfc scanner`` (Momentum); ``shell``: the newest official firmware, where ``nfc`` opens an
-    NFC sub-shell (prompt ``[nfc]>: ``) that has ``scanner`` and ``exit``."""
+    ``nfc scanner`` (Momentum); ``shell``: the official firmware the identity names (1.4.x),
+    where ``nfc`` opens an NFC sub-shell (prompt ``[nfc]>: ``) that has ``scanner`` and
+    ``exit``. None: the set of the firmware this state claims (``nfc_command_set``)."""
+    hci_version: tuple[int, int, int, int, int] = (11, 8485, 11, 48, 8485)
+    """``bt hci_info`` (``furi_hal_bt_dump_state``): HCI version, HCI revision, LMP/PAL version,
+    manufacturer (48 = STMicroelectronics), LMP/PAL subversion of the radio stack."""
+    storage_stamps: dict[str, int] = field(default_factory=dict)
+    """When each storage (``/int``, ``/ext``) last changed (``storage_data_timestamp``): set
+    at boot and on every write, mkdir, remove, rename, copy and format on it."""
     subghz_packets: deque[str] = field(
         default_factory=lambda: deque([princeton_packet(0x35F0C8), princeton_packet(0x35F0C8)])
     )
@@ -308,6 +316,18 @@ class FlipperState:
         add(self.protobuf_version[1], "protobuf", "version", "minor")
         return [(sep.join(parts), str(value)) for parts, value in rows]
 
+    def __post_init__(self) -> None:
+        for storage in ("/int", "/ext"):
+            self.storage_stamps.setdefault(storage, self.rtc())
+
+    def hci_info(self) -> str:
+        """What ``bt hci_info`` prints (no line end: the shell adds its prompt)."""
+        hci, revision, lmp, maker, subversion = self.hci_version
+        return (
+            f"Ret: 0, HCI_Version: {hci}, HCI_Revision: {revision}, LMP_PAL_Version: {lmp}, "
+            f"Manufacturer_Name: {maker}, LMP_PAL_Subversion: {subversion}"
+        )
+
     def power_info(self, sep: str = ".") -> list[tuple[str, str]]:
         """``furi_hal_power_info_get``: what ``info power`` prints (with ``.`` keys)."""
         head = ("format",) if sep == "." else ("power", "info")
@@ -327,15 +347,62 @@ class FlipperState:
         ]
         return [(sep.join(parts), str(value)) for parts, value in rows]
 
+    def power_debug(self) -> list[tuple[str, str]]:
+        """``furi_hal_power_debug_get``: the charger's and fuel gauge's registers (``info
+        power_debug``, RPC property ``pwrdebug``). The values are plausible, not read from a
+        unit."""
+        voltage, current = self.battery_voltage, self.battery_current
+        return [
+            ("format.major", "1"),
+            ("format.minor", "0"),
+            ("charger.vbus", "0"),
+            ("charger.vsys", str(voltage + 40)),
+            ("charger.vbat", str(voltage)),
+            ("charger.vreg", "4208"),
+            ("charger.current", "0"),
+            ("charger.ntc", "53400"),
+            ("gauge.capacity.full", str(self.capacity_full)),
+            ("gauge.capacity.design", str(self.capacity_design)),
+            ("gauge.capacity.remain", str(self.capacity_remain)),
+            ("gauge.state.charge", str(self.charge_level)),
+            ("gauge.state.health", str(self.battery_health)),
+            ("gauge.voltage", str(voltage)),
+            ("gauge.current", str(current)),
+            ("gauge.temperature", str(self.battery_temp)),
+        ]
+
+    def nfc_command_set(self) -> Literal["detect", "scanner", "shell"]:
+        """The NFC commands of the firmware this state claims, unless ``nfc_style`` says: the
+        official firmware (1.4.x) has the sub-shell, a fork (Momentum) the one-shot scanner."""
+        if self.nfc_style is not None:
+            return self.nfc_style
+        return "shell" if self.firmware_origin_fork == "Official" else "scanner"
+
     # --- filesystem ---
 
     def put_file(self, path: str, data: bytes) -> None:
-        """Create or replace a file, creating missing parent directories."""
+        """Create or replace a file, creating missing parent directories (a write: the
+        storage's timestamp moves)."""
         parts = path.strip("/").split("/")
         for depth in range(1, len(parts)):
             directory = "/" + "/".join(parts[:depth])
             self.files.setdefault(directory, None)
         self.files[path] = bytes(data)
+        self.touch(path)
+
+    def rtc(self) -> int:
+        """The device clock as a Unix timestamp (``furi_hal_rtc_get_timestamp``)."""
+        return int(time.time() + self.clock_offset.total_seconds())
+
+    def stamp(self, storage: str) -> int:
+        """``storage_data_get_timestamp`` of ``/int`` or ``/ext``: boot time until it changes."""
+        return self.storage_stamps[storage]
+
+    def touch(self, path: str) -> None:
+        """A change on the storage holding ``path`` (an absolute ``/int`` or ``/ext`` path)."""
+        storage = path[:4]
+        if storage in ("/int", "/ext"):
+            self.storage_stamps[storage] = self.rtc()
 
     def children(self, directory: str) -> list[str]:
         """Direct children of a directory, in listing order."""

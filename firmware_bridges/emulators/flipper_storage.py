@@ -15,6 +15,9 @@ from firmware_bridges.emulators.flipper_shell import (
 )
 from firmware_bridges.emulators.flipper_state import parent_of
 
+WRITE_BLOCK = 512
+"""``storage write`` buffers typed text in blocks of this size (``storage_cli_write``)."""
+
 # Storage error texts (storage_error_get_desc -> filesystem_api_error_get_desc).
 FSE_NOT_READY = "filesystem not ready"
 FSE_EXIST = "file/dir already exist"
@@ -62,14 +65,10 @@ class StoragePort(ShellPort):
         """Storage path check: /int, /ext or /any (-> /ext with an SD card), no trailing slash."""
         if len(path) > 1:
             path = path.rstrip("/")
-        root = path[:4]
-        if root not in ("/int", "/ext", "/any") or (len(path) > 4 and path[4] != "/"):
-            raise FsError(FSE_INVALID_NAME)
-        if root == "/any":
-            path = ("/ext" if self.state.sd_card else "/int") + path[4:]
-        if path.startswith("/ext") and not self.state.sd_card:
+        storage = self._storage_of(path)
+        if storage == "/ext" and not self.state.sd_card:
             raise FsError(FSE_NOT_READY)
-        return path
+        return storage + path[4:]
 
     def _file(self, path: str) -> tuple[str, bytes]:
         resolved = self._resolve(path)
@@ -149,6 +148,7 @@ class StoragePort(ShellPort):
             self.out("Formatting, please wait...\r\n")
             for key in [p for p in self.state.files if p.startswith("/ext/")]:
                 del self.state.files[key]
+            self.state.touch("/ext")
             self.out("SD card was successfully formatted.\r\n")
         else:
             self.out("Cancelled.\r\n")
@@ -226,16 +226,23 @@ class StoragePort(ShellPort):
         return resolved
 
     def _storage_write(self, path: str, rest: str) -> None:
+        """``storage_cli_write``: text appended until Ctrl+C. The firmware writes each full
+        512-byte block as it fills and looks at Ctrl+C only with a partly filled block: a Ctrl+C
+        that comes first, or right after a full block, is taken as text and echoed."""
         resolved = self._writable(path)
+        self.state.touch(resolved)  # opened for writing: the storage's timestamp moves
         self.out("Just write your text data. New line by Ctrl+Enter, exit by Ctrl+C.\r\n")
         typed = bytearray()
         while True:
             byte = self.getc(None)
-            if byte is None or byte == ETX:
+            if byte is None:  # pragma: no cover - getc(None) always returns a byte
+                continue
+            if byte == ETX and len(typed) % WRITE_BLOCK:
                 break
             typed.append(byte)
             self.out(bytes([byte]))
         self.state.files[resolved] = (self.state.files.get(resolved) or b"") + bytes(typed)
+        self.state.touch(resolved)
         self.out("\r\n")
 
     def _storage_write_chunk(self, path: str, rest: str) -> None:
@@ -244,6 +251,7 @@ class StoragePort(ShellPort):
             self._storage_usage()
             return
         resolved = self._writable(path)
+        self.state.touch(resolved)
         self.out("Ready\r\n")
         received = bytearray()
         while len(received) < sizes[0]:
@@ -251,6 +259,7 @@ class StoragePort(ShellPort):
             if byte is not None:
                 received.append(byte)
         self.state.files[resolved] = (self.state.files.get(resolved) or b"") + bytes(received)
+        self.state.touch(resolved)
 
     def _storage_copy(self, path: str, rest: str) -> None:
         target, _ = read_quoted(rest)
@@ -262,6 +271,7 @@ class StoragePort(ShellPort):
         if destination in self.state.files:
             raise FsError(FSE_EXIST)
         self.state.files[destination] = data
+        self.state.touch(destination)
 
     def _storage_rename(self, path: str, rest: str) -> None:
         target, _ = read_quoted(rest)
@@ -280,6 +290,8 @@ class StoragePort(ShellPort):
         for old, data in moved.items():
             del self.state.files[old]
             self.state.files[destination + old[len(source) :]] = data
+        self.state.touch(source)
+        self.state.touch(destination)
 
     def _storage_remove(self, path: str, rest: str) -> None:
         resolved = self._resolve(path)
@@ -290,6 +302,7 @@ class StoragePort(ShellPort):
         if self.state.files[resolved] is None and self.state.children(resolved):
             raise FsError(FSE_DENIED)
         del self.state.files[resolved]
+        self.state.touch(resolved)
 
     def _storage_mkdir(self, path: str, rest: str) -> None:
         resolved = self._resolve(path)
@@ -298,6 +311,7 @@ class StoragePort(ShellPort):
         if self.state.files.get(parent_of(resolved), b"") is not None:
             raise FsError(FSE_NOT_EXIST)
         self.state.files[resolved] = None
+        self.state.touch(resolved)
 
     def _storage_md5(self, path: str, rest: str) -> None:
         _, data = self._file(path)
@@ -322,11 +336,22 @@ class StoragePort(ShellPort):
             self.out(f"File, size: {len(data)}b\r\n")
 
     def _storage_timestamp(self, path: str, rest: str) -> None:
+        """``storage_common_timestamp``: the timestamp of the storage the path is on, for any
+        path under a valid prefix (the file need not exist)."""
         try:
-            resolved = self._resolve(path)
+            storage = self._storage_of(path)
         except FsError:
-            resolved = ""
-        if resolved not in self.state.files:
             self.out("Invalid arguments\r\n")
             return
-        self.out(f"Timestamp {int(self.emu.boot_epoch)}\r\n")
+        self.out(f"Timestamp {self.state.stamp(storage)}\r\n")
+
+    def _storage_of(self, path: str) -> str:
+        """``storage_get_data``: ``/int`` or ``/ext`` for a path under ``/int``, ``/ext`` or
+        ``/any`` (the card when it is there); invalid name for any other. The card need not be
+        in for ``/ext``: only ``/any`` looks."""
+        root = path[:4]
+        if root not in ("/int", "/ext", "/any") or (len(path) > 4 and path[4] != "/"):
+            raise FsError(FSE_INVALID_NAME)
+        if root == "/any":
+            return "/ext" if self.state.sd_card else "/int"
+        return root

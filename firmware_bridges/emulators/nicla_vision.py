@@ -15,12 +15,14 @@ The slave side of the RPC protocol, step for step as ``rpc_slave.loop`` in openm
 ``scripts/libraries/rpc.py`` with ``rpc_usb_vcp_slave``'s byte transport (summary in
 ``drivers/openmv_rpc.py`` and ``docs/hardware.md``):
 
-- wait for a 12-byte command header with a short per-byte timeout (2 ms, +1 ms per failed try,
-  reset after a second without a command), emptying the input before every try;
+- wait for a 12-byte command header with a short per-byte timeout (the board script's
+  ``FIRST_WAIT_MS``, 250 ms, where the library's own is 2 ms; +1 ms per failed try, reset after a
+  second without a command), emptying the input before every try;
 - acknowledge it with an empty ``0x1209`` packet, read the data packet (5 s per byte), acknowledge
   with an empty ``0xABD1``, run the callback (an unregistered name gives ``b""``);
 - serve the result the same way: flush, wait for an empty ``0x9021`` poll, answer the length,
-  wait for an empty ``0x1DBA`` poll, send the result; give up after a second without polls;
+  wait for an empty ``0x1DBA`` poll, send the result; give up after ``SEND_TIMEOUT_MS`` (the
+  board script's ``RESULT_HOLD_MS``, 5 s) without a delivered result;
 - run a callback scheduled with ``schedule_callback`` after a delivered result (the upstream
   cut-through read of ``jpeg_image_read`` with no arguments).
 
@@ -41,6 +43,9 @@ by default a result), ``truncate_next_packet`` (send half of it and nothing more
 ``resume`` (answer nothing). An unknown function needs no knob: the board answers ``b""``, so
 ``unregister(name)`` makes a firmware without that callback.
 
+Timing: the board answers at once; so that the emulator does too on a busy computer, the thread
+serving the port asks for real-time scheduling (``real_time_thread``) where the OS grants it.
+
 Not emulated: Wi-Fi, the IMU and ToF sensor, the BLE status service (the board script's BLE side),
 frame-buffer streaming to the OpenMV IDE, and a callback's exception (on the board the script
 stops; the script catches them and answers ``ERR:...`` instead, as here).
@@ -51,6 +56,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import struct
 import time
 from collections import deque
@@ -79,10 +85,15 @@ COMMAND_DATA = 0xABD1
 RESULT_HEADER = 0x9021
 RESULT_DATA = 0x1DBA
 
-SHORT_RESET_MS = 2  # rpc_slave's short timeouts
+SHORT_RESET_MS = 2  # rpc_slave's short timeouts (sending)
+FIRST_WAIT_MS = 250
+"""The first wait for a packet of the host: the board script's ``FIRST_WAIT_MS`` (it sets the
+library's ``_get_short_timeout_reset``, 2 ms upstream); it grows 1 ms a miss from there."""
 LONG_MS = 5000
-RECV_TIMEOUT_MS = 1000  # loop(recv_timeout=1000, send_timeout=1000)
-SEND_TIMEOUT_MS = 1000
+RECV_TIMEOUT_MS = 1000  # the board script's loop(recv_timeout=COMMAND_WAIT_MS, ...)
+SEND_TIMEOUT_MS = 5000
+"""How long a result waits for the host's polls: the board script's ``RESULT_HOLD_MS``, its
+loop's ``send_timeout`` (the library's default is 1 s; a busy host backs off longer)."""
 MAX_DATA = 1 << 16  # a longer "data length" is noise (the board would fail to allocate it)
 
 FIRMWARE = "tiny-hub-nicla 1.0"
@@ -235,7 +246,7 @@ class _VcpSlave(PtyPort):
     def __init__(self, emulator: NiclaVisionEmulator) -> None:
         super().__init__(emulator)
         self.nicla = emulator
-        self.put_short = self.get_short = SHORT_RESET_MS
+        self.put_short, self.get_short = SHORT_RESET_MS, FIRST_WAIT_MS
         self.scheduled: Callable[[], None] | None = None
         self.current: str | None = None  # the call being answered (for the fault knobs)
 
@@ -282,6 +293,7 @@ class _VcpSlave(PtyPort):
     # --- rpc_slave ---
 
     def _session(self) -> None:
+        real_time_thread()
         while True:  # rpc_slave.loop()
             command, data = self._get_command(RECV_TIMEOUT_MS)
             if command is None or data is None:
@@ -303,7 +315,7 @@ class _VcpSlave(PtyPort):
         self.get_short = min(self.get_short + 1, limit_ms)
 
     def _get_command(self, timeout_ms: int) -> tuple[int | None, bytes | None]:
-        self.put_short = self.get_short = SHORT_RESET_MS
+        self.put_short, self.get_short = SHORT_RESET_MS, FIRST_WAIT_MS
         self.current = None
         start = time.monotonic()
         while (time.monotonic() - start) * 1000 < timeout_ms:
@@ -324,7 +336,7 @@ class _VcpSlave(PtyPort):
         return None, None
 
     def _put_result(self, data: bytes, timeout_ms: int) -> bool:
-        self.put_short = self.get_short = SHORT_RESET_MS
+        self.put_short, self.get_short = SHORT_RESET_MS, FIRST_WAIT_MS
         header = _packet(RESULT_HEADER, struct.pack("<I", len(data)))
         body = _packet(RESULT_DATA, data)
         start = time.monotonic()
@@ -339,6 +351,23 @@ class _VcpSlave(PtyPort):
                     return True
             self._grow(timeout_ms)
         return False
+
+
+def real_time_thread() -> bool:
+    """Ask the OS to run the calling thread as a real-time one (``SCHED_FIFO``, the lowest
+    priority). The board answers within a millisecond whatever its host is doing; software on
+    a busy computer answers when it gets a core, tens of ms later, and OpenMV's host library
+    gives up on an answer 10 ms late. Where the OS refuses (not Linux, or neither root nor
+    CAP_SYS_NICE) the thread runs as any other: the board is then as late as the computer is
+    busy. True when granted."""
+    set_scheduler = getattr(os, "sched_setscheduler", None)
+    if set_scheduler is None:
+        return False
+    try:
+        set_scheduler(0, os.SCHED_FIFO, os.sched_param(1))
+    except OSError:
+        return False
+    return True
 
 
 # --- the board ------------------------------------------------------------------------------------

@@ -62,6 +62,17 @@ AUDIO_MAX_MS = const(60000)
 VIDEO_MAX_FRAMES = const(120)
 VIDEO_RESERVE = const(49152)  # heap left free while a burst fills it
 BLE_EVERY_MS = const(5000)
+# How long a result waits for the host to fetch it (the rpc loop's send_timeout). The library's
+# 1 s is less than a host that backs off between polls may take when its computer is busy, and
+# a result given up is a call lost; a host gone for good costs this long before the next command.
+RESULT_HOLD_MS = const(5000)
+COMMAND_WAIT_MS = const(1000)  # the loop's recv_timeout: how often the short waits start again
+# The first wait for each packet of the host (the library starts at 2 ms and adds 1 ms a miss).
+# Between our result header and its poll for the result the host must read the header and
+# answer; a computer that is busy takes tens of ms for that, and a result whose poll came after
+# the wait is served again from the header, which the host's own library does not retry. A wait
+# ends as soon as the bytes are in, so a longer one costs nothing when the host is quick.
+FIRST_WAIT_MS = const(250)
 
 _IRQ_CENTRAL_CONNECT = const(1)
 _IRQ_CENTRAL_DISCONNECT = const(2)
@@ -406,6 +417,7 @@ if interface is None:
         _tick()
         time.sleep_ms(1000)
 
+interface._get_short_timeout_reset = FIRST_WAIT_MS
 for callback in (
     jpeg_image_snapshot,
     jpeg_image_read,
@@ -417,4 +429,4 @@ for callback in (
 ):
     interface.register_callback(callback)
 interface.setup_loop_callback(_tick)
-interface.loop()
+interface.loop(recv_timeout=COMMAND_WAIT_MS, send_timeout=RESULT_HOLD_MS)

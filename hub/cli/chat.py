@@ -2,7 +2,8 @@
 conversation in the terminal, as ``ollama run`` has it: the arrow keys recall earlier lines,
 ``/bye`` or Ctrl+D ends it, Ctrl+C stops the reply being written and keeps the session.
 
-Against the hub given by ``--url``, else the local hub when it answers, else a hub started in
+Against the hub given by ``--url`` (or named by ``--host``/``--port`` or ``TINY_HUB_HOST``/
+``TINY_HUB_PORT``), which must answer; else the local hub when it answers, else a hub started in
 this process for as long as the command runs.
 """
 
@@ -20,10 +21,11 @@ from typing import Any, TextIO
 from hub import contracts as c
 from hub.cli.answers import ask_each
 from hub.cli.common import CliError, local_url, pin, settings_of, token
-from hub.config import Settings
+from hub.config import Settings, setting_sources
 from hub.logs import setup_logging
 
 PROMPT = ">>> "
+LISTEN = ("host", "port")
 BYE = ("/bye", "/exit", "/quit")
 HELP = (
     "Type a message and press Enter. /bye or Ctrl+D ends the session, Ctrl+C stops a reply, "
@@ -219,18 +221,20 @@ async def hub_for_chat(
     settings: Settings, url: str | None, given_token: str | None = None
 ) -> AsyncIterator[Any]:
     """A client of the given hub (which must answer), else of the local one if it answers,
-    else of one started in this process."""
+    else of one started in this process. A local hub named by ``--host``/``--port`` or by
+    ``TINY_HUB_HOST``/``TINY_HUB_PORT`` is a given hub: it must answer too."""
     from tui.client import HubClient, HubError
 
-    if url:
-        client = HubClient(url.rstrip("/"), token(settings, given_token), pin=pin(settings, url))
+    local = local_url(settings, None)
+    given = url.rstrip("/") if url else (local if names_a_hub(settings) else None)
+    if given:
+        client = HubClient(given, token(settings, given_token), pin=pin(settings, given))
         try:
             await client.health()
         except HubError as exc:
-            raise CliError(f"could not reach the hub at {url}: {exc}") from None
+            raise CliError(unreachable(given, exc)) from None
         yield client
         return
-    local = local_url(settings, None)
     try:
         await HubClient(local, pin=pin(settings, local)).health()
         yield HubClient(local, token(settings, given_token), pin=pin(settings, local))
@@ -239,6 +243,20 @@ async def hub_for_chat(
         pass
     async with _in_process_hub(settings) as started:
         yield HubClient(started, token(settings, given_token))
+
+
+def names_a_hub(settings: Settings) -> bool:
+    """Whether the host or port was given on the command line or in the environment (not left
+    to config.toml or the default): the person means a hub that is running there."""
+    sources = setting_sources(settings)
+    return any(sources[name] == "flag" or sources[name].startswith("env ") for name in LISTEN)
+
+
+def unreachable(url: str, exc: Exception) -> str:
+    """One sentence for a hub that did not answer (the client's own "cannot reach the hub at
+    URL: " is not said twice)."""
+    cause = str(exc).removeprefix(f"cannot reach the hub at {url}: ")
+    return f"could not reach the hub at {url}: {cause}"
 
 
 @contextlib.asynccontextmanager

@@ -13,10 +13,12 @@ TOKEN_ENV = "TINY_HUB_TOKEN"
 
 
 def shared_options(default: Any) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
-    """``--home``, and ``--host``/``--port`` of the commands that listen, given before the
-    command or after it. The top-level copies default to None; a command's copies set nothing
-    when absent (``argparse.SUPPRESS``): with a default of their own they would overwrite the
-    value given before the command (``tiny-hub --home DIR serve`` would lose DIR)."""
+    """``--home``, and ``--host``/``--port`` (where the hub listens, or where a client finds the
+    local hub), given before the command or after it: every command takes them (``capture``
+    alone has a ``--port`` of its own, the device's serial port). The top-level copies default
+    to None; a command's copies set nothing when absent (``argparse.SUPPRESS``): with a default
+    of their own they would overwrite the value given before the command (``tiny-hub --home DIR
+    serve`` would lose DIR)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--home",
@@ -48,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     chat = sub.add_parser(
         "chat",
-        parents=[common],
+        parents=[common, listen],
         help="chat in the terminal, or one turn streamed to stdout",
         description="Chat with your companion: with no text, a conversation in the terminal; "
         "with text (or - for standard input), one turn streamed to stdout. Against a running "
@@ -66,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--model-id", help="x-tiny-model-id for this turn")
     tui = sub.add_parser(
         "tui",
-        parents=[common],
+        parents=[common, listen],
         help="the terminal UI against a hub elsewhere",
         description="Attach the terminal UI to a hub, local or on the LAN.",
     )
@@ -79,20 +81,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub.add_parser(
         "doctor",
-        parents=[common],
+        parents=[common, listen],
         help="check this machine, one line per check",
         description="Check Python, dependencies, models, devices, data dir and port.",
     )
     sub.add_parser(
         "config",
-        parents=[common],
+        parents=[common, listen],
         help="show every setting and where it is set",
         description="Show every setting: its config.toml key, variable, value and where the "
         "value comes from (config.toml and its line, the environment, or the default).",
     )
     memory = sub.add_parser(
         "memory",
-        parents=[common],
+        parents=[common, listen],
         help="maintain the memory store",
         description="Maintain the memory store.",
     )
@@ -124,6 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     confirm.add_argument("--token", help=f"a token (default: {TOKEN_ENV} or owner.token)")
     emulate = sub.add_parser(
         "emulate",
+        parents=[common, listen],
         help="run a software device to try the drivers without hardware",
         description="flipper and nicla-vision: a byte-faithful software device on a "
         "pseudo-terminal; its path is printed (point the hub at it with drivers.<name>.port, "
@@ -142,8 +145,6 @@ def build_parser() -> argparse.ArgumentParser:
         default=30.0,
         help="nicla-voice: seconds between wake words (default 30)",
     )
-    emulate.add_argument("--host", help="nicla-voice: the hub's address (as for serve)")
-    emulate.add_argument("--port", type=int, help="nicla-voice: the hub's port (as for serve)")
     emulate.add_argument("--link", help="keep a symlink here to the current pseudo-terminal")
     emulate.add_argument(
         "--name", help="the Flipper's name (Unyana) or the phone's (Emulated phone)"
@@ -154,11 +155,12 @@ def build_parser() -> argparse.ArgumentParser:
     emulate.add_argument(
         "--nfc-style",
         choices=["detect", "scanner", "shell"],
-        default="scanner",
-        help="which NFC command set its firmware has",
+        help="which NFC command set its firmware has (default: that of the firmware it "
+        "claims, the official 1.4.3: shell)",
     )
     capture = sub.add_parser(
         "capture",
+        parents=[common],
         help="record a real Flipper's or Nicla Vision's answers to a fixed read-only script",
         description="Run a fixed, read-only script against a device on a serial port (nothing "
         "that transmits or writes) and write every byte both ways to a JSON capture; see "
@@ -173,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     discover = sub.add_parser(
         "discover",
+        parents=[common, listen],
         help="list the hubs advertised on this network",
         description="Browse the LAN (mDNS, _tinyhub._tcp) and print one line per hub: "
         "name, lanUrl, version, id and TLS fingerprint.",
@@ -182,7 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub.add_parser(
         "pair",
-        parents=[common],
+        parents=[common, listen],
         help="show a pairing code and QR for a phone",
         description="Make a one-time pairing offer (a 6-digit code valid 5 minutes) and print "
         "it with a QR code carrying the hub's lanUrl, the code and the TLS fingerprint; the "
@@ -190,7 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export = sub.add_parser(
         "export",
-        parents=[common],
+        parents=[common, listen],
         help="a conversation of the terminal UI as Markdown",
         description="Write a conversation the terminal UI kept as Markdown (to stdout, or "
         "--out FILE). Name it by its id or by words of its title or text; with no name, list "
@@ -198,18 +201,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export.add_argument("conversation", nargs="?", help="its id, or words it contains")
     export.add_argument("--out", type=Path, help="write here instead of to stdout")
-    _add_cloud_parser(sub, common)
-    _add_people_parser(sub, common)
-    add_mcp_parser(sub, common)
-    sub.add_parser("version", help="print the version", description="Print the version.")
+    _add_cloud_parser(sub, [common, listen])
+    _add_people_parser(sub, [common, listen])
+    add_mcp_parser(sub, [common, listen])
+    sub.add_parser(
+        "version",
+        parents=[common, listen],
+        help="print the version",
+        description="Print the version.",
+    )
     return parser
 
 
-def _add_cloud_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    """``tiny-hub cloud join|status|adopt``: --home sits on each action, not on ``cloud``, so a
-    value given after the action is not overwritten by the action's default."""
+def _add_cloud_parser(sub: Any, common: list[argparse.ArgumentParser]) -> None:
+    """``tiny-hub cloud join|status|adopt|memory``: the shared options on ``cloud`` and on each
+    action (neither has a default of its own, so neither overwrites the other)."""
     cloud = sub.add_parser(
         "cloud",
+        parents=common,
         help="join the cloud relay as a dial-in device, show the state, adopt a new token",
         description="This hub as a dial-in device of the cloud (the web app): join it, show "
         "the state, or take a new token for the same device after losing the old one.",
@@ -218,7 +227,7 @@ def _add_cloud_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     token_help = "a file holding the device token (default: asked for, without echo)"
     join = actions.add_parser(
         "join",
-        parents=[common],
+        parents=common,
         help="enroll this hub at the cloud and verify with one heartbeat",
         description="Walk through enrolling this hub in the signed-in web app, take the device "
         "id and token, verify them with one heartbeat, then save them (the token in cloud.token, "
@@ -232,14 +241,14 @@ def _add_cloud_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     join.add_argument("--token-file", type=Path, help=token_help)
     actions.add_parser(
         "status",
-        parents=[common],
+        parents=common,
         help="print the cloud url, device id and whether a token is saved",
         description="Print the cloud url, the device id, whether a token is saved (never the "
         "token) and, when the local hub is running, what it reports about the cloud.",
     )
     adopt = actions.add_parser(
         "adopt",
-        parents=[common],
+        parents=common,
         help="after losing the token: take a new one for the same device",
         description="A lost or revoked token: the web app gives this same device a new token "
         "(its 'new token' action, POST /api/devices/adopt) instead of enrolling a ghost device. "
@@ -250,7 +259,7 @@ def _add_cloud_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     adopt.add_argument("--token-file", type=Path, help=token_help)
     memory = actions.add_parser(
         "memory",
-        parents=[common],
+        parents=common,
         help="sync your memory with the cloud: save a user token (or --off)",
         description="Memory is yours, not the device's: syncing it needs a token of your account "
         "at the web app (the device token reads no one's memory). This verifies the token with "
@@ -264,10 +273,11 @@ def _add_cloud_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     memory.add_argument("--off", action="store_true", help="stop syncing: forget the user token")
 
 
-def _add_people_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+def _add_people_parser(sub: Any, common: list[argparse.ArgumentParser]) -> None:
     """``tiny-hub people add|code|list|rename|remove`` (the owner's: it opens the data dir)."""
     people = sub.add_parser(
         "people",
+        parents=common,
         help="the people of this hub: add, list, rename, remove",
         description="The household on this hub. Each person has their own memory, tinys, "
         "devices, archives and model choice. Adding one prints a pairing code for their phone "
@@ -275,29 +285,29 @@ def _add_people_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     actions = people.add_subparsers(dest="people_action", metavar="ACTION", required=True)
     add = actions.add_parser(
-        "add", parents=[common], help="add a person", description="Add a person."
+        "add", parents=common, help="add a person", description="Add a person."
     )
     add.add_argument("name", help="their name, as shown")
     add.add_argument("--login", help="their @login (default: made from the name)")
     add.add_argument("--token", action="store_true", help="print a token instead of a pairing code")
     code = actions.add_parser(
         "code",
-        parents=[common],
+        parents=common,
         help="a new pairing code for a person's phone",
         description="A new pairing code (valid 5 minutes, once) for a person's phone.",
     )
     code.add_argument("login", help="their @login")
     actions.add_parser(
-        "list", parents=[common], help="list the people", description="List the people."
+        "list", parents=common, help="list the people", description="List the people."
     )
     rename = actions.add_parser(
-        "rename", parents=[common], help="rename a person", description="Rename a person."
+        "rename", parents=common, help="rename a person", description="Rename a person."
     )
     rename.add_argument("login", help="their @login")
     rename.add_argument("name", help="their new name")
     remove = actions.add_parser(
         "remove",
-        parents=[common],
+        parents=common,
         help="remove a person (say --keep-data or --purge-data)",
         description="Remove a person: every token they hold stops working at once. Say what "
         "happens to their memory, tinys, devices and archives: --keep-data or --purge-data.",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from pathlib import Path
+from datetime import datetime
 from typing import Any
 
 from hub.config import Settings
@@ -12,10 +12,10 @@ from hub.config import Settings
 TOKEN_ENV = "TINY_HUB_TOKEN"
 
 
-def add_mcp_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+def add_mcp_parser(sub: Any, common: list[argparse.ArgumentParser]) -> None:
     mcp = sub.add_parser(
         "mcp",
-        parents=[common],
+        parents=common,
         help="the hub as an MCP server on stdio, for Claude Desktop and other MCP clients",
         description="Serve the running hub's MCP server on stdin/stdout (what a desktop MCP "
         "client starts), or manage the tokens of named MCP clients.",
@@ -25,12 +25,11 @@ def add_mcp_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     actions = mcp.add_subparsers(dest="mcp_action", metavar="ACTION")
     token = actions.add_parser(
         "token",
+        parents=common,
         help="add, remove or list the tokens of named MCP clients",
         description="A named client gets a token of its own that opens /mcp only; it is shown "
         "once and kept hashed. Removing the client ends the token.",
     )
-    # --home here too, with no default of its own: one given before ``token`` is kept
-    token.add_argument("--home", type=Path, default=argparse.SUPPRESS, help="data dir")
     token.add_argument("op", choices=("add", "remove", "list"))
     token.add_argument("name", nargs="?", help="the client's name (for add and remove)")
 
@@ -48,6 +47,13 @@ def mcp_command(settings: Settings, args: argparse.Namespace, url: str, token: s
 
     asyncio.run(bridge(url, token))
     return 0
+
+
+def when(stamp: float | None) -> str:
+    """A stored time as a person reads it: local date and minute, or "never"."""
+    if stamp is None:
+        return "never"
+    return datetime.fromtimestamp(stamp).strftime("%Y-%m-%d %H:%M")
 
 
 def _token_command(settings: Settings, op: str, name: str | None) -> int:
@@ -72,9 +78,8 @@ def _token_command(settings: Settings, op: str, name: str | None) -> int:
             print(f"removed {name}; its token no longer works")
         else:
             for client in clients.list():
-                print(
-                    f"{client.name}\tadded {client.created_at:.0f}\tlast used {client.last_used_at}"
-                )
+                added, used = when(client.created_at), when(client.last_used_at)
+                print(f"{client.name}\tadded {added}\tlast used {used}")
     finally:
         db.conn.close()
     return 0

@@ -63,7 +63,34 @@ class Exposed:
     @property
     def input_schema(self) -> dict[str, Any]:
         schema = self.tool.tool_spec.get("inputSchema", {}).get("json", {})
-        return dict(schema) if isinstance(schema, dict) else {"type": "object"}
+        return valid_defaults(schema) if isinstance(schema, dict) else {"type": "object"}
+
+
+def valid_defaults(schema: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``schema`` in which every ``default`` its own (sub)schema rejects is left out.
+
+    A Python default of ``None`` on a ``list[str] | None`` parameter comes out of the tool
+    decorator as ``{"type": "array", "default": null}``: a default invalid against the schema
+    it sits in, which strict clients reject. Leaving it out says the same (the argument is
+    optional; absent, the tool gets ``None``)."""
+    import jsonschema
+
+    def clean(node: Any) -> Any:
+        if isinstance(node, list):
+            return [clean(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        cleaned = {key: clean(value) for key, value in node.items()}
+        if "default" in cleaned:
+            rest = {key: value for key, value in cleaned.items() if key != "default"}
+            try:
+                jsonschema.validate(cleaned["default"], rest)
+            except (jsonschema.ValidationError, jsonschema.SchemaError):
+                return rest
+        return cleaned
+
+    cleaned: dict[str, Any] = clean(schema)
+    return cleaned
 
 
 def owner_context(hub: Hub) -> ToolContext:

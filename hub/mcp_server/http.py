@@ -9,8 +9,10 @@ standing event stream would have nothing to carry, and would hold a connection p
 no ``DELETE`` (no session to end): both are 405s, which the protocol allows.
 
 Admission, before the package sees anything: the owner's token, or a token the owner issued to
-a named client (``tiny-hub mcp token add``). Anonymous callers and any other token are refused,
-a member's token too: what this serves is the owner's memory and hardware. The ``mcp`` package
+a named client (``tiny-hub mcp token add``). Anonymous callers and any other token are refused
+with a 401 and its ``WWW-Authenticate: Bearer`` challenge, a member's token with a 403: what this
+serves is the owner's memory and hardware. An ``MCP-Protocol-Version`` naming no revision the
+package speaks is a 400 that says which ones it does. The ``mcp`` package
 is imported on the first request, not when the hub starts.
 """
 
@@ -34,6 +36,8 @@ from hub.runtime import Hub
 routes = web.RouteTableDef()
 
 PATH = "/mcp"
+REALM = "tiny-hub"
+PROTOCOL_VERSION_HEADER = "MCP-Protocol-Version"
 ASGIMessage = MutableMapping[str, Any]
 
 
@@ -100,10 +104,10 @@ def admit(request: web.Request) -> McpClient:
     scheme, _, token = header.partition(" ")
     token = token.strip()
     if scheme.lower() != "bearer" or not token:
-        raise http_error(
-            web.HTTPUnauthorized,
+        raise unauthorized(
             "sign in required: send Authorization: Bearer <the owner's token or an MCP client "
             "token from tiny-hub mcp token add>",
+            None,
         )
     hub = request.app[HUB]
     user = hub.identity.resolve(token)
@@ -113,8 +117,34 @@ def admit(request: web.Request) -> McpClient:
         return OWNER_CLIENT
     client = McpClients(hub.db).resolve(token)
     if client is None:
-        raise http_error(web.HTTPUnauthorized, "invalid token: not the owner's nor an MCP client's")
+        raise unauthorized("invalid token: not the owner's nor an MCP client's", "invalid_token")
     return client
+
+
+def unauthorized(message: str, error: str | None) -> web.HTTPException:
+    """A 401 with the challenge RFC 6750 asks of a bearer-token resource (the MCP authorization
+    spec builds on it): the scheme and realm, and ``error`` when a token was sent but refused."""
+    refused = http_error(web.HTTPUnauthorized, message)
+    challenge = f'Bearer realm="{REALM}"'
+    if error:
+        said = message.replace('"', "'")
+        challenge += f', error="{error}", error_description="{said}"'
+    refused.headers["WWW-Authenticate"] = challenge
+    return refused
+
+
+def protocol_version_problem(request: web.Request) -> str | None:
+    """Why the ``MCP-Protocol-Version`` header names no revision this server speaks (the spec
+    asks for a 400); None when it is absent or known. The package itself would read an unknown
+    revision as a future one and answer about that revision's request envelope instead."""
+    from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
+
+    given = request.headers.get(PROTOCOL_VERSION_HEADER)
+    if given is None or given in KNOWN_PROTOCOL_VERSIONS:
+        return None
+    return f"unsupported {PROTOCOL_VERSION_HEADER} {given!r}: this server speaks " + ", ".join(
+        KNOWN_PROTOCOL_VERSIONS
+    )
 
 
 @routes.post(PATH)
@@ -136,6 +166,8 @@ async def serve_mcp(request: web.Request) -> web.StreamResponse:
     manager = await request.app[MCP_HTTP].manager()
     from hub.mcp_server.server import CLIENT_SCOPE_KEY
 
+    if (problem := protocol_version_problem(request)) is not None:
+        raise http_error(web.HTTPBadRequest, problem)
     body = await request.read()
     if (problem := jsonrpc_problem(body)) is not None:
         raise http_error(web.HTTPBadRequest, problem)

@@ -17,6 +17,7 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
+from hub import __version__
 from hub.agent.compose import AnswerFailed, answer_with_images
 from hub.agent.tools.context import ToolContext
 from hub.mcp_server.clients import McpClient
@@ -109,12 +110,22 @@ def build_server(hub: Hub) -> Server[Any]:
         )
         return types.ReadResourceResult(contents=[contents])
 
+    async def list_resource_templates(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        """None: every resource here has a fixed URI. Answered (empty) rather than "method not
+        found", since declaring resources promises this list too."""
+        caller_of(ctx)
+        return types.ListResourceTemplatesResult(resource_templates=[])
+
     return Server(
         SERVER_NAME,
+        version=__version__,
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_list_resources=list_resources,
+        on_list_resource_templates=list_resource_templates,
         on_read_resource=read_resource,
     )
 

@@ -11,15 +11,20 @@ and every request then gets a JSON-RPC error naming the fix, rather than no answ
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any
 
 import anyio
+import httpx2
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.stdio import stdio_server
-from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 from mcp.shared.message import SessionMessage
 from mcp_types import INTERNAL_ERROR, ErrorData, JSONRPCError, JSONRPCRequest
+
+REFUSED = -32001
+"""The JSON-RPC code a refusal of the hub's is carried with (the server-defined range)."""
 
 
 async def bridge(url: str, token: str) -> None:
@@ -48,7 +53,7 @@ async def _carry(
     """One connection's worth of carrying; True when the client closed stdin."""
     stdin_closed = False
     async with (
-        create_mcp_http_client(headers=headers) as http,
+        hub_client(headers) as http,
         streamable_http_client(f"{url}/mcp", http_client=http) as (hub_read, hub_write),
         anyio.create_task_group() as tasks,
     ):
@@ -76,6 +81,56 @@ async def _carry(
         tasks.start_soon(to_hub)
         tasks.start_soon(to_client)
     return stdin_closed
+
+
+def hub_client(headers: dict[str, str]) -> httpx2.AsyncClient:
+    """The ``mcp`` package's HTTP client settings, with the hub's refusals made readable."""
+    return httpx2.AsyncClient(
+        headers=headers,
+        follow_redirects=True,
+        timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
+        transport=_Refusals(httpx2.AsyncHTTPTransport()),
+    )
+
+
+class _Refusals(httpx2.AsyncBaseTransport):
+    """The hub refuses a request before any MCP is spoken (a 401 for a wrong token, a 400 for
+    an unknown protocol version) with its own error sentence, ``{"error": "..."}``. The
+    package's client reads only a JSON-RPC error out of such an answer and otherwise says
+    "Server returned an error response"; this hands it the hub's sentence as that error."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
+        self._inner = inner
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self._inner.handle_async_request(request)
+        if response.status_code < 400:
+            return response
+        body = await response.aread()
+        await response.aclose()
+        said = _hub_error(body)
+        if said is not None:
+            error = {"code": REFUSED, "message": f"{said} (HTTP {response.status_code})"}
+            body = json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
+        headers = [
+            (k, v)
+            for k, v in response.headers.items()
+            if k.lower() not in ("content-length", "content-encoding", "transfer-encoding")
+        ]
+        return httpx2.Response(response.status_code, headers=headers, content=body, request=request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def _hub_error(body: bytes) -> str | None:
+    """The sentence of the hub's ``{"error": "..."}`` body; None for anything else."""
+    try:
+        decoded = json.loads(body)
+    except (UnicodeDecodeError, ValueError):
+        return None
+    said = decoded.get("error") if isinstance(decoded, dict) else None
+    return said if isinstance(said, str) else None
 
 
 def _cause(exc: BaseException) -> BaseException:
