@@ -45,6 +45,7 @@ def cli_env(home: Path, closed_port: int, **extra: str) -> dict[str, str]:
             "TINY_HUB_HOME": str(home),
             "OLLAMA_HOST": f"http://127.0.0.1:{closed_port}",
             "TINY_HUB_MODEL_MAX_TOKENS": "48",
+            "TINY_HUB_EMBEDDED_MODEL": "smollm2",  # as settings_for: never the 1.5B by surprise
             **extra,
         }
     )
