@@ -15,7 +15,7 @@ from hub.agent import bundled_models
 from hub.agent.bundled_models import QWEN_CODER_1_5B, SMOLLM2
 from hub.agent.embedded import EmbeddedModel
 from hub.agent.models import ModelRouter, bundled_model_named, choice_from_headers
-from hub.preferences import SavedModel
+from hub.preferences import SavedModel, save_model
 from hub.runtime import Hub
 from hub.server import RunningServer, start_server
 from tests.conftest import StartHub, owner_headers, settings_for
@@ -159,3 +159,16 @@ async def test_headers_naming_the_tool_model_get_its_tools(home: Path, closed_po
     assert (choice.model_id, choice.tools) == (QWEN_CODER_1_5B.title, True)
     default = choice_from_headers({}, await router.default())
     assert (default.model_id, default.tools) == (SMOLLM2.title, False)
+
+
+async def test_an_embedded_choice_saved_by_title_follows_the_config(
+    start_hub: StartHub, closed_port: int, http: aiohttp.ClientSession
+) -> None:
+    """The picker once saved the title of whatever embedded model ran (SmolLM2, tools off):
+    such a choice meant "the embedded model" and must not keep the 1.5B away once configured."""
+    server = await start_hub(
+        ollama_host=f"http://127.0.0.1:{closed_port}", embedded_model=QWEN_CODER_1_5B.key
+    )
+    save_model(server.hub.db, server.hub.owner, SavedModel(c.PROVIDER_EMBEDDED, SMOLLM2.title))
+    model = await health_model(http, server)
+    assert (model["id"], model["toolsCapable"]) == (QWEN_CODER_1_5B.title, True)

@@ -469,9 +469,15 @@ class ChatScreen(Screen[None]):
             )
         self.save_conversation()
         self.progress = None
-        if not self.is_attached:
+        try:
+            if self.is_attached:
+                await self.show_how_it_ended(turn, problem, stopped)
+        finally:
+            # Not busy until here: a key pressed meanwhile is queued, and sent once this
+            # worker is done (send_queued), instead of a new turn cancelling this one half-way.
             self.busy = False
-            return
+
+    async def show_how_it_ended(self, turn: Turn, problem: str, stopped: bool) -> None:
         self.show_progress()
         for stream in turn.streams:
             await stream.stop()
@@ -481,16 +487,13 @@ class ChatScreen(Screen[None]):
             kept = " (the conversation is kept with what arrived)" if turn.text else ""
             await self.say(f"{problem}{kept}")
             self.load_health(announce=False)
-        if stopped or failure:
+        if stopped or turn.error or problem:
             await self.unqueue_to_prompt("stopped" if stopped else "the reply failed")
         if turn.messages_changed:
             await self.render_conversation()
         if turn.suggestions and not stopped:
             await self.show(FollowupChips(turn.suggestions))
         await self.refresh_sidebar()
-        # Not busy until the end: a key pressed meanwhile is queued, and sent once this
-        # worker is done (send_queued), instead of a new turn cancelling this one half-way.
-        self.busy = False
 
     def action_stop(self) -> None:
         """Cancel the turn: the worker's stream is closed, and the hub closes the model's."""

@@ -5,6 +5,10 @@ configured default. The default in ``auto`` mode is Ollama when it answers and h
 the embedded model. Ollama is asked which of its models can call tools (``/api/show``
 capabilities); a model that cannot gets no tools, because such a model answers tool specs with
 garbage.
+
+It is one module on purpose: the order of choice (headers, a saved choice, the default), what
+each choice can do (tools, vision) and the provider and runner built for it must agree, and
+they all read the same settings.
 """
 
 from __future__ import annotations
@@ -383,6 +387,10 @@ class ModelRouter:
         return replace(choice, tools="tools" in capabilities, vision="vision" in capabilities)
 
     def _from_saved(self, saved: SavedModel, default: ModelChoice) -> ModelChoice:
+        if saved.provider == c.PROVIDER_EMBEDDED and saved.model_id not in bundled_models.MODELS:
+            # Saved before embedded choices were pinned by key (the picker stored the title of
+            # whatever ran then): it meant "the embedded model", so it follows embedded.model.
+            saved = replace(saved, model_id="")
         if names_the_default(saved, default):
             return replace(default, reason="the user's saved choice", max_tokens=saved.max_tokens)
         # The hub's key goes only to a URL from the hub's own config, never to one a member saved.
