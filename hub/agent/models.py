@@ -317,7 +317,8 @@ class ModelRouter:
         self._default: ModelChoice | None = None
         self._chosen_at = 0.0
         self._lock = asyncio.Lock()
-        self._runners: dict[str, RunnerSupervisor] = {}
+        self._runner: RunnerSupervisor | None = None  # the configured embedded model's
+        self._runners: dict[str, RunnerSupervisor] = {}  # other bundled models', by key
         self._capabilities: dict[tuple[str, str], tuple[str, ...]] = {}
         for sentence in settings.deprecated:
             log.warning("config: %s", sentence)
@@ -412,14 +413,21 @@ class ModelRouter:
         """The runner of ``model`` (None: the configured embedded model), started on its first
         turn and kept warm after. A person's saved choice of another bundled model gets a
         runner of its own."""
-        key = "" if model is None or model == embedded_model(self._settings) else model.key
-        runner = self._runners.get(key)
+        if model is None or model == embedded_model(self._settings):
+            if self._runner is None:
+                self._runner = self._new_runner(self._settings)
+            return self._runner
+        runner = self._runners.get(model.key)
         if runner is None:
-            spec = embedded_spec(settings_for_model(self._settings, model))
-            runner = self._runners[key] = RunnerSupervisor(
-                spec, keep_alive_s=self._settings.embedded_keep_alive_s
+            runner = self._runners[model.key] = self._new_runner(
+                settings_for_model(self._settings, model)
             )
         return runner
+
+    def _new_runner(self, settings: Settings) -> RunnerSupervisor:
+        return RunnerSupervisor(
+            embedded_spec(settings), keep_alive_s=self._settings.embedded_keep_alive_s
+        )
 
     def embedded_status(self) -> dict[str, Any]:
         """The runner's state for /api/health: stopped, ready, busy, failed (with the reason),
@@ -434,8 +442,9 @@ class ModelRouter:
 
     async def close(self) -> None:
         """Stop the runner processes (the hub is shutting down)."""
-        for runner in self._runners.values():
-            await runner.close()
+        for runner in (self._runner, *self._runners.values()):
+            if runner is not None:
+                await runner.close()
 
     def build(self, choice: ModelChoice) -> Model:
         max_tokens = choice.max_tokens or self._settings.model_max_tokens
