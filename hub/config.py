@@ -514,19 +514,22 @@ def load_settings(
     home: Path | None = None,
     environ: Mapping[str, str] | None = None,
     overrides: Mapping[str, Any] | None = None,
+    *,
+    read_file: bool = True,
 ) -> Settings:
-    """Read config.toml and the environment; raise ConfigError with file, line and key."""
+    """Read config.toml and the environment; raise ConfigError with file, line and key.
+    ``read_file=False`` leaves config.toml out (doctor, when the file itself is broken)."""
     env = os.environ if environ is None else environ
     home = Path(home or env.get(HOME_ENV) or default_home()).expanduser()
     path = home / CONFIG_FILE_NAME
     values: dict[str, Any] = {}
-    if path.exists():
+    if read_file and path.exists():
         values.update(_read_file(path))
     env, deprecated = upgraded_environ(env)
     values.update(_read_environ(env))
     values.update(_checked_overrides(overrides or {}))
     settings = Settings(home=home, deprecated=deprecated, **values)
-    _validate(settings, path, env)
+    _validate(settings, path if read_file else home / "(not read)", env)
     return settings
 
 
