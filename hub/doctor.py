@@ -18,7 +18,8 @@ from functools import partial
 from pathlib import Path
 from typing import Literal
 
-from hub.agent.models import probe_ollama
+from hub import contracts as c
+from hub.agent.models import OllamaProbe, choose_from_probe, probe_ollama
 from hub.config import Settings
 from hub.senses import Senses
 
@@ -59,6 +60,8 @@ class Check:
 def run_checks(settings: Settings, config_error: str = "") -> Iterator[Check]:
     if config_error:
         yield Check("FAIL", "config", config_error, "correct the file or variable named")
+    elif settings.deprecated:
+        yield Check("WARN", "config", "; ".join(settings.deprecated), "rename the variable")
     else:
         source = settings.config_path if settings.config_path.exists() else "defaults"
         yield Check("OK", "config", f"{source} and TINY_HUB_* variables")
@@ -68,13 +71,23 @@ def run_checks(settings: Settings, config_error: str = "") -> Iterator[Check]:
     yield _guarded("microphone", lambda: check_microphone(settings))
     yield _guarded("camera", lambda: check_camera(settings))
     yield _guarded("speech model", lambda: check_speech(settings))
-    yield _guarded("ollama", lambda: check_ollama(settings.ollama_host))
+    probe = _probe(settings.ollama_host)
+    yield _guarded("ollama", lambda: check_ollama(probe))
+    yield _guarded("chat model", lambda: check_chat_model(settings, probe))
     yield _guarded("embedded model", lambda: check_embedded_model(settings))
     yield _guarded("embedding model", check_embedding_model)
     yield _guarded("serial ports", check_serial_ports)
     yield _guarded("bluetooth", check_bluetooth)
     yield _guarded("data dir", lambda: check_data_dir(settings.home))
     yield _guarded("port", lambda: check_port(settings.host, settings.port))
+
+
+def _probe(host: str) -> OllamaProbe:
+    """One look at Ollama for the checks that need it (the probe itself never raises)."""
+    try:
+        return asyncio.run(probe_ollama(host))
+    except Exception as exc:  # a check that breaks is a line, not a traceback
+        return OllamaProbe(host=host, answering=False, error=f"{type(exc).__name__}: {exc}")
 
 
 def _guarded(name: str, check: Callable[[], Check]) -> Check:
@@ -124,15 +137,13 @@ def check_speech(settings: Settings) -> Check:
     return Check("OK", name, f"{status['path']}: {status['detail']}")
 
 
-def check_ollama(host: str) -> Check:
-    probe = asyncio.run(probe_ollama(host))
+def check_ollama(probe: OllamaProbe) -> Check:
     if not probe.answering:
         return Check(
             "WARN",
             "ollama",
-            f"not answering at {probe.host} ({probe.error}); "
-            "chat uses the embedded model, without tools",
-            "install Ollama and pull a tool-capable model, e.g. ollama pull qwen3",
+            f"not answering at {probe.host} ({probe.error}); chat uses the embedded model",
+            f"install Ollama and pull a tool-capable model, e.g. {c.OLLAMA_TOOLS_COMMAND}",
         )
     tools = [m.name for m in probe.models if m.tools]
     if not tools:
@@ -144,6 +155,29 @@ def check_ollama(host: str) -> Check:
             "ollama pull qwen3 (or another tool-capable model)",
         )
     return Check("OK", "ollama", f"answers at {probe.host}; tool-capable: {', '.join(tools)}")
+
+
+def check_chat_model(settings: Settings, probe: OllamaProbe) -> Check:
+    """Which model answers a turn that names none, and whether it calls tools: the choice the
+    hub makes from the same probe, so it is what /api/health says (a person's saved choice
+    aside, which the TUI's settings screen shows)."""
+    from hub.agent.bundled_models import QWEN_CODER_1_5B, installed
+
+    choice = choose_from_probe(settings, probe)
+    offline = "offline, " if choice.provider == c.PROVIDER_EMBEDDED else ""
+    tools = "tools on" if choice.tools else "tools off"
+    detail = (
+        f"{choice.provider} {choice.model_id or '(no id)'} · {offline}{tools} ({choice.reason})"
+    )
+    if choice.tools:
+        return Check("OK", "chat model", detail)
+    if choice.provider == c.PROVIDER_EMBEDDED and installed(QWEN_CODER_1_5B):
+        fix = (
+            f"the agent-model extra is installed: set embedded.model = {QWEN_CODER_1_5B.key} "
+            "(auto picks it only when twice its RAM is free), or pick it in the TUI's settings"
+        )
+        return Check("WARN", "chat model", detail, fix)
+    return Check("WARN", "chat model", detail, c.HOW_TO_GET_TOOLS)
 
 
 def check_embedded_model(settings: Settings) -> Check:

@@ -45,6 +45,9 @@ BENCH_DAILY_CHATS = 10_000_000
 def hub_env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TINY_HUB_", "OLLAMA_"))}
     env.update(TINY_HUB_HOME=str(home), OLLAMA_HOST=f"http://127.0.0.1:{closed_port()}")
+    # The figures are SmolLM2's unless a benchmark names the model: with the agent-model extra
+    # installed, embedded.model = auto would measure the 1.5B instead.
+    env.update(TINY_HUB_EMBEDDED_MODEL="smollm2")
     # Benchmarks send thousands of anonymous turns from this machine: the daily allowance that
     # would answer them 429 after a few dozen is measured on its own (the community benchmark).
     env.update(TINY_HUB_ANONYMOUS_DAILY_CHATS=str(BENCH_DAILY_CHATS))

@@ -42,13 +42,16 @@ def closed_port() -> int:
 
 def settings_for(home: Path, **overrides: Any) -> Settings:
     """Settings for a test hub. The machine's own camera and microphone are off unless a test
-    turns them on: a developer's webcam must not be opened by the suite."""
+    turns them on: a developer's webcam must not be opened by the suite. The embedded model is
+    SmolLM2 unless a test names another: with the agent-model extra installed, ``auto`` would
+    load the 1.5B for every test that reaches the embedded model."""
     base = {
         "host": "127.0.0.1",
         "port": 0,
         "camera_device": "",
         "microphone_device": "off",
         "embedded_warm_at_start": False,
+        "embedded_model": "smollm2",
     }
     return load_settings(home=home, environ={}, overrides={**base, **overrides})
 

@@ -45,6 +45,7 @@ def cli_env(home: Path, closed_port: int, **extra: str) -> dict[str, str]:
             "TINY_HUB_HOME": str(home),
             "OLLAMA_HOST": f"http://127.0.0.1:{closed_port}",
             "TINY_HUB_MODEL_MAX_TOKENS": "48",
+            "TINY_HUB_EMBEDDED_MODEL": "smollm2",  # as settings_for: never the 1.5B by surprise
             **extra,
         }
     )
@@ -224,6 +225,7 @@ def test_doctor_prints_every_check_honestly(home: Path, closed_port: int) -> Non
         "camera",
         "speech model (tiny.en)",
         "ollama",
+        "chat model",
         "embedded model",
         "embedding model",
         "serial ports",
@@ -238,6 +240,10 @@ def test_doctor_prints_every_check_honestly(home: Path, closed_port: int) -> Non
     by_name = {re.split(r"\s{2,}", line)[1]: line for line in lines}
     assert by_name["ollama"].startswith("WARN") and "fix:" in by_name["ollama"]
     assert by_name["embedded model"].startswith("OK")
+    chat_model = by_name["chat model"]  # as /api/health would say it: SmolLM2 (cli_env), no tools
+    assert (
+        chat_model.startswith("WARN") and "SmolLM2-135M-Instruct · offline, tools off" in chat_model
+    )
     assert by_name["speech model (tiny.en)"].startswith("OK")
     assert "unavailable" in by_name["microphone"] or by_name["microphone"].startswith("OK")
     assert by_name["embedding model"].startswith("OK")

@@ -85,6 +85,7 @@ def serve_env(home: Path, cloud_url: str, device_id: str, closed_port: int) -> d
         TINY_HUB_MICROPHONE="off",
         TINY_HUB_LAN_ADVERTISE="false",
         TINY_HUB_CLOUD_DESKTOP_NOTIFICATIONS="false",
+        TINY_HUB_EMBEDDED_MODEL="smollm2",
     )
     return env
 

@@ -4,7 +4,13 @@ from pathlib import Path
 
 import pytest
 
-from hub.config import ConfigError, describe_settings, load_settings, setting_fields
+from hub.config import (
+    ConfigError,
+    describe_settings,
+    load_settings,
+    setting_fields,
+    setting_sources,
+)
 
 
 def write_config(home: Path, text: str) -> Path:
@@ -20,6 +26,33 @@ def test_defaults_without_a_file(home: Path) -> None:
     assert settings.host == "0.0.0.0"
     assert settings.model_provider == "auto"
     assert settings.ollama_host == "http://127.0.0.1:11434"
+    assert settings.embedded_model == "auto", "the 1.5B answers once the extra is installed"
+    assert settings.deprecated == ()
+
+
+def test_the_embedded_variables_follow_their_keys(home: Path, tmp_path: Path) -> None:
+    gguf = str(tmp_path / "mine.gguf")
+    settings = load_settings(
+        home=home,
+        environ={"TINY_HUB_EMBEDDED_MODEL": "smollm2", "TINY_HUB_EMBEDDED_MODEL_PATH": gguf},
+    )
+    assert (settings.embedded_model, settings.embedded_model_path) == ("smollm2", gguf)
+    assert settings.deprecated == ()
+    with pytest.raises(ConfigError, match=r"TINY_HUB_EMBEDDED_MODEL: unknown embedded model"):
+        load_settings(home=home, environ={"TINY_HUB_EMBEDDED_MODEL": "gpt-7"})
+
+
+def test_the_old_embedded_spellings_still_work_and_say_so(home: Path, tmp_path: Path) -> None:
+    gguf = str(tmp_path / "mine.gguf")
+    old = {"TINY_HUB_EMBEDDED_MODEL": gguf, "TINY_HUB_EMBEDDED_MODEL_NAME": "qwen2.5-coder-1.5b"}
+    settings = load_settings(home=home, environ=old)
+    assert (settings.embedded_model, settings.embedded_model_path) == ("qwen2.5-coder-1.5b", gguf)
+    path_note, name_note = settings.deprecated
+    assert "read as TINY_HUB_EMBEDDED_MODEL_PATH" in path_note
+    assert "TINY_HUB_EMBEDDED_MODEL_NAME is deprecated" in name_note
+    sources = setting_sources(settings, environ=old)
+    assert sources["embedded_model"] == "env TINY_HUB_EMBEDDED_MODEL"
+    assert sources["embedded_model_path"] == "env TINY_HUB_EMBEDDED_MODEL_PATH"
 
 
 def test_file_then_environment_then_overrides(home: Path) -> None:

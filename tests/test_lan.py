@@ -234,6 +234,7 @@ def _env(home: Path, **extra: str) -> dict[str, str]:
         OLLAMA_HOST="http://127.0.0.1:9",
         TINY_HUB_CAMERA="",
         TINY_HUB_MICROPHONE="off",
+        TINY_HUB_EMBEDDED_MODEL="smollm2",
         **extra,
     )
     return env

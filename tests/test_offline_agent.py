@@ -19,7 +19,9 @@ from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
 from hub import contracts as c
 from hub.agent import bundled_models
 from hub.agent.bundled_models import MODELS_DIR, QWEN_CODER_1_5B, VERIFIER
-from hub.server import RunningServer
+from hub.config import load_settings
+from hub.runtime import Hub
+from hub.server import RunningServer, start_server
 from tests.conftest import StartHub, owner_headers
 from tests.sse import post_chat
 from tests.waits import until
@@ -182,3 +184,50 @@ async def test_forgetting_the_bicycle_never_forgets_the_allergy(hub: RunningServ
         ):
             assert (await done.json())["carriedOut"] is True
     assert allergy[0] in await learned(hub)
+
+
+@pytest.mark.skipif(
+    bundled_models.available_ram() < 2 * QWEN_CODER_1_5B.ram_bytes,
+    reason="embedded.model = auto takes the 1.5B only with twice its RAM free "
+    f"({2 * QWEN_CODER_1_5B.ram_bytes / 1024**3:.1f} GiB); this machine has less",
+)
+async def test_with_the_extra_installed_and_no_config_the_1_5b_answers(
+    home: Path, closed_port: int, linked_models: None
+) -> None:
+    """No config.toml and no TINY_HUB_EMBEDDED_* variable: embedded.model is ``auto``, and with
+    the extra installed the 1.5B answers, tools mounted. (The overrides keep the test's hub on
+    loopback, off the machine's camera and microphone, and its reply short.)"""
+    settings = load_settings(
+        home=home,
+        environ={"OLLAMA_HOST": f"http://127.0.0.1:{closed_port}"},
+        overrides={
+            "host": "127.0.0.1",
+            "port": 0,
+            "camera_device": "",
+            "microphone_device": "off",
+            "model_max_tokens": 32,
+        },
+    )
+    assert settings.embedded_model == "auto"
+    server = await start_server(Hub.open(settings), "127.0.0.1", 0)
+    try:
+        async with aiohttp.ClientSession() as http, http.get(f"{server.url}/api/health") as got:
+            model = (await got.json())["model"]
+        assert (model["provider"], model["id"], model["toolsCapable"]) == (
+            c.PROVIDER_EMBEDDED,
+            QWEN_CODER_1_5B.title,
+            True,
+        )
+        transcript = await post_chat(
+            server.url,
+            {"messages": [{"role": "user", "content": "Say hello in three words."}]},
+            owner_headers(server),
+        )
+        assert transcript.done and not transcript.of_type(c.EV_ERROR), transcript.events
+        assert transcript.text.strip()
+        [metadata, *_] = transcript.of_type(c.EV_METADATA)
+        assert metadata["modelId"] == QWEN_CODER_1_5B.title
+        assert server.hub.models.embedded_runner().spec.bundled == QWEN_CODER_1_5B.key
+    finally:
+        await server.stop()
+        server.hub.close()

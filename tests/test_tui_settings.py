@@ -256,11 +256,12 @@ async def test_the_model_section_lists_ollamas_models_with_tools_on_or_off(
 ) -> None:
     server = await start_hub(ollama_host=held_ollama.url)
     async with settings_of(server, tmp_path) as (app, pilot, screen):
-        assert text_of(screen, "#models").splitlines() == [
+        assert text_of(screen, "#models").splitlines()[:5] == [
             f"Ollama at {held_ollama.url} has:",
             "  qwen3:latest · tools on",
             "  gemma:2b · tools off",
-            "embedded: SmolLM2-135M-Instruct · tools off",
+            "embedded, offline on this machine:",
+            "  SmolLM2-135M-Instruct · tools off · installed · embedded.model",
         ]
         # A reload asks Ollama again (the hub's default stays cached): while Ollama has not
         # answered, the section says so, and the screen goes on answering keys.
@@ -344,11 +345,13 @@ async def test_ollama_not_answering_is_said_with_the_hubs_reason(
 ) -> None:
     server = await start_hub(ollama_host=f"http://127.0.0.1:{closed_port}")
     async with settings_of(server, tmp_path) as (app, pilot, screen):
-        reason, embedded = text_of(screen, "#models").splitlines()
+        reason, heading, smollm2, qwen = text_of(screen, "#models").splitlines()
         assert reason.startswith(f"Ollama: not answering at http://127.0.0.1:{closed_port} (")
         assert "Cannot connect" in reason
         assert reason.endswith("install it and run: ollama pull qwen3")  # as doctor says
-        assert embedded == "embedded: SmolLM2-135M-Instruct · tools off"
+        assert heading == "embedded, offline on this machine:"
+        assert smollm2 == "  SmolLM2-135M-Instruct · tools off · installed · embedded.model"
+        assert qwen.startswith("  Qwen2.5-Coder-1.5B-Instruct · tools on · ")
         await pilot.press("m")
         form = app.screen
         assert isinstance(form, ModelForm)

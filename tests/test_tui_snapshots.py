@@ -53,6 +53,8 @@ VOLATILE = (  # what changes between runs, and what stands in for it
     (re.compile(r"'127\.0\.0\.1', \d+"), "'127.0.0.1', PORT"),  # the same, as Python says it
     (re.compile(r"\bup \d+ s\b"), "up N s"),  # the hub's uptime
     (re.compile(r"\b\d\d:\d\d:\d\d\b"), "HH:MM:SS"),  # the time of the last refresh
+    # whether the agent-model extra is installed in this environment
+    (re.compile(r"(?<=-1\.5B-Instruct · tools on · )(installed|not installed: .*)"), "INSTALLED?"),
 )
 
 

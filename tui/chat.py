@@ -9,6 +9,11 @@ is one worker: its events become widgets in the log (Markdown text written throu
 call), client tools are acted on here (``tui/client_tools.py``), and the conversation is saved
 on this machine (``tui/conversations.py``) when it is sent and again with whatever arrived —
 also when the reply is stopped or the hub goes away.
+
+From Enter to the last token the status line says what the turn is doing and for how long
+(``tui/progress.py``). What is sent while a reply is coming (Enter, a chip, Ctrl+N) is queued
+on screen and sent in order when it ends; Esc stops the reply and puts the queued messages
+back into the prompt.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Header, Markdown, OptionList
 from textual.widgets.markdown import MarkdownStream
+from textual.worker import Worker
 
 from hub import contracts as c
 from tui.client import HubClient, HubError
@@ -44,7 +50,8 @@ from tui.config import TuiConfig
 from tui.confirmation import ConfirmationCard
 from tui.conversations import Conversation, ConversationStore, Message, message_text
 from tui.export import conversation_markdown, export_name
-from tui.guidance import EmptyChat
+from tui.guidance import EmptyChat, model_words
+from tui.progress import TurnProgress
 from tui.proposals import VERBS, answered_text, proposal_of
 from tui.widgets import (
     AskTextScreen,
@@ -55,6 +62,7 @@ from tui.widgets import (
     KeysFooter,
     Notice,
     Prompt,
+    QueuedMessages,
     ReasoningPane,
     ReplyMessage,
     Sidebar,
@@ -69,14 +77,14 @@ CHIPS = Binding.Group("Chip")
 CLIENT_KIND = "terminal"
 CLIENT_CAN = (c.CAN_MAP, c.CAN_SOUND)
 STOPPED = "stopped (closing the stream stops the model too); what arrived is kept"
+NEW_CONVERSATION = "then: a new conversation"
+"""A queued Ctrl+N (None in the queue), as the queue shows it."""
+PROGRESS_EVERY_S = 1.0
 
 
 def model_summary(model: dict[str, Any]) -> str:
     """The header's words on the model /api/health (or a turn) reported."""
-    if model.get("provider") == c.PROVIDER_EMBEDDED:
-        return f"embedded {model.get('id')} · offline, no tools"  # fits 80 columns
-    tools = "tools on" if model.get("toolsCapable") else "tools off"
-    return f"{model.get('provider')} {model.get('id')} · {tools}"
+    return model_words(model)
 
 
 def hub_changed(before: dict[str, Any] | None, now: dict[str, Any]) -> bool:
@@ -116,21 +124,31 @@ class ChatStatusLine(StatusLine):
     cloud: reactive[dict[str, Any] | None] = reactive(None)
     repairs: reactive[dict[str, Any] | None] = reactive(None)
     embedded: reactive[dict[str, Any] | None] = reactive(None)
+    progress: reactive[str] = reactive("")
+    """What the turn in flight is doing (tui/progress.py); empty between turns."""
 
     def render(self) -> Text:
         line = super().render()
         if self.problem:
             return line
-        warnings = [embedded_warning(self.embedded), cloud_warning(self.cloud)]
+        working = [Text(f"⟳ {self.progress}", style="bold")] if self.progress else []
+        answering = (self.health or {}).get("model") or {}
+        in_use = answering.get("provider") == c.PROVIDER_EMBEDDED
+        warnings = [embedded_warning(self.embedded, in_use), cloud_warning(self.cloud)]
         shown = [Text(w, style="bold yellow") for w in warnings if w]
         after = [Text(n, style="dim") for n in [repairs_note(self.repairs)] if n]
-        return Text(" · ").join([*shown, line, *after])
+        return Text(" · ").join([*working, *shown, line, *after])
 
 
-def embedded_warning(embedded: object) -> str:
+def embedded_warning(embedded: object, in_use: bool = False) -> str:
     """The status line's word when the hub switched its embedded model off (its runner kept
-    crashing): the reason stays in view instead of each message failing anew."""
-    if not isinstance(embedded, dict) or embedded.get("state") != "failed":
+    crashing), or when the embedded model that answers is not installed: the reason stays in
+    view instead of each message failing anew."""
+    if not isinstance(embedded, dict):
+        return ""
+    if embedded.get("state") == "unavailable" and in_use:
+        return f"⚠ embedded model unavailable: {embedded.get('reason', 'not installed')}"
+    if embedded.get("state") != "failed":
         return ""
     return f"⚠ embedded model off: {embedded.get('reason', 'its runner kept crashing')}"
 
@@ -204,6 +222,9 @@ class ChatScreen(Screen[None]):
         self.conversation = Conversation()
         self.total_tokens = 0
         self.last_health: dict[str, Any] | None = None
+        self.progress: TurnProgress | None = None
+        self.queued: list[str | None] = []
+        """Messages sent while a reply was coming (None: a new conversation), in order."""
 
     # --- set-up -----------------------------------------------------------------------------
 
@@ -226,6 +247,7 @@ class ChatScreen(Screen[None]):
             with Vertical():
                 yield EmptyChat(id="empty")
                 yield VerticalScroll(id="log")
+                yield QueuedMessages(id="queued")
                 yield Prompt(id="prompt")
         yield ChatStatusLine(id="status")
         yield KeysFooter()
@@ -243,6 +265,7 @@ class ChatScreen(Screen[None]):
         await self.refresh_sidebar(announce_problems=True)
         self.load_health()
         self.set_interval(self.health_every_s, self._check_health)
+        self.set_interval(PROGRESS_EVERY_S, self.show_progress)
 
     def _check_health(self) -> None:
         self.load_health(announce=False, periodic=True)
@@ -286,8 +309,7 @@ class ChatScreen(Screen[None]):
 
     @on(Prompt.Submitted)
     async def _submitted(self, event: Prompt.Submitted) -> None:
-        if await self.send(event.text):
-            event.prompt.clear()
+        await self.send(event.text)  # the prompt cleared itself, keeping keys typed since
 
     @on(FollowupChips.Picked)
     async def _chip_picked(self, event: FollowupChips.Picked) -> None:
@@ -301,22 +323,27 @@ class ChatScreen(Screen[None]):
         await self.send(chips.last().suggestions[number - 1])
 
     async def send(self, text: str) -> bool:
-        """Start a turn with ``text``; False when it cannot start now (empty, or a reply is
-        still streaming: the text stays in the prompt)."""
+        """Start a turn with ``text``, or queue it while a reply is still coming (it is sent
+        when the reply ends); False only for an empty text."""
         text = text.strip()
         if not text:
             return False
-        if self.busy:
-            self.notify("a reply is still coming: wait, or press Esc to stop it", timeout=3)
-            return False
+        if self.busy or self.queued:
+            self.queue_up(text)
+        else:
+            await self.start_turn(text)
+        return True
+
+    async def start_turn(self, text: str) -> None:
+        self.busy = True
         await self.query(FollowupChips).remove()
         self.history.append({"role": "user", "content": text})
         self.query_one(EmptyChat).display = False
         self.save_conversation()
         await self.show(UserMessage(text))
-        self.busy = True
+        self.progress = TurnProgress()
+        self.show_progress()
         self.stream_reply()
-        return True
 
     def save_conversation(self) -> None:
         """Write the conversation now: a crash, a stop or a lost hub keeps what was there."""
@@ -344,6 +371,7 @@ class ChatScreen(Screen[None]):
         turn, problem, stopped = Turn(), "", False
         try:
             async for event in self.client.stream_chat(list(self.history), self.turn_headers()):
+                self.progress_seen(event)
                 await self.on_turn_event(turn, event)
             if not turn.ended:
                 problem = "the hub closed the stream before the reply finished"
@@ -445,9 +473,17 @@ class ChatScreen(Screen[None]):
                 {"after": len(self.history) - 1, "text": f"no reply: {failure}"}
             )
         self.save_conversation()
-        self.busy = False
-        if not self.is_attached:
-            return
+        self.progress = None
+        try:
+            if self.is_attached:
+                await self.show_how_it_ended(turn, problem, stopped)
+        finally:
+            # Not busy until here: a key pressed meanwhile is queued, and sent once this
+            # worker is done (send_queued), instead of a new turn cancelling this one half-way.
+            self.busy = False
+
+    async def show_how_it_ended(self, turn: Turn, problem: str, stopped: bool) -> None:
+        self.show_progress()
         for stream in turn.streams:
             await stream.stop()
         if stopped:
@@ -456,6 +492,8 @@ class ChatScreen(Screen[None]):
             kept = " (the conversation is kept with what arrived)" if turn.text else ""
             await self.say(f"{problem}{kept}")
             self.load_health(announce=False)
+        if stopped or turn.error or problem:
+            await self.unqueue_to_prompt("stopped" if stopped else "the reply failed")
         if turn.messages_changed:
             await self.render_conversation()
         if turn.suggestions and not stopped:
@@ -466,6 +504,55 @@ class ChatScreen(Screen[None]):
         """Cancel the turn: the worker's stream is closed, and the hub closes the model's."""
         if self.busy:
             self.workers.cancel_group(self, "turn")
+
+    # --- progress and the queue -------------------------------------------------------------
+
+    def progress_seen(self, event: dict[str, Any]) -> None:
+        if self.progress is not None and self.progress.see(event):
+            self.show_progress()
+
+    def show_progress(self) -> None:
+        """The status line's word on the turn in flight, with its seconds (every second)."""
+        self.status.progress = self.progress.line() if self.progress is not None else ""
+
+    def queue_up(self, item: str | None) -> None:
+        self.queued.append(item)
+        self.show_queue()
+
+    def show_queue(self) -> None:
+        shown = [NEW_CONVERSATION if item is None else item for item in self.queued]
+        self.query_one(QueuedMessages).show(shown)
+
+    async def unqueue_to_prompt(self, why: str) -> None:
+        """A stopped or failed reply sends nothing queued after it: the messages go back into
+        the prompt (before whatever is being typed), a queued new conversation is dropped,
+        and the log says so."""
+        if not self.queued:
+            return
+        texts = [q for q in self.queued if q is not None]
+        new_conversation = None in self.queued
+        self.queued = []
+        self.show_queue()
+        prompt = self.query_one("#prompt", Prompt)
+        prompt.load_text("\n\n".join([*texts, prompt.text] if prompt.text else texts))
+        prompt.focus()
+        back = f"{len(texts)} queued message(s) back in the prompt" if texts else ""
+        dropped = "the queued new conversation not started" if new_conversation else ""
+        await self.say(f"{why}: " + "; ".join(w for w in (back, dropped) if w), "info")
+
+    @on(Worker.StateChanged)
+    async def send_queued(self, event: Worker.StateChanged) -> None:
+        """Once a turn's worker is done, what was queued meanwhile goes, in order: a queued
+        new conversation starts, then the next message is sent (and waits for its reply)."""
+        if event.worker.group != "turn" or not event.worker.is_finished:
+            return
+        while self.queued and not self.busy:
+            item = self.queued.pop(0)
+            self.show_queue()
+            if item is None:
+                await self.start_new_conversation()
+            else:
+                await self.start_turn(item)
 
     # --- client tools -----------------------------------------------------------------------
 
@@ -536,10 +623,19 @@ class ChatScreen(Screen[None]):
         else:
             self.query_one("#prompt", Prompt).focus()
 
-    async def action_new_conversation(self) -> None:
-        if self.busy:
-            self.notify("stop the reply first (Esc)", timeout=3)
+    def action_new_conversation(self) -> None:
+        """A new conversation; while a reply is coming, queued after it (and after the
+        messages queued before it). Taken in the order of the keys: a message sent just
+        before waits in the screen's queue too."""
+        self.call_later(self._new_conversation_in_turn)
+
+    async def _new_conversation_in_turn(self) -> None:
+        if self.busy or self.queued:
+            self.queue_up(None)
             return
+        await self.start_new_conversation()
+
+    async def start_new_conversation(self) -> None:
         self.conversation = Conversation()
         self.total_tokens = 0
         self.status.usage, self.status.total_tokens = {}, 0
@@ -626,7 +722,7 @@ class ChatScreen(Screen[None]):
                 self.notify(f"not deleted: {exc}", severity="error")
                 return
             if conversation.id == self.conversation.id:
-                await self.action_new_conversation()
+                await self.start_new_conversation()
             await self.refresh_sidebar()
             self.notify(f"deleted “{conversation.title}”")
 

@@ -2,7 +2,8 @@
 looks first: the empty chat, the empty memory screen and the model picker.
 
 Built from /api/health's ``model`` (``provider`` and ``toolsCapable``), so it says what the hub
-really runs. The one command that gets the full agent is the one ``tiny-hub doctor`` gives.
+really runs, the embedded 1.5B's tools included. Where tools are missing, it names both ways to
+get them, in the words ``tiny-hub doctor`` uses (``hub.contracts.HOW_TO_GET_TOOLS``).
 """
 
 from __future__ import annotations
@@ -16,32 +17,51 @@ from textual.widgets import Static
 
 from hub import contracts as c
 
-FULL_AGENT_COMMAND = "ollama pull qwen3"
-GET_FULL_AGENT = (
-    f"For the full agent, install Ollama and run `{FULL_AGENT_COMMAND}` (or another "
-    "tool-capable model): the hub switches to it by itself."
-)
+FULL_AGENT_COMMAND = c.OLLAMA_TOOLS_COMMAND
+GET_TOOLS = f"For tools, {c.HOW_TO_GET_TOOLS}. The hub uses either by itself."
 WHAT_TOOLS_DO = "save memories, reach your devices or call other tools"
 
 
 def can_call_tools(model: Mapping[str, Any]) -> bool:
-    return model.get("provider") != c.PROVIDER_EMBEDDED and bool(model.get("toolsCapable"))
+    """What /api/health says, for every provider: the embedded 1.5B calls tools too."""
+    return bool(model.get("toolsCapable"))
+
+
+def tools_word(capable: object) -> str:
+    return "tools on" if capable else "tools off"
+
+
+def model_words(model: Mapping[str, Any]) -> str:
+    """The model in a few words, as the header, the status line and the picker all say it:
+    ``embedded Qwen2.5-Coder-1.5B-Instruct · offline, tools on``."""
+    offline = "offline, " if model.get("provider") == c.PROVIDER_EMBEDDED else ""
+    return (
+        f"{model.get('provider', '?')} {model.get('id') or '(no id)'} · "
+        f"{offline}{tools_word(can_call_tools(model))}"
+    )
 
 
 def model_guidance(model: Mapping[str, Any]) -> str:
-    """What the model can and cannot do, and (when it cannot call tools) how to get one that
-    can. Empty while the model is not known yet."""
+    """What the model can and cannot do, and (when it cannot call tools) both ways to get one
+    that can. Empty while the model is not known yet."""
     if not model:
         return ""
     name = str(model.get("id") or "the model")
-    if model.get("provider") == c.PROVIDER_EMBEDDED:
+    embedded = model.get("provider") == c.PROVIDER_EMBEDDED
+    if can_call_tools(model) and embedded:
+        return (
+            f"You are talking to {name}, an embedded model that runs offline on this machine: "
+            f"it can {WHAT_TOOLS_DO} when you ask. A turn that calls a tool takes a while on "
+            "a small machine; the status line shows what it is doing."
+        )
+    if can_call_tools(model):
+        return f"{name} can call tools: it can {WHAT_TOOLS_DO} when you ask."
+    if embedded:
         return (
             f"You are talking to the small embedded model ({name}): it chats offline but "
-            f"cannot {WHAT_TOOLS_DO}. {GET_FULL_AGENT}"
+            f"cannot {WHAT_TOOLS_DO}. {GET_TOOLS}"
         )
-    if not model.get("toolsCapable"):
-        return f"{name} chats but cannot call tools, so it cannot {WHAT_TOOLS_DO}. {GET_FULL_AGENT}"
-    return f"{name} can call tools: it can {WHAT_TOOLS_DO} when you ask."
+    return f"{name} chats but cannot call tools, so it cannot {WHAT_TOOLS_DO}. {GET_TOOLS}"
 
 
 def memory_guidance(model: Mapping[str, Any]) -> str:
@@ -50,7 +70,7 @@ def memory_guidance(model: Mapping[str, Any]) -> str:
         return "Tell your companion something about yourself: what it learns shows up here."
     return (
         f"{model.get('id') or 'This model'} cannot save memories (saving one is a tool call). "
-        f"{GET_FULL_AGENT}"
+        f"{GET_TOOLS}"
     )
 
 

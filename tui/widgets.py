@@ -39,8 +39,8 @@ from textual.widgets import (
 )
 from textual.widgets.option_list import Option
 
-from hub import contracts as c
 from tui.conversations import Conversation, matching
+from tui.guidance import can_call_tools, model_words
 
 COPY_BINDING = Binding("c", "copy", "Copy", id="copy_message")
 PREVIEW_CHARS = 300
@@ -243,14 +243,11 @@ def status_text(
     if health is None:
         return Text("connecting to the hub…", style="dim")
     model = health.get("model") or {}
-    provider, model_id = model.get("provider", "?"), model.get("id", "?")
     parts: list[Text] = []
-    if provider == c.PROVIDER_EMBEDDED:
-        parts.append(Text("⚠ offline: embedded model, no tools", style="bold yellow"))
-        parts.append(Text(str(model_id)))
-    else:
-        tools = "tools on" if model.get("toolsCapable") else "tools off"
-        parts.append(Text(f"{provider} {model_id} · {tools}"))
+    if can_call_tools(model):
+        parts.append(Text(model_words(model)))
+    else:  # what limits the companion most: said first, in the warning's colour
+        parts.append(Text(f"⚠ {model_words(model)}", style="bold yellow"))
     if usage:
         parts.append(Text(f"last {usage.get('inputTokens', 0)}→{usage.get('outputTokens', 0)} tok"))
     if total:
@@ -325,10 +322,32 @@ class Prompt(TextArea, inherit_bindings=False):
         self.call_later(self._send_typed)
 
     def _send_typed(self) -> None:
-        self.post_message(self.Submitted(self, self.text))
+        # Cleared here, at once: keys typed after Enter (the next message of a burst) stay.
+        text = self.text
+        if text.strip():
+            self.clear()
+        self.post_message(self.Submitted(self, text))
 
     def action_newline(self) -> None:
         self.call_later(self.insert, "\n")  # after the characters typed before it, as above
+
+
+class QueuedMessages(Static):
+    """What was sent while a reply was still coming: each message (and a new conversation
+    asked for with its key) waits here, in order, until the reply ends."""
+
+    DEFAULT_CSS = """
+    QueuedMessages { height: auto; max-height: 6; padding: 0 1; color: $text-muted; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", markup=False, id=id)
+        self.display = False
+
+    def show(self, queued: Sequence[str]) -> None:
+        self.display = bool(queued)
+        lines = [f"⏳ {len(queued)} queued, sent when this reply ends (Esc: stop it and edit)"]
+        self.update("\n".join([*lines, *(f"  • {shorten(q, 120)}" for q in queued)]))
 
 
 class ConversationList(OptionList):

@@ -5,6 +5,10 @@ configured default. The default in ``auto`` mode is Ollama when it answers and h
 the embedded model. Ollama is asked which of its models can call tools (``/api/show``
 capabilities); a model that cannot gets no tools, because such a model answers tool specs with
 garbage.
+
+It is one module on purpose: the order of choice (headers, a saved choice, the default), what
+each choice can do (tools, vision) and the provider and runner built for it must agree, and
+they all read the same settings.
 """
 
 from __future__ import annotations
@@ -172,7 +176,9 @@ def choose_from_probe(settings: Settings, probe: OllamaProbe) -> ModelChoice:
             vision=True,
         )
     if not probe.answering:
-        return embedded_choice(f"Ollama is not answering at {probe.host} ({probe.error})", embedded)
+        return embedded_choice(
+            f"Ollama is not answering at {probe.host} ({probe.error})", embedded, settings
+        )
     if not probe.models:
         return embedded_choice(
             f"Ollama at {probe.host} has no models (try: ollama pull qwen3)", embedded, settings
@@ -198,7 +204,33 @@ def embedded_model(settings: Settings) -> BundledModel | None:
     ``embedded.model_path`` names a GGUF file of the user's own."""
     if settings.embedded_model_path:
         return None
-    return bundled_models.pick(settings.embedded_model)
+    if settings.embedded_model == bundled_models.AUTO:
+        return auto_model()
+    return bundled_models.MODELS[settings.embedded_model]
+
+
+@functools.cache
+def auto_model() -> BundledModel:
+    """What ``embedded.model = auto`` means in this process, decided once: a model that
+    followed the free RAM of the moment would change in the middle of a conversation."""
+    return bundled_models.pick(bundled_models.AUTO)
+
+
+def bundled_model_named(name: str) -> BundledModel | None:
+    """The bundled model a saved choice or a header names: its key (``qwen2.5-coder-1.5b``)
+    or its title (``Qwen2.5-Coder-1.5B-Instruct``), in any case; None for any other name."""
+    wanted = name.strip().lower()
+    for model in bundled_models.MODELS.values():
+        if wanted in (model.key, model.title.lower()):
+            return model
+    return None
+
+
+def settings_for_model(settings: Settings, model: BundledModel | None) -> Settings:
+    """The settings with ``embedded.model`` set to ``model`` (None: as configured)."""
+    if model is None or model == embedded_model(settings):
+        return settings
+    return replace(settings, embedded_model=model.key, embedded_model_path="")
 
 
 def embedded_choice(
@@ -254,6 +286,21 @@ def choice_from_headers(headers: Mapping[str, str], default: ModelChoice) -> Mod
     )
 
 
+def names_the_default(saved: SavedModel, default: ModelChoice) -> bool:
+    """Whether a saved choice names the model that is the default anyway: the same provider
+    with no id or the same id (an embedded model by its key or its title)."""
+    if saved.provider != default.provider:
+        return False
+    if saved.model_id in ("", default.model_id):
+        return True
+    named = bundled_model_named(saved.model_id)
+    return (
+        saved.provider == c.PROVIDER_EMBEDDED
+        and named is not None
+        and (named == bundled_model_named(default.model_id))
+    )
+
+
 @functools.cache
 def shared_tls_context() -> ssl.SSLContext:
     """strands makes a new Ollama client for every model call, and httpx builds a TLS context
@@ -270,8 +317,11 @@ class ModelRouter:
         self._default: ModelChoice | None = None
         self._chosen_at = 0.0
         self._lock = asyncio.Lock()
-        self._runner: RunnerSupervisor | None = None
+        self._runner: RunnerSupervisor | None = None  # the configured embedded model's
+        self._runners: dict[str, RunnerSupervisor] = {}  # other bundled models', by key
         self._capabilities: dict[tuple[str, str], tuple[str, ...]] = {}
+        for sentence in settings.deprecated:
+            log.warning("config: %s", sentence)
 
     async def default(self) -> ModelChoice:
         async with self._lock:
@@ -302,8 +352,29 @@ class ModelRouter:
                 await model_access.check_url(choice.base_url, guard)
             except model_access.ModelUrlRefused as exc:
                 raise ModelUnavailable(str(exc)) from None
+        return await self._with_abilities(choice, default, guard)
+
+    async def answering(self, saved: SavedModel | None) -> ModelChoice:
+        """What answers this caller's turns when a turn names no model: the saved choice (with
+        what it can do) or the hub's default. /api/health says this, so every screen shows the
+        model that will really answer."""
+        default = await self.default()
+        if saved is None:
+            return default
+        chosen = self._from_saved(saved, default)
+        return await self._with_abilities(
+            chosen, default, model_access.guard_for(chosen.base_url, self._settings)
+        )
+
+    async def _with_abilities(
+        self, choice: ModelChoice, default: ModelChoice, guard: Allowance | None
+    ) -> ModelChoice:
+        """The choice with what its model can do: the embedded model's own tools, or what
+        Ollama lists for the model."""
         if choice.provider == c.PROVIDER_EMBEDDED:
-            embedded = embedded_choice("", embedded_model(self._settings), self._settings)
+            wanted = bundled_model_named(choice.model_id) if choice.model_id else None
+            model = wanted or embedded_model(self._settings)
+            embedded = embedded_choice("", model, self._settings)
             return replace(choice, model_id=embedded.model_id, tools=embedded.tools)
         if choice.provider != c.PROVIDER_OLLAMA:
             return choice
@@ -317,7 +388,11 @@ class ModelRouter:
         return replace(choice, tools="tools" in capabilities, vision="vision" in capabilities)
 
     def _from_saved(self, saved: SavedModel, default: ModelChoice) -> ModelChoice:
-        if saved.provider == default.provider and saved.model_id in ("", default.model_id):
+        if saved.provider == c.PROVIDER_EMBEDDED and saved.model_id not in bundled_models.MODELS:
+            # Saved before embedded choices were pinned by key (the picker stored the title of
+            # whatever ran then): it meant "the embedded model", so it follows embedded.model.
+            saved = replace(saved, model_id="")
+        if names_the_default(saved, default):
             return replace(default, reason="the user's saved choice", max_tokens=saved.max_tokens)
         # The hub's key goes only to a URL from the hub's own config, never to one a member saved.
         configured_key = saved.provider == self._settings.model_provider and (
@@ -334,13 +409,25 @@ class ModelRouter:
             vision=saved.provider in c.CLOUD_PROVIDERS,
         )
 
-    def embedded_runner(self) -> RunnerSupervisor:
-        """The embedded model's runner (started on its first turn, kept warm after)."""
-        if self._runner is None:
-            self._runner = RunnerSupervisor(
-                embedded_spec(self._settings), keep_alive_s=self._settings.embedded_keep_alive_s
+    def embedded_runner(self, model: BundledModel | None = None) -> RunnerSupervisor:
+        """The runner of ``model`` (None: the configured embedded model), started on its first
+        turn and kept warm after. A person's saved choice of another bundled model gets a
+        runner of its own."""
+        if model is None or model == embedded_model(self._settings):
+            if self._runner is None:
+                self._runner = self._new_runner(self._settings)
+            return self._runner
+        runner = self._runners.get(model.key)
+        if runner is None:
+            runner = self._runners[model.key] = self._new_runner(
+                settings_for_model(self._settings, model)
             )
-        return self._runner
+        return runner
+
+    def _new_runner(self, settings: Settings) -> RunnerSupervisor:
+        return RunnerSupervisor(
+            embedded_spec(settings), keep_alive_s=self._settings.embedded_keep_alive_s
+        )
 
     def embedded_status(self) -> dict[str, Any]:
         """The runner's state for /api/health: stopped, ready, busy, failed (with the reason),
@@ -354,15 +441,16 @@ class ModelRouter:
             return {"state": "unavailable", "reason": str(exc), **which}
 
     async def close(self) -> None:
-        """Stop the runner process (the hub is shutting down)."""
-        if self._runner is not None:
-            await self._runner.close()
+        """Stop the runner processes (the hub is shutting down)."""
+        for runner in (self._runner, *self._runners.values()):
+            if runner is not None:
+                await runner.close()
 
     def build(self, choice: ModelChoice) -> Model:
         max_tokens = choice.max_tokens or self._settings.model_max_tokens
         if choice.provider == c.PROVIDER_EMBEDDED:
             return EmbeddedModel(
-                self.embedded_runner(),
+                self.embedded_runner(bundled_model_named(choice.model_id)),
                 max_tokens=max_tokens,
                 call_grammar=self._settings.embedded_call_grammar == "on",
             )
@@ -402,7 +490,8 @@ def embedded_spec(settings: Settings) -> RunnerSpec:
             cache_mb=settings.embedded_prompt_cache_mb,
             cache_dir=prompt_cache_dir(settings, path),
         )
-    model = bundled_models.pick(settings.embedded_model)
+    model = embedded_model(settings)
+    assert model is not None  # no model_path: embedded.model names a bundled model
     found = bundled_models.model_path(model, settings.home)
     if found is None:
         raise ModelUnavailable(

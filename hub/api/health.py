@@ -3,7 +3,9 @@
 ``lanUrl`` is what a phone on the same network dials (null when the hub is not on a LAN);
 ``loopbackUrl`` is the plain-HTTP listener kept on 127.0.0.1 for local clients when TLS is on.
 An anonymous caller sees what a phone needs to connect and nothing about this machine's disk:
-``dataDir`` is shown to signed-in callers only.
+``dataDir`` is shown to signed-in callers only. ``model`` is what answers the caller's turns
+when a turn names no model: a signed-in caller's saved choice (``/api/model``), else the hub's
+default, with whether it calls tools; every screen of a client reads it from here.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from hub.api.auth import Access, access, caller
 from hub.api.keys import HUB
 from hub.api.parts import PARTS
 from hub.api.spec import BOOLEAN, NUMBER, STRING, Operation, documented, obj
+from hub.preferences import saved_model
 
 routes = web.RouteTableDef()
 
@@ -28,8 +31,9 @@ routes = web.RouteTableDef()
 )
 async def health(request: web.Request) -> web.Response:
     hub, parts = request.app[HUB], request.app[PARTS]
-    model = await hub.models.default()
-    private = {"dataDir": str(hub.settings.home)} if caller(request) is not None else {}
+    user = caller(request)
+    model = await hub.models.answering(saved_model(hub.db, user))
+    private = {"dataDir": str(hub.settings.home)} if user is not None else {}
     return web.json_response(
         {
             "ok": True,

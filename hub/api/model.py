@@ -3,7 +3,11 @@
 GET shows it and the hub's default; PUT saves ``{provider, id?, baseUrl?, maxTokens?}``;
 DELETE forgets it. An API key is refused here: keys come per request or from the hub's config.
 ``GET /api/models`` lists what there is to choose from: Ollama's models with whether each can
-call tools (asked now, not cached), the embedded model, the cloud providers.
+call tools (asked now, not cached), the embedded models (the configured one, and each bundled
+model with whether it is installed and calls tools), the cloud providers.
+
+An embedded choice is saved by the bundled model's key (``qwen2.5-coder-1.5b``), which pins
+that model with its own tools; without an id it follows ``embedded.model`` in the hub's config.
 """
 
 from __future__ import annotations
@@ -11,14 +15,15 @@ from __future__ import annotations
 from aiohttp import web
 
 from hub import contracts as c
-from hub.agent.embedded import BUNDLED_MODEL_ID
-from hub.agent.models import probe_ollama
+from hub.agent import bundled_models
+from hub.agent.models import bundled_model_named, embedded_choice, embedded_model, probe_ollama
 from hub.api.auth import Access, access, caller, signed_in
 from hub.api.body import read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
 from hub.api.lengths import MODEL_MAX_CHARS, check_lengths
 from hub.api.spec import STRING, Operation, array, closed, documented, nullable, obj
+from hub.config import Settings
 from hub.preferences import SavedModel, save_model, saved_model
 
 routes = web.RouteTableDef()
@@ -90,10 +95,31 @@ async def put_model(request: web.Request) -> web.Response:
         isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
     ):
         raise http_error(web.HTTPBadRequest, "maxTokens must be a whole number above 0")
-    saved = SavedModel(provider, body.get("id", ""), body.get("baseUrl", ""), max_tokens)
+    model_id = body.get("id", "")
+    if provider == c.PROVIDER_EMBEDDED and model_id:
+        model_id = _installed_embedded_key(model_id)
+    saved = SavedModel(provider, model_id, body.get("baseUrl", ""), max_tokens)
     user = signed_in(request)
     save_model(request.app[HUB].db, user, saved)
     return web.json_response({"saved": _describe(saved)})
+
+
+def _installed_embedded_key(model_id: str) -> str:
+    """The key an embedded choice is saved by; 400 for a name that is no bundled model or a
+    model that is not installed (the sentence says how to install it)."""
+    model = bundled_model_named(model_id)
+    if model is None:
+        raise http_error(
+            web.HTTPBadRequest,
+            f"no embedded model {model_id!r}; one of: "
+            + ", ".join(bundled_models.MODELS)
+            + " (or no id: the hub's embedded.model)",
+        )
+    if not bundled_models.installed(model):
+        raise http_error(
+            web.HTTPBadRequest, f"embedded model {model.key} is not installed: {model.install}"
+        )
+    return model.key
 
 
 @routes.delete("/api/model")
@@ -127,7 +153,29 @@ async def list_models(request: web.Request) -> web.Response:
                     for m in probe.models
                 ],
             },
-            "embedded": {"id": BUNDLED_MODEL_ID, "tools": False},
+            "embedded": embedded_listing(hub.settings),
             "cloud": list(c.CLOUD_PROVIDERS),
         }
     )
+
+
+def embedded_listing(settings: Settings) -> dict[str, object]:
+    """The configured embedded model (what an embedded choice without an id gets) and every
+    bundled model: installed or not (with how to install it), and whether it calls tools."""
+    model = embedded_model(settings)
+    configured = embedded_choice("", model, settings)
+    return {
+        "key": model.key if model is not None else None,
+        "id": configured.model_id,
+        "tools": configured.tools,
+        "models": [
+            {
+                "key": bundled.key,
+                "id": bundled.title,
+                "tools": embedded_choice("", bundled, settings).tools,
+                "installed": bundled_models.installed(bundled),
+                "install": bundled.install,
+            }
+            for bundled in bundled_models.MODELS.values()
+        ],
+    }

@@ -1,6 +1,7 @@
 """``tiny-hub chat``: one turn to stdout (text, or ``-`` for standard input), or with no text a
 conversation in the terminal, as ``ollama run`` has it: the arrow keys recall earlier lines,
-``/bye`` or Ctrl+D ends it, Ctrl+C stops the reply being written and keeps the session.
+``/bye`` or Ctrl+D ends it, Ctrl+C stops the reply being written and keeps the session. On a
+terminal, standard error says what the turn is doing until its text comes (progress_line.py).
 
 Against the hub given by ``--url`` (or named by ``--host``/``--port`` or ``TINY_HUB_HOST``/
 ``TINY_HUB_PORT``), which must answer; else the local hub when it answers, else a hub started in
@@ -167,24 +168,30 @@ async def stream_reply(
     args: argparse.Namespace,
     out: TextIO,
     reply: Reply | None = None,
+    err: TextIO | None = None,
 ) -> Reply:
-    """Stream one turn's text to ``out``; errors are kept on the reply, not raised."""
+    """Stream one turn's text to ``out``, and on a terminal what the turn is doing meanwhile
+    to ``err`` (standard error); errors are kept on the reply, not raised."""
+    from hub.cli.progress_line import progress_line
     from tui.client import HubError
     from tui.proposals import proposal_of
 
     reply = reply if reply is not None else Reply()
     try:
-        async for event in client.stream_chat(messages, model_headers(args)):
-            if event.get("type") == c.EV_BLOCK_DELTA and c.DELTA_TEXT in event:
-                reply.text += event[c.DELTA_TEXT]
-                out.write(event[c.DELTA_TEXT])
-                out.flush()
-            elif event.get("type") == c.EV_ERROR:
-                reply.error = str(event.get("error"))
-            elif event.get("type") == c.EV_AFTER_TOOL:
-                proposal = proposal_of(event.get("toolResult") or {})
-                if proposal is not None:
-                    reply.proposals.append(proposal)
+        async with progress_line(err or sys.stderr, out) as progress:
+            async for event in client.stream_chat(messages, model_headers(args)):
+                progress.seen(event)
+                if event.get("type") == c.EV_BLOCK_DELTA and c.DELTA_TEXT in event:
+                    progress.text(event[c.DELTA_TEXT])
+                    reply.text += event[c.DELTA_TEXT]
+                    out.write(event[c.DELTA_TEXT])
+                    out.flush()
+                elif event.get("type") == c.EV_ERROR:
+                    reply.error = str(event.get("error"))
+                elif event.get("type") == c.EV_AFTER_TOOL:
+                    proposal = proposal_of(event.get("toolResult") or {})
+                    if proposal is not None:
+                        reply.proposals.append(proposal)
     except HubError as exc:
         reply.error = str(exc)
     if reply.text:

@@ -28,7 +28,10 @@ def doctor_command(args: argparse.Namespace) -> int:
         settings = load_settings(home=args.home)
     except ConfigError as exc:
         error = str(exc)
-        settings = Settings(home=Path(args.home or os.environ.get(HOME_ENV) or default_home()))
+        try:  # the other checks as the environment says, without the broken file
+            settings = load_settings(home=args.home, read_file=False)
+        except ConfigError:
+            settings = Settings(home=Path(args.home or os.environ.get(HOME_ENV) or default_home()))
     failed = False
     for check in run_checks(settings, error):
         print(check.line(), flush=True)

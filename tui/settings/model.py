@@ -1,5 +1,9 @@
-"""The model: what there is to choose from (GET /api/models asks Ollama there and then),
-what the saved choice and the hub's default can do, and the form that changes the choice.
+"""The model: what there is to choose from (GET /api/models asks Ollama there and then, and
+lists the embedded models with whether each is installed and calls tools), what the saved
+choice and the hub's default can do, and the form that changes the choice.
+
+What a choice can do is what the hub says: /api/health's ``model`` is what answers this person
+(their saved choice, else the default), GET /api/model's ``default`` the hub's own.
 
 A cloud API key is never saved: the hub refuses keys on ``PUT /api/model`` and keeps none, so
 the key stays in this process's memory as ``App.model_headers`` (the ``x-tiny-model-*`` headers
@@ -23,10 +27,11 @@ from textual.widgets import (
     Select,
     Static,
 )
+from textual.widgets.select import NoSelection
 
 from hub import contracts as c
 from tui.client import HubError
-from tui.guidance import FULL_AGENT_COMMAND, model_guidance
+from tui.guidance import FULL_AGENT_COMMAND, model_guidance, model_words, tools_word
 from tui.settings.forms import Answer, FormModal
 
 ASKING_OLLAMA = "asking Ollama…"
@@ -62,15 +67,31 @@ class ModelDraft:
         return headers
 
 
-def tools_word(capable: object) -> str:
-    return "tools on" if capable else "tools off"
-
-
 def describe_default(model: dict[str, Any]) -> str:
-    return (
-        f"{model.get('provider', '?')} {model.get('id') or '(no id)'} · "
-        f"{tools_word(model.get('toolsCapable'))}"
-    )
+    return model_words(model)
+
+
+def embedded_models(listed: Answer | HubError | None) -> list[Answer]:
+    """The bundled embedded models as GET /api/models listed them (none before it answered)."""
+    if not isinstance(listed, dict):
+        return []
+    return list((listed.get("embedded") or {}).get("models") or [])
+
+
+def embedded_lines(listed: Answer) -> list[str]:
+    """Each embedded model: whether it calls tools, and installed or how to install it."""
+    embedded = listed.get("embedded") or {}
+    models = embedded_models(listed)
+    if not models:  # a hub that lists only the one it runs
+        return [f"embedded: {embedded.get('id')} · {tools_word(embedded.get('tools'))}"]
+    lines = ["embedded, offline on this machine:"]
+    for model in models:
+        state = "installed" if model.get("installed") else f"not installed: {model.get('install')}"
+        configured = " · embedded.model" if model.get("key") == embedded.get("key") else ""
+        lines.append(
+            f"  {model.get('id')} · {tools_word(model.get('tools'))} · {state}{configured}"
+        )
+    return lines
 
 
 def ollama_models(listed: Answer | HubError | None) -> list[Answer]:
@@ -120,43 +141,19 @@ def models_lines(listed: Answer | HubError | None) -> list[str]:
         lines += [f"  {m.get('id')} · {tools_word(m.get('tools'))}" for m in ollama_models(listed)]
         if not any(m.get("tools") for m in ollama_models(listed)):
             lines.append(f"  none can call tools (try: {FULL_AGENT_COMMAND})")
-    embedded = listed.get("embedded")
-    if embedded:
-        lines.append(f"embedded: {embedded.get('id')} · {tools_word(embedded.get('tools'))}")
+    if listed.get("embedded"):
+        lines += embedded_lines(listed)
     return lines
 
 
-def saved_tools(
-    saved: dict[str, Any], default: dict[str, Any], listed: list[Answer] | None = None
-) -> str:
-    """Whether the saved model gets tools. The hub reports this only for its default; for an
-    Ollama model on the hub's own Ollama, GET /api/models said what Ollama answers; the rest
-    follows the hub's own rule (hub/agent/models.py) without guessing Ollama's answer."""
-    if saved.get("provider") == default.get("provider") and saved.get("id") in (
-        "",
-        default.get("id"),
-    ):
-        return tools_word(default.get("toolsCapable"))
-    if saved.get("provider") == c.PROVIDER_EMBEDDED:
-        return tools_word(False)
-    if saved.get("provider") == c.PROVIDER_OLLAMA:
-        known = None if saved.get("baseUrl") else find_listed(listed or [], saved.get("id", ""))
-        if known is not None:
-            return tools_word(known.get("tools"))
-        return "tools: the hub asks Ollama at the next turn"
-    return tools_word(True)
-
-
-def model_lines(
-    model: Answer | HubError,
-    health: Answer | HubError,
-    key_for: str,
-    listed: list[Answer] | None = None,
-) -> list[str]:
-    """The model section: the hub's default, the caller's saved choice, and a held key."""
+def model_lines(model: Answer | HubError, health: Answer | HubError, key_for: str) -> list[str]:
+    """The model section: the hub's default, the caller's saved choice as the hub answers it
+    (/api/health's model: what answers this person, tools and all), and a held key."""
     if isinstance(health, HubError):
         return [str(health)]
-    default = health.get("model", {})
+    answering = health.get("model", {})
+    default = model.get("default") if isinstance(model, dict) else None
+    default = default or answering
     lines = [f"default: {describe_default(default)}", f"  why: {default.get('reason', '')}"]
     if isinstance(model, HubError):
         lines.append(f"saved: {model}")
@@ -164,11 +161,8 @@ def model_lines(
         lines.append("saved: none (the hub's default answers)")
     else:
         saved = model["saved"]
-        where = f" at {saved['baseUrl']}" if saved.get("baseUrl") else ""
-        lines.append(
-            f"saved: {saved.get('provider')} {saved.get('id') or '(default id)'}{where} · "
-            f"{saved_tools(saved, default, listed)}"
-        )
+        where = f" (at {saved['baseUrl']})" if saved.get("baseUrl") else ""
+        lines.append(f"saved: {model_words(answering)}{where}")
     if key_for:
         lines.append(f"API key for {key_for}: held in memory for this session only")
     elif isinstance(model, dict) and (model.get("saved") or {}).get("provider") in (
@@ -179,9 +173,9 @@ def model_lines(
 
 
 class ModelForm(FormModal[ModelDraft]):
-    """Choose Ollama (one of its listed models, or an id typed by hand), the embedded model, or
-    a cloud provider with its key; or unset the saved choice so the hub's default answers
-    again."""
+    """Choose Ollama (one of its listed models, or an id typed by hand), an installed embedded
+    model (or none: the hub's embedded.model), or a cloud provider with its key; or unset the
+    saved choice so the hub's default answers again."""
 
     DEFAULT_CSS = """
     ModelForm #model-note { margin-top: 0; }
@@ -192,7 +186,7 @@ class ModelForm(FormModal[ModelDraft]):
 
     PROVIDERS: ClassVar[list[tuple[str, str]]] = [
         ("ollama (on this machine)", c.PROVIDER_OLLAMA),
-        ("embedded (offline, no tools)", c.PROVIDER_EMBEDDED),
+        ("embedded (offline, on this machine)", c.PROVIDER_EMBEDDED),
         *((f"{name} (cloud)", name) for name in c.CLOUD_PROVIDERS if name != "google"),
     ]
 
@@ -227,6 +221,9 @@ class ModelForm(FormModal[ModelDraft]):
             with Horizontal(classes="row", id="pick-row"):
                 yield Label("Ollama has")
                 yield Select[str]([], prompt=ASKING_OLLAMA, id="ollama-model", compact=True)
+            with Horizontal(classes="row", id="embedded-row"):
+                yield Label("installed")
+                yield Select[str]([], prompt=ASKING_OLLAMA, id="embedded-model", compact=True)
             with Horizontal(classes="row"):
                 yield Label("model id")
                 yield Input(self.current.get("id", ""), id="model-id", compact=True)
@@ -255,9 +252,9 @@ class ModelForm(FormModal[ModelDraft]):
         self.offer(self.listed)
 
     def offer(self, listed: Answer | HubError | None) -> None:
-        """Offer Ollama's models (GET /api/models's answer; the screen calls this again when
-        an answer arrives while the form is open), each marked with whether it can call
-        tools."""
+        """Offer Ollama's models and the installed embedded ones (GET /api/models's answer;
+        the screen calls this again when an answer arrives while the form is open), each
+        marked with whether it can call tools."""
         self.listed = listed
         pick = self.query_one("#ollama-model", Select)
         options = [
@@ -273,7 +270,26 @@ class ModelForm(FormModal[ModelDraft]):
         with pick.prevent(Select.Changed):  # not a pick: it must not overwrite the id
             pick.set_options(options)
         pick.disabled = not options
+        self.offer_embedded()
         self.sync_pick()
+
+    def offer_embedded(self) -> None:
+        """The installed embedded models; none picked means the hub's embedded.model."""
+        pick = self.query_one("#embedded-model", Select)
+        configured = self.listed.get("embedded") if isinstance(self.listed, dict) else None
+        if configured:
+            pick.prompt = (
+                f"as the hub's embedded.model: {configured.get('id')} · "
+                f"{tools_word(configured.get('tools'))}"
+            )
+        options = [
+            (f"{m.get('id')} · {tools_word(m.get('tools'))}", str(m.get("key")))
+            for m in embedded_models(self.listed)
+            if m.get("installed")
+        ]
+        with pick.prevent(Select.Changed):
+            pick.set_options(options)
+        pick.disabled = not options
 
     def sync_pick(self) -> None:
         """Show the typed id as picked when it is one of the listed models, and say whether
@@ -281,28 +297,58 @@ class ModelForm(FormModal[ModelDraft]):
         pick = self.query_one("#ollama-model", Select)
         model_id = self.query_one("#model-id", Input).value.strip()
         listed = {str(m["id"]) for m in ollama_models(self.listed)}
-        wanted = model_id if model_id in listed else Select.NULL
-        if pick.value != wanted:
-            with pick.prevent(Select.Changed):  # following the id, not picking one
-                pick.value = wanted
-        ollama = self.query_one("#provider", Select).value == c.PROVIDER_OLLAMA
+        self.follow(pick, model_id if model_id in listed else Select.NULL)
+        provider = self.query_one("#provider", Select).value
+        ollama, embedded = provider == c.PROVIDER_OLLAMA, provider == c.PROVIDER_EMBEDDED
+        named = self.embedded_named(model_id)
+        self.follow(self.query_one("#embedded-model", Select), self.embedded_key(named))
         self.query_one("#pick-row").display = ollama
+        self.query_one("#embedded-row").display = embedded
         self.query_one("#model-id", Input).placeholder = (
             "pick one above, or type an id" if ollama else ""
         )
-        provider = self.query_one("#provider", Select).value
         note = self.query_one("#model-note", Static)
-        note.display = ollama or provider == c.PROVIDER_EMBEDDED
+        note.display = ollama or embedded
         if ollama:
             note.update(self.ollama_note(model_id))
-        else:
-            note.update(model_guidance({"provider": provider, "id": self.embedded_id()}))
+        elif embedded:
+            note.update(self.embedded_note(model_id, named))
 
-    def embedded_id(self) -> str:
-        """The embedded model's name, as GET /api/models listed it."""
-        if isinstance(self.listed, dict):
-            return str((self.listed.get("embedded") or {}).get("id") or "")
-        return ""
+    @staticmethod
+    def follow(pick: Select[str], wanted: str | NoSelection) -> None:
+        if pick.value != wanted:
+            with pick.prevent(Select.Changed):  # following the id, not picking one
+                pick.value = wanted
+
+    def embedded_named(self, model_id: str) -> Answer | None:
+        """The listed embedded model an id names (its key or its title), if any."""
+        wanted = model_id.lower()
+        for model in embedded_models(self.listed):
+            if wanted in (str(model.get("key")).lower(), str(model.get("id")).lower()):
+                return model
+        return None
+
+    @staticmethod
+    def embedded_key(model: Answer | None) -> str | NoSelection:
+        if model is None or not model.get("installed"):
+            return Select.NULL
+        return str(model.get("key"))
+
+    def embedded_note(self, model_id: str, named: Answer | None) -> str:
+        """What the picked embedded model (or the hub's embedded.model) can do."""
+        configured = self.listed.get("embedded") if isinstance(self.listed, dict) else None
+        if named is not None and not named.get("installed"):
+            return f"{named.get('id')} is not installed: {named.get('install')}"
+        if model_id and named is None:
+            return f"{model_id} is no embedded model the hub knows: pick one above."
+        model = named or configured or {}
+        return model_guidance(
+            {
+                "provider": c.PROVIDER_EMBEDDED,
+                "id": model.get("id") or "the embedded model",
+                "toolsCapable": model.get("tools"),
+            }
+        )
 
     def ollama_note(self, model_id: str) -> str:
         unlisted = ollama_unlisted(self.listed)
@@ -329,14 +375,18 @@ class ModelForm(FormModal[ModelDraft]):
         self.sync_pick()
 
     @on(Select.Changed, "#ollama-model")
+    @on(Select.Changed, "#embedded-model")
     def model_picked(self, event: Select.Changed) -> None:
-        """Picking a listed model fills in its id (which can still be edited by hand). Only
-        the person's picks arrive here: sync_pick's own changes are not announced."""
-        if event.value == Select.NULL:
+        """Picking a listed model fills in its id (which can still be edited by hand); an
+        embedded pick taken back leaves no id (the hub's embedded.model). Only the person's
+        picks arrive here: sync_pick's own changes are not announced."""
+        embedded = event.select.id == "embedded-model"
+        if event.value == Select.NULL and not embedded:
             return
+        wanted = "" if event.value == Select.NULL else str(event.value)
         model_id = self.query_one("#model-id", Input)
-        if model_id.value != event.value:
-            model_id.value = str(event.value)
+        if model_id.value != wanted:
+            model_id.value = wanted
 
     @on(Input.Changed, "#model-id")
     def model_id_typed(self) -> None:

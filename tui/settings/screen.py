@@ -39,7 +39,6 @@ from tui.settings.model import (
     ModelForm,
     model_lines,
     models_lines,
-    ollama_models,
 )
 from tui.settings.pairing import NO_PHONES, PairNotice, when
 from tui.settings.people import (
@@ -270,7 +269,7 @@ class SettingsScreen(Screen[None]):
             self.app.screen.offer(listed)
         held = self.model_headers.get(c.H_MODEL_PROVIDER, "")
         failed = isinstance(health, HubError)
-        lines = model_lines(model, health, held, ollama_models(listed))
+        lines = model_lines(model, health, held)
         self.show("#model", lines, failed)
         # An unreachable hub is said once, in the line above.
         self.query_one("#models").display = not (failed and isinstance(listed, HubError))
