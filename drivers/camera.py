@@ -8,7 +8,7 @@ fail every read, so a capture counts as working only when a frame was read (docs
 Every OpenCV call runs on one worker thread (they block), one capture at a time.
 
 ``capture`` is the seam: anything shaped like ``cv2.VideoCapture`` (``isOpened``, ``read``,
-``get``, ``release``); ``firmware_bridges/emulators/camera.py`` provides one for tests.
+``get``, ``release``); ``fakes/camera.py`` provides one for tests.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from drivers.video import encode_jpeg, frames_to_mp4, opencv
+from media.video import encode_jpeg, frames_to_mp4, opencv
 
 CaptureFactory = Callable[[int | str], Any]
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from drivers.audio import Pcm, wav_bytes
+from media.audio import Pcm, wav_bytes
 
 log = logging.getLogger(__name__)
 

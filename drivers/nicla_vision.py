@@ -8,10 +8,10 @@ The callbacks and their formats are documented in ``firmware_bridges/nicla_visio
   ``jpeg_image_read`` in 32 KiB slices, each CRC-checked and read again if it arrives damaged;
 - a clip is ``video_burst`` (frames captured into the board's RAM at a steady interval; it stops
   early when the heap is full, so a long clip takes several bursts), then ``video_frame_read``
-  slices, made into an MP4 here (``drivers/video.py``);
+  slices, made into an MP4 here (``media/video.py``);
 - audio is ``audio_record`` (the board's microphone fills a 2 s ring while the host reads), then
   ``audio_read`` in half-second slices, which the board answers as soon as they are recorded;
-  16 kHz mono 16-bit, wrapped as WAV (``drivers/audio.py``).
+  16 kHz mono 16-bit, wrapped as WAV (``media/audio.py``).
 
 Every RPC call is handed to the audit sink in ``config["audit"]`` before it is sent (the probe's
 ``status`` excepted, as the Flipper driver's probe). Every call is safe to repeat (a read, or a
@@ -35,7 +35,6 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from drivers.audio import Pcm, wav_bytes
 from drivers.base import Driver, DriverStatus, UsbMatcher
 from drivers.openmv_rpc import (
     BAUDRATE,
@@ -45,7 +44,8 @@ from drivers.openmv_rpc import (
     RpcUnknownFunction,
 )
 from drivers.transports.serial import SerialLine, SerialLineError
-from drivers.video import VideoError, is_jpeg, jpegs_to_mp4
+from media.audio import Pcm, wav_bytes
+from media.video import VideoError, is_jpeg, jpegs_to_mp4
 
 if TYPE_CHECKING:  # annotations only: importing strands costs ~0.4 s
     from strands.types.tools import AgentTool

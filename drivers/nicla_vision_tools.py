@@ -17,7 +17,7 @@ from strands.types.tools import ToolContext as StrandsToolContext
 
 from drivers.base import DriverHost, first_online, with_attached
 from drivers.nicla_vision import NiclaError, NiclaVisionDriver
-from drivers.video import VideoError
+from media.video import VideoError
 
 BOARD = "the Nicla Vision"
 NOT_CONNECTED = "Nicla Vision is not connected to this hub"

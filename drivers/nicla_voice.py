@@ -31,7 +31,6 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from drivers.audio import wav_bytes
 from drivers.base import BleMatcher, Driver, DriverStatus
 from drivers.ble_presence import hold, release
 from drivers.nicla_voice_wire import (
@@ -64,6 +63,7 @@ from drivers.nicla_voice_wire import (
     decode_audio,
 )
 from drivers.transports.ble import BleError, BleLink, ClientBackend
+from media.audio import wav_bytes
 
 if TYPE_CHECKING:  # annotations only: importing strands costs ~0.4 s
     from strands.types.tools import AgentTool

@@ -56,8 +56,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from drivers.audio import Pcm
 from drivers.base import normalize_uuid
+from media.audio import Pcm
 
 log = logging.getLogger(__name__)
 

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 from drivers.camera import Camera
 from drivers.microphone import Microphone
-from drivers.soundtrack import wav_of
-from drivers.speech import SpeechEngine, Transcript
 from hub.config import Settings
 from hub.devices.media import MediaStore
 from hub.devices.transcripts import TranscriptRecord, TranscriptStore
+from media.soundtrack import wav_of
+from media.speech import SpeechEngine, Transcript
 
 WAV_TYPE = "audio/wav"
 OFF = "off"

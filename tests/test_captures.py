@@ -30,9 +30,9 @@ from drivers.flipper_cli import (
 )
 from drivers.flipper_rpc import Empty, ListResponse, Main, PingResponse, Unknown, unframe
 from drivers.nicla_capture import record_nicla_vision
-from drivers.video import is_jpeg
 from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
 from firmware_bridges.emulators.nicla_vision import NiclaVisionEmulator
+from media.video import is_jpeg
 
 CAPTURES = Path(__file__).parent / "captures"
 SCRIPT = Path(sys.executable).with_name("tiny-hub")

@@ -384,7 +384,7 @@ def test_emulate_nicla_vision_prints_a_port_the_driver_can_use(tmp_path: Path) -
     import asyncio
 
     from drivers.nicla_vision import NiclaVisionDriver
-    from drivers.video import is_jpeg
+    from media.video import is_jpeg
 
     async def photograph(path: str) -> bytes:
         driver = NiclaVisionDriver("cli", path, {"audit": lambda _device, _command: None})

@@ -20,11 +20,9 @@ import aiohttp
 import pytest
 
 from drivers.camera import Camera
-from drivers.speech import SpeechEngine
-from drivers.video import decode_jpeg
+from fakes.camera import EmulatedCamera
 from fakes.ollama import FakeOllama
 from fakes.ollama import Reply as ModelReply
-from firmware_bridges.emulators.camera import EmulatedCamera
 from hub.agent.compose import Picture
 from hub.cloud.account import save_token
 from hub.cloud.client import CloudClient
@@ -37,6 +35,8 @@ from hub.devices.events import RingEvent
 from hub.runtime import Hub
 from hub.senses import Senses
 from hub.server import RunningServer, start_server
+from media.speech import SpeechEngine
+from media.video import decode_jpeg
 from tests.conftest import owner_headers, settings_for
 from tests.daemon import enroll, send
 from tests.waits import until

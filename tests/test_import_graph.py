@@ -8,7 +8,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("hub", "drivers", "tui", "firmware_bridges")
+PACKAGES = ("hub", "drivers", "media", "tui", "firmware_bridges")
 
 
 def module_name(path: Path) -> str:

@@ -16,10 +16,8 @@ from mcp_types import ImageContent, TextResourceContents
 
 from drivers.camera import Camera
 from drivers.flipper_tools import flipper_status
-from drivers.speech import SpeechEngine
-from drivers.video import is_jpeg
+from fakes.camera import EmulatedCamera
 from fakes.ollama import FakeOllama, Reply
-from firmware_bridges.emulators.camera import EmulatedCamera
 from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
 from hub.agent.tools.context import ToolContext
 from hub.agent.tools.memory import recall
@@ -29,6 +27,8 @@ from hub.preferences import set_tool_enabled
 from hub.senses import Senses
 from hub.server import RunningServer
 from hub.store.migrations import open_database
+from media.speech import SpeechEngine
+from media.video import is_jpeg
 from tests.conftest import StartHub, owner_headers, settings_for
 from tests.mcp_client import http_session, stdio_params, stdio_session, texts
 from tests.toolcall import call_tool, use_tool

@@ -18,15 +18,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from drivers.audio import read_wav, speech_samples, to_float_mono
 from drivers.microphone import Microphone, MicrophoneError, MicrophoneUnavailable
-from drivers.speech import SpeechEngine
-from firmware_bridges.emulators.audio import (
+from fakes.sound_device import (
     CallbackStop,
     FakeSoundDevice,
     PortAudioError,
     input_device,
 )
+from media.audio import read_wav, speech_samples, to_float_mono
+from media.speech import SpeechEngine
 
 KITCHEN = (Path(__file__).parent / "fixtures" / "speech" / "kitchen.wav").read_bytes()
 FAST = 8.0  # the emulated microphone runs eight times faster than real time

@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 
 import drivers.nicla_vision as nicla
-from drivers.audio import read_wav
 from drivers.base import PortInfo
 from drivers.nicla_vision import NiclaError, NiclaNotConnected, NiclaVisionDriver
 from drivers.openmv_rpc import RESULT_DATA
 from firmware_bridges.emulators.nicla_vision import DEFAULT_WAV, NiclaVisionEmulator, room_audio
 from hub.drivers import DriverManager
+from media.audio import read_wav
 from tests.test_openmv_rpc import collapsed
 
 FLASH = "flash firmware_bridges/nicla_vision/main.py"

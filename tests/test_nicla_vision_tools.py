@@ -11,18 +11,18 @@ from typing import Any
 import aiohttp
 import pytest
 
-from drivers.audio import read_wav
 from drivers.nicla_vision_tools import (
     nicla_listen,
     nicla_status,
     nicla_take_photo,
     nicla_take_video,
 )
-from drivers.video import decode_jpeg
 from fakes.ollama import FakeOllama
 from firmware_bridges.emulators.nicla_vision import NiclaVisionEmulator
 from hub import contracts as c
 from hub.server import RunningServer
+from media.audio import read_wav
+from media.video import decode_jpeg
 from tests.conftest import StartHub, owner_headers
 from tests.sse import tool_in_a_turn
 from tests.toolcall import result_text, use_tool

@@ -17,7 +17,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drivers.audio import read_wav
 from drivers.ble_presence import BleAdvertisements, held
 from drivers.flipper_ble import BleAdvertisements as FlipperBleAdvertisements
 from drivers.nicla_voice import NiclaVoiceDriver
@@ -44,6 +43,7 @@ from firmware_bridges.emulators.nicla_voice import (
     mulaw_encode,
 )
 from hub.drivers import DriverManager
+from media.audio import read_wav
 from tests.waits import until
 
 ADDRESS = "F4:12:FA:6C:9D:21"

@@ -10,7 +10,6 @@ from typing import Any
 import aiohttp
 import pytest
 
-from drivers.audio import read_wav
 from drivers.ble_presence import BleAdvertisements
 from drivers.nicla_voice_tools import (
     nicla_voice_record,
@@ -23,6 +22,7 @@ from fakes.ollama import FakeOllama
 from firmware_bridges.emulators.nicla_voice import EmulatedNiclaVoice
 from hub import contracts as c
 from hub.server import RunningServer
+from media.audio import read_wav
 from tests.conftest import StartHub
 from tests.daemon import PythonDaemon, enroll
 from tests.sse import tool_in_a_turn

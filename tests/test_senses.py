@@ -9,20 +9,20 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from drivers.audio import read_wav
 from drivers.camera import Camera
 from drivers.microphone import Microphone
-from drivers.speech import SpeechEngine
-from drivers.video import decode_jpeg, is_jpeg
+from fakes.camera import EmulatedCamera
 from fakes.ollama import FakeOllama
-from firmware_bridges.emulators.audio import FakeSoundDevice
-from firmware_bridges.emulators.camera import EmulatedCamera
+from fakes.sound_device import FakeSoundDevice
 from hub import contracts as c
 from hub.agent.tools.senses import camera_clip, camera_photo, microphone_listen
 from hub.devices.registry import AdjustableClock, DeviceError, DeviceNotFound
 from hub.devices.transcripts import TRANSCRIPT_EVENT
 from hub.senses import Senses
 from hub.server import RunningServer
+from media.audio import read_wav
+from media.speech import SpeechEngine
+from media.video import decode_jpeg, is_jpeg
 from tests.conftest import StartHub, owner_headers
 from tests.sse import tool_in_a_turn
 from tests.toolcall import use_tool

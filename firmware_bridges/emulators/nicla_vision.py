@@ -69,8 +69,8 @@ from typing import Literal
 import cv2
 import numpy as np
 
-from drivers.audio import AudioError, read_wav, resample, to_float_mono
 from firmware_bridges.emulators.usb_pty import PtyDevice, PtyPort, Unplugged
+from media.audio import AudioError, read_wav, resample, to_float_mono
 
 __all__ = [
     "DEFAULT_WAV",

@@ -49,7 +49,6 @@ from pathlib import Path
 
 import numpy as np
 
-from drivers.audio import AudioError, read_wav, resample, to_float_mono
 from drivers.base import normalize_uuid
 from firmware_bridges.emulators.ble import (
     DEFAULT_MTU,
@@ -59,6 +58,7 @@ from firmware_bridges.emulators.ble import (
     GattPeripheral,
     GattService,
 )
+from media.audio import AudioError, read_wav, resample, to_float_mono
 
 # The project sketch's service (firmware_bridges/nicla_voice/nicla_voice.ino), written here
 # again rather than imported from the driver, so a wrong UUID in the driver fails against the

@@ -14,11 +14,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from drivers.soundtrack import has_sound
 from hub.agent.attachments import Attachment, sniff_image
 from hub.devices.registry import Device, DeviceError
 from hub.runtime import Hub
 from hub.senses import transcribe_media
+from media.soundtrack import has_sound
 
 CARD_TITLE_MAX = 60
 CARD_BODY_MAX = 280

@@ -19,8 +19,6 @@ from typing import Any
 import sqlite_utils
 from aiohttp import web
 
-from drivers.audio import AudioError
-from drivers.speech import SpeechUnavailable
 from hub import contracts as c
 from hub.agent.asking import Question, card, question_from
 from hub.agent.compose import AnswerFailed, answer_with_images
@@ -53,6 +51,8 @@ from hub.devices.registry import Device, DeviceNotFound
 from hub.devices.relay import check_limit, check_wait
 from hub.devices.service import DeviceAnswer, Devices
 from hub.devices.transcripts import TRANSCRIPT_EVENT
+from media.audio import AudioError
+from media.speech import SpeechUnavailable
 
 routes = web.RouteTableDef()
 # Every dial-in request names the device and carries its token (see `_dial_in`).

@@ -9,11 +9,11 @@ from aiohttp import web
 
 from drivers.base import StillCamera
 from drivers.camera import CameraError
-from drivers.video import VideoError
 from hub.api.auth import Access, access
 from hub.api.errors import http_error
 from hub.api.keys import HUB
 from hub.api.spec import ANY, BOOLEAN, STRING, Operation, documented, obj
+from media.video import VideoError
 
 routes = web.RouteTableDef()
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from drivers.audio import AudioError
-from drivers.speech import SpeechUnavailable
-from drivers.video import CLIP_TYPE
 from hub.agent.tools.results import failed, ok, with_image
 from hub.devices.registry import DeviceError
 from hub.runtime import Hub
 from hub.senses import transcribe_recording
+from media.audio import AudioError
+from media.speech import SpeechUnavailable
+from media.video import CLIP_TYPE
 
 
 def seen(hub: Hub, camera: str, device_id: str | None, jpeg: bytes) -> dict[str, Any]:

@@ -17,9 +17,6 @@ from strands import tool
 from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
-from drivers.audio import AudioError
-from drivers.soundtrack import has_sound
-from drivers.speech import SpeechUnavailable
 from hub.agent.tools.context import (
     ToolContext,
     failed,
@@ -41,6 +38,9 @@ from hub.devices.phones import (
 from hub.devices.registry import DeviceError
 from hub.runtime import Hub
 from hub.senses import transcribe_media
+from media.audio import AudioError
+from media.soundtrack import has_sound
+from media.speech import SpeechUnavailable
 
 
 @tool(name="screenshot", context=True)

@@ -15,10 +15,10 @@ from strands.types.tools import ToolContext as StrandsToolContext
 
 from drivers.camera import Camera, CameraError
 from drivers.microphone import Microphone, MicrophoneError
-from drivers.video import VideoError
 from hub.agent.tools.context import ToolContext, failed, owner_turn
 from hub.devices.registry import DeviceError
 from hub.senses import Senses
+from media.video import VideoError
 
 MACHINE = "this machine"
 T = TypeVar("T")

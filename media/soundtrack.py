@@ -13,7 +13,7 @@ import logging
 
 import numpy as np
 
-from drivers.audio import SPEECH_RATE, AudioError, Pcm, wav_bytes
+from media.audio import SPEECH_RATE, AudioError, Pcm, wav_bytes
 
 log = logging.getLogger(__name__)
 

@@ -38,7 +38,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from drivers.audio import read_wav, resample, to_float_mono
+from media.audio import read_wav, resample, to_float_mono
 
 Failure = Literal["error", "stall"]
 

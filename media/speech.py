@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from drivers.audio import SPEECH_RATE, AudioError, read_wav, resample, to_float_mono
+from media.audio import SPEECH_RATE, AudioError, read_wav, resample, to_float_mono
 
 log = logging.getLogger(__name__)
 
