@@ -195,6 +195,11 @@ HOST_STATE_KEY = "tiny_hub"
 """Where a turn's host sits in strands' invocation state (the hub puts it there)."""
 
 
+class DriverError(Exception):
+    """A device could not do what was asked; ``str()`` says why, for a person. Every driver's
+    own errors derive from it, so a tool or a route catches one type whatever the family."""
+
+
 class DriverHostError(Exception):
     """The hub refused what a driver's tool asked of it; the message says why."""
 
@@ -279,6 +284,7 @@ def turn_host(tool_context: StrandsToolContext) -> DriverHost:
 
 
 AttachedDriver = TypeVar("AttachedDriver", bound="Driver")
+Attached = TypeVar("Attached")
 
 
 def first_online(host: DriverHost, kind: type[AttachedDriver]) -> AttachedDriver | None:
@@ -292,9 +298,9 @@ def first_online(host: DriverHost, kind: type[AttachedDriver]) -> AttachedDriver
 async def with_attached(
     tool_context: StrandsToolContext,
     what: str,
-    attached: Callable[[DriverHost], AttachedDriver | None],
+    attached: Callable[[DriverHost], Attached | None],
     missing: Callable[[DriverHost], str],
-    action: Callable[[DriverHost, AttachedDriver], Awaitable[dict[str, Any]]],
+    action: Callable[[DriverHost, Attached], Awaitable[dict[str, Any]]],
     errors: tuple[type[Exception], ...],
 ) -> dict[str, Any]:
     """What every owner-only device tool does around its own work: refuse anyone but the owner

@@ -13,7 +13,7 @@ from typing import Any
 import sqlite_utils
 
 from drivers.base import load_drivers
-from drivers.ble_presence import BleAdvertisements
+from drivers.transports.ble_presence import BleAdvertisements
 from hub.config import Settings
 from hub.drivers import DriverManager
 

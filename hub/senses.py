@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from drivers.camera import Camera
-from drivers.microphone import Microphone
+from drivers.machine.camera import Camera
+from drivers.machine.microphone import Microphone
 from hub.config import Settings
 from hub.devices.media import MediaStore
 from hub.devices.transcripts import TranscriptRecord, TranscriptStore

@@ -19,7 +19,7 @@ import statistics
 import sys
 import time
 
-from drivers.flipper import FlipperDriver
+from drivers.flipper.usb import FlipperDriver
 from firmware_bridges.emulators.flipper import FlipperEmulator
 from scripts.bench_rows import run_alone
 

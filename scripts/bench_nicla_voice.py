@@ -22,7 +22,7 @@ import sys
 import time
 from typing import Any
 
-from drivers.nicla_voice import NiclaVoiceDriver
+from drivers.nicla_voice.driver import NiclaVoiceDriver
 from firmware_bridges.emulators.nicla_voice import BOARD_RATE, EmulatedNiclaVoice
 from scripts.bench_rows import run_alone
 

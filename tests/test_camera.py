@@ -11,7 +11,7 @@ import cv2
 import numpy as np
 import pytest
 
-from drivers.camera import Camera, CameraError, CameraUnavailable
+from drivers.machine.camera import Camera, CameraError, CameraUnavailable
 from fakes.camera import EmulatedCamera
 from media.video import VideoError, decode_jpeg, frames_to_mp4, is_jpeg, jpegs_to_mp4
 

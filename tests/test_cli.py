@@ -383,7 +383,7 @@ def test_emulate_flipper_prints_a_port_the_driver_can_use(tmp_path: Path) -> Non
 def test_emulate_nicla_vision_prints_a_port_the_driver_can_use(tmp_path: Path) -> None:
     import asyncio
 
-    from drivers.nicla_vision import NiclaVisionDriver
+    from drivers.nicla_vision.driver import NiclaVisionDriver
     from media.video import is_jpeg
 
     async def photograph(path: str) -> bytes:

@@ -19,7 +19,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from drivers.camera import Camera
+from drivers.machine.camera import Camera
 from fakes.camera import EmulatedCamera
 from fakes.ollama import FakeOllama
 from fakes.ollama import Reply as ModelReply

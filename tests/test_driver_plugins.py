@@ -20,7 +20,7 @@ import aiohttp
 import pytest
 
 from drivers.base import load_drivers
-from drivers.flipper import FlipperDriver
+from drivers.flipper.usb import FlipperDriver
 from fakes.ollama import FakeOllama
 from hub import contracts as c
 from hub.agent.tools import mount_tools

@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from drivers.flipper_tools import flipper_files, flipper_find, flipper_listen, flipper_status
+from drivers.flipper.tools import flipper_files, flipper_find, flipper_listen, flipper_status
 from fakes.ollama import FakeOllama, Reply
 from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
 from hub import contracts as c

@@ -13,10 +13,11 @@ from typing import Any, cast
 import pytest
 from bleak.exc import BleakDBusError
 
-from drivers.flipper_ble import BleAdvertisements, FlipperBleDriver, _held
-from drivers.flipper_rpc import RpcSession
-from drivers.flipper_tools import flipper_files, flipper_find, flipper_listen, flipper_status
+from drivers.flipper.ble import FlipperBleDriver
+from drivers.flipper.rpc import RpcSession
+from drivers.flipper.tools import flipper_files, flipper_find, flipper_listen, flipper_status
 from drivers.transports.ble import BleSerial
+from drivers.transports.ble_presence import BleAdvertisements, held
 from firmware_bridges.emulators.ble import EmulatedPeripheral
 from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState, rpc_responder
 from hub.agent.tools.context import ToolContext
@@ -83,7 +84,7 @@ async def rig() -> AsyncIterator[Rig]:
     await made.manager.scan()
     yield made
     await made.manager.stop()
-    assert not _held, "a stopped driver no longer holds its address"
+    assert not held(), "a stopped driver no longer holds its address"
 
 
 OWNER = User("owner", "owner", "owner")

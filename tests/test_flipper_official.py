@@ -18,7 +18,7 @@ from google.protobuf.message import Message
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drivers.flipper_rpc import (
+from drivers.flipper.rpc import (
     AudiovisualAlertRequest,
     Content,
     DeviceInfoRequest,

@@ -13,9 +13,8 @@ import serial
 from hypothesis import given
 from hypothesis import strategies as st
 
-from drivers.flipper import PROMPT, FlipperDriver, FlipperRefused
-from drivers.flipper_cli import CliError, key_values
-from drivers.flipper_rpc import (
+from drivers.flipper.cli import CliError, key_values
+from drivers.flipper.rpc import (
     DIR,
     FILE,
     Content,
@@ -44,7 +43,8 @@ from drivers.flipper_rpc import (
     frame,
     unframe,
 )
-from drivers.flipper_wire import encode_varint
+from drivers.flipper.usb import PROMPT, FlipperDriver, FlipperRefused
+from drivers.flipper.wire import encode_varint
 from drivers.transports.serial import SerialLine
 from firmware_bridges.emulators.flipper import PROMPT as EMU_PROMPT
 from firmware_bridges.emulators.flipper import FlipperEmulator

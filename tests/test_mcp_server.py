@@ -14,8 +14,8 @@ import pytest
 from mcp import ClientSession, MCPError, stdio_client
 from mcp_types import ImageContent, TextResourceContents
 
-from drivers.camera import Camera
-from drivers.flipper_tools import flipper_status
+from drivers.flipper.tools import flipper_status
+from drivers.machine.camera import Camera
 from fakes.camera import EmulatedCamera
 from fakes.ollama import FakeOllama, Reply
 from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState

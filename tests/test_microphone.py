@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from drivers.microphone import Microphone, MicrophoneError, MicrophoneUnavailable
+from drivers.machine.microphone import Microphone, MicrophoneError, MicrophoneUnavailable
 from fakes.sound_device import (
     CallbackStop,
     FakeSoundDevice,

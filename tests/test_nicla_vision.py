@@ -17,10 +17,10 @@ import cv2
 import numpy as np
 import pytest
 
-import drivers.nicla_vision as nicla
+import drivers.nicla_vision.driver as nicla
 from drivers.base import PortInfo
-from drivers.nicla_vision import NiclaError, NiclaNotConnected, NiclaVisionDriver
-from drivers.openmv_rpc import RESULT_DATA
+from drivers.nicla_vision.driver import NiclaError, NiclaNotConnected, NiclaVisionDriver
+from drivers.nicla_vision.openmv_rpc import RESULT_DATA
 from firmware_bridges.emulators.nicla_vision import DEFAULT_WAV, NiclaVisionEmulator, room_audio
 from hub.drivers import DriverManager
 from media.audio import read_wav

@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from drivers.nicla_vision_tools import (
+from drivers.nicla_vision.tools import (
     nicla_listen,
     nicla_status,
     nicla_take_photo,

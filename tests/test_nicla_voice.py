@@ -17,10 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drivers.ble_presence import BleAdvertisements, held
-from drivers.flipper_ble import BleAdvertisements as FlipperBleAdvertisements
-from drivers.nicla_voice import NiclaVoiceDriver
-from drivers.nicla_voice_wire import (
+from drivers.nicla_voice.driver import NiclaVoiceDriver
+from drivers.nicla_voice.wire import (
     MULAW_MAX,
     AudioEnd,
     AudioHeader,
@@ -34,6 +32,7 @@ from drivers.nicla_voice_wire import (
     data_chunk,
     mulaw_decode,
 )
+from drivers.transports.ble_presence import BleAdvertisements, held
 from firmware_bridges.emulators.ble import GattChar, GattPeripheral, GattService
 from firmware_bridges.emulators.nicla_voice import (
     DEFAULT_SOURCE,
@@ -122,7 +121,6 @@ async def test_the_board_is_found_started_and_kept_while_it_does_not_advertise(r
     assert rig.record()["status"] == "online"
     assert rig.board.connections == 1
     assert rig.audited == [], "starting writes nothing to the board"
-    assert FlipperBleAdvertisements is BleAdvertisements, "the old import path still works"
 
 
 async def test_wakes_become_events_on_the_sink(rig: Rig) -> None:

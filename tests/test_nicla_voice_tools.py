@@ -10,14 +10,14 @@ from typing import Any
 import aiohttp
 import pytest
 
-from drivers.ble_presence import BleAdvertisements
-from drivers.nicla_voice_tools import (
+from drivers.nicla_voice.tools import (
     nicla_voice_record,
     nicla_voice_status,
     nicla_voice_transcript,
     nicla_voice_transcripts,
     nicla_voice_wakes,
 )
+from drivers.transports.ble_presence import BleAdvertisements
 from fakes.ollama import FakeOllama
 from firmware_bridges.emulators.nicla_voice import EmulatedNiclaVoice
 from hub import contracts as c

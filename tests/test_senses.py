@@ -9,8 +9,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from drivers.camera import Camera
-from drivers.microphone import Microphone
+from drivers.machine.camera import Camera
+from drivers.machine.microphone import Microphone
 from fakes.camera import EmulatedCamera
 from fakes.ollama import FakeOllama
 from fakes.sound_device import FakeSoundDevice

@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 from textual.widgets import DataTable, Static
 
-from drivers.ble_presence import BleAdvertisements
+from drivers.transports.ble_presence import BleAdvertisements
 from firmware_bridges.emulators.nicla_voice import EmulatedNiclaVoice
 from hub.devices.registry import AdjustableClock
 from hub.server import RunningServer

@@ -2,14 +2,14 @@
 
 Why
 ---
-``drivers/nicla_voice.py`` must be tested with no radio and no board. Like the Flipper
+``drivers/nicla_voice/driver.py`` must be tested with no radio and no board. Like the Flipper
 (``firmware_bridges.emulators.ble``), this is a :class:`GattPeripheral`: the hub's REAL
 ``BleakClient``/``BleakScanner`` run, and only the OS layer below them is emulated.
 
 What is emulated
 ----------------
 * ``firmware_bridges/nicla_voice/nicla_voice.ino``'s GATT table and bytes (the layouts are in
-  that directory's README and in ``drivers/nicla_voice.py``; they are written here again with
+  that directory's README and in ``drivers/nicla_voice/driver.py``; they are written here again with
   ``struct``, not imported, so that a mistake in the driver's codec is not mirrored here):
   wake (NOTIFY), control (WRITE), audio (NOTIFY), status (READ|NOTIFY); advertised under the
   service UUID with the local name "Nicla Voice". A connected board stops advertising.

@@ -8,7 +8,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from drivers.base import StillCamera
-from drivers.camera import CameraError
+from drivers.machine.camera import CameraError
 from hub.api.auth import Access, access
 from hub.api.errors import http_error
 from hub.api.keys import HUB

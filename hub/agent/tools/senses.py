@@ -13,8 +13,8 @@ from strands import tool
 from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
-from drivers.camera import Camera, CameraError
-from drivers.microphone import Microphone, MicrophoneError
+from drivers.machine.camera import Camera, CameraError
+from drivers.machine.microphone import Microphone, MicrophoneError
 from hub.agent.tools.context import ToolContext, failed, owner_turn
 from hub.devices.registry import DeviceError
 from hub.senses import Senses

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from drivers.base import DriverError
 from media.video import encode_jpeg, frames_to_mp4, opencv
 
 CaptureFactory = Callable[[int | str], Any]
@@ -32,7 +33,7 @@ CLIP_FPS = 10.0
 WARMUP_FRAMES = 3  # auto-exposure settles over the first frames; the first is often black
 
 
-class CameraError(Exception):
+class CameraError(DriverError):
     """A capture failed; ``str()`` says why, for a person."""
 
 

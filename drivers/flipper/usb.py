@@ -1,35 +1,31 @@
 """The Flipper Zero over its USB CLI: status, listening on Sub-GHz / IR / NFC, files, find-me.
 
-The protocol lives here; the agent's tools (``drivers/flipper_tools.py``, brought to the hub by
+The protocol lives here; the agent's tools (``drivers/flipper/tools.py``, brought to the hub by
 ``FlipperDriver.agent_tools``) stay mounted while the Flipper is away and answer "Flipper is not
 connected", which a per-device tool could not.
-Only commands on an allowlist are ever sent — nothing that transmits (``subghz tx``, ``ir tx``,
-``nfc emulate``) is reachable — and every command is handed to the audit sink the hub passes in
-``config["audit"]`` before it is written to the port.
+Only commands on an allowlist are ever sent (``rules.py``) — nothing that transmits (``subghz tx``,
+``ir tx``, ``nfc emulate``) is reachable — and every command is audited through the hub before it
+is written to the port.
 
-File reads go over the protobuf RPC on the same port (``drivers/flipper_rpc.py``): binary-safe
+File reads go over the protobuf RPC on the same port (``drivers/flipper/rpc.py``): binary-safe
 and faster than ``storage read``; everything else stays on the CLI. RPC requests are on an
 allowlist of their own and audited the same way (``rpc storage_read /ext/...``). When an RPC
 exchange breaks (a truncated frame, a corrupt length) the port is closed and reopened, which gives
-a fresh text shell.
-
-Not yet here: BLE (next step of the drivers issue).
+a fresh text shell. The same Flipper over Bluetooth LE is ``ble.py``.
 """
 
 from __future__ import annotations
 
-import abc
 import asyncio
 import contextlib
 import logging
-import posixpath
 import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from drivers.base import Driver, DriverStatus, UsbMatcher
-from drivers.flipper_cli import (
+from drivers.flipper.cli import (
     CliError,
     ir_signals,
     key_values,
@@ -41,7 +37,21 @@ from drivers.flipper_cli import (
     storage_stat,
     subghz_packets,
 )
-from drivers.flipper_rpc import RpcError, RpcSession, RpcSessionClosed
+from drivers.flipper.rpc import RpcError, RpcSession, RpcSessionClosed
+from drivers.flipper.rules import (
+    COMMAND_S,
+    READ_MAX_BYTES,
+    RPC_ALLOWED,
+    USB_DRIVER,
+    Flipper,
+    FlipperRefused,
+    NotConnected,
+    allowed,
+    checked_frequency,
+    checked_path,
+    checked_seconds,
+    number,
+)
 from drivers.transports.serial import NoPrompt, PortGone, SerialLine, SerialLineError
 
 if TYPE_CHECKING:  # annotations only: importing strands costs ~0.4 s
@@ -51,118 +61,12 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 PROMPT = b">: "
-COMMAND_S = 5.0
-LISTEN_DEFAULT_S = 10
-LISTEN_MAX_S = 60
-READ_MAX_BYTES = 64 * 1024
-ROOTS = ("/ext", "/int")
-SUBGHZ_RANGES = ((299_999_755, 348_000_000), (386_999_938, 464_000_000), (778_999_847, 928_000_000))
-SAFE_PATH = re.compile(r"^[A-Za-z0-9 _.\-/()\[\]+,@#&']+$")
-
-# Exact commands, or prefixes ending in a space followed by checked arguments.
-ALLOWED = (
-    "",
-    "device_info",
-    "info device",
-    "info power",
-    "power info",
-    "loader info",
-    "ir rx",
-    "nfc scanner",
-    "nfc detect",
-    "nfc",
-    "vibro 0",
-    "vibro 1",
-)
-ALLOWED_PREFIXES = ("storage list ", "storage stat ", "storage read ", "subghz rx ", "led ")
-NFC_SHELL_ALLOWED = ("scanner", "exit")
-"""What the driver sends inside the newest firmware's NFC sub-shell (``nfc`` opens it)."""
-# RPC requests the driver may send (read-only ones), as audited: "rpc <request> [<path>]".
-RPC_ALLOWED = (
-    "storage_stat",
-    "storage_read",
-    "storage_list",
-    "device_info",
-    "power_info",
-    "ping",
-    "play_audiovisual_alert",
-)
 
 
-class NotConnected(Exception):
-    """No Flipper is attached (or it went away mid-command)."""
-
-
-class FlipperRefused(Exception):
-    """A request the driver will not send to the hardware."""
-
-
-def allowed(line: str, *, nfc_shell: bool = False) -> bool:
-    if nfc_shell:
-        return line in NFC_SHELL_ALLOWED
-    return line in ALLOWED or line.startswith(ALLOWED_PREFIXES)
-
-
-def checked_path(path: str) -> str:
-    """A path under /ext or /int, with no way out of them and nothing the shell would parse."""
-    if not isinstance(path, str) or not path or len(path) > 255:
-        raise FlipperRefused("give a path under /ext or /int (at most 255 characters)")
-    if not SAFE_PATH.match(path) or '"' in path:
-        raise FlipperRefused(f"the path {path!r} has characters the Flipper's CLI cannot take")
-    parts = path.split("/")
-    if ".." in parts or posixpath.normpath(path) != path.rstrip("/") or "//" in path:
-        raise FlipperRefused(f"the path {path!r} is not a plain absolute path ('..' is refused)")
-    if not any(path == root or path.startswith(root + "/") for root in ROOTS):
-        raise FlipperRefused("only paths under /ext (the SD card) and /int are reachable")
-    return path.rstrip("/") or path
-
-
-def checked_seconds(seconds: Any) -> int:
-    if isinstance(seconds, bool) or not isinstance(seconds, int):
-        raise FlipperRefused("seconds must be a whole number")
-    if not 1 <= seconds <= LISTEN_MAX_S:
-        raise FlipperRefused(f"listen for 1 to {LISTEN_MAX_S} seconds")
-    return seconds
-
-
-def checked_frequency(frequency: Any) -> int:
-    if isinstance(frequency, bool) or not isinstance(frequency, int):
-        raise FlipperRefused("frequency must be in Hz, e.g. 433920000")
-    if not any(low <= frequency <= high for low, high in SUBGHZ_RANGES):
-        raise FlipperRefused(
-            "the Flipper listens at 300-348 MHz, 387-464 MHz or 779-928 MHz (in Hz, e.g. 433920000)"
-        )
-    return frequency
-
-
-class FlipperFiles(abc.ABC):
-    """``files(list|stat|read)`` with one path check and one answer shape, whichever way the
-    Flipper is reached (the CLI over USB, the RPC over BLE)."""
-
-    async def files(self, action: str, path: str) -> dict[str, Any]:
-        path = checked_path(path)
-        if action == "list":
-            return {"path": path, "entries": await self._list(path)}
-        if action == "stat":
-            return {"path": path, **await self._stat(path)}
-        if action == "read":
-            data = await self.read_file(path)
-            return {"path": path, "size": len(data), "text": data.decode("utf-8", "replace")}
-        raise FlipperRefused("action must be list, stat or read")
-
-    @abc.abstractmethod
-    async def _list(self, path: str) -> list[dict[str, Any]]: ...
-
-    @abc.abstractmethod
-    async def _stat(self, path: str) -> dict[str, Any]:
-        """``{"type": "file", "size": n}`` or ``{"type": "dir"}``."""
-
-    @abc.abstractmethod
-    async def read_file(self, path: str) -> bytes: ...
-
-
-class FlipperDriver(FlipperFiles, Driver):
-    name: ClassVar[str] = "flipper"
+class FlipperDriver(Flipper, Driver):
+    name: ClassVar[str] = USB_DRIVER
+    over: ClassVar[str] = "USB"
+    link: ClassVar[str] = "usb"
     # 0483:5740 is ST's generic virtual COM port: the Flipper's serial number or product name
     # must also match, or any STM32 gadget would be taken for a Flipper.
     usb: ClassVar[tuple[UsbMatcher, ...]] = (
@@ -174,7 +78,7 @@ class FlipperDriver(FlipperFiles, Driver):
     @classmethod
     def agent_tools(cls) -> Sequence[AgentTool]:
         """The Flipper's tools, for a Flipper over USB or over BLE (this family brings them)."""
-        from drivers.flipper_tools import TOOLS  # the tools import this module
+        from drivers.flipper.tools import TOOLS  # loads strands (~0.4 s): when first mounted
 
         return TOOLS
 
@@ -271,9 +175,9 @@ class FlipperDriver(FlipperFiles, Driver):
             "name": self.device_name,
             "firmware": self.firmware,
             "battery": {
-                "level": _number(power.get("charge.level") or power.get("charge_level")),
+                "level": number(power.get("charge.level") or power.get("charge_level")),
                 "state": power.get("charge.state") or power.get("charge_state"),
-                "voltage_mV": _number(power.get("battery.voltage") or power.get("battery_voltage")),
+                "voltage_mV": number(power.get("battery.voltage") or power.get("battery_voltage")),
             },
             "connection": f"USB serial on {self.port}",
             "running_app": running_app(await self.run("loader info")),
@@ -462,10 +366,3 @@ def running_app(output: bytes) -> str | None:
     """``loader info``: ``Application "Sub-GHz" is running`` → "Sub-GHz"; nothing running → None."""
     match = re.search(rb'Application "([^"]+)" is running', output)
     return match.group(1).decode("utf-8", "replace") if match else None
-
-
-def _number(value: str | None) -> float | None:
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None

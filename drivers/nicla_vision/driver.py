@@ -1,7 +1,7 @@
 """The Arduino Nicla Vision over USB: photos, short video clips, microphone audio, its status.
 
 The board runs OpenMV with ``firmware_bridges/nicla_vision/main.py`` saved as its ``main.py``:
-OpenMV's RPC library on the USB virtual COM port (``drivers/openmv_rpc.py`` is the host side).
+OpenMV's RPC library on the USB virtual COM port (``openmv_rpc.py`` is the host side).
 The callbacks and their formats are documented in ``firmware_bridges/nicla_vision/README.md``:
 
 - a photo is ``jpeg_image_snapshot`` (the board captures and compresses, answers the size), then
@@ -35,8 +35,8 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from drivers.base import Driver, DriverStatus, UsbMatcher
-from drivers.openmv_rpc import (
+from drivers.base import Driver, DriverError, DriverStatus, UsbMatcher
+from drivers.nicla_vision.openmv_rpc import (
     BAUDRATE,
     READ_TIMEOUT_S,
     RpcHost,
@@ -77,7 +77,7 @@ RECENT_S = 2.0
 LIMIT_S = 60.0  # the board records at most 60 s of audio; clips are held to the same
 
 
-class NiclaError(Exception):
+class NiclaError(DriverError):
     """What went wrong with the Nicla Vision, in words for a person."""
 
 
@@ -143,7 +143,7 @@ class NiclaVisionDriver(Driver):
 
     @classmethod
     def agent_tools(cls) -> Sequence[AgentTool]:
-        from drivers.nicla_vision_tools import TOOLS  # the tools import this module
+        from drivers.nicla_vision.tools import TOOLS  # loads strands (~0.4 s): when first mounted
 
         return TOOLS
 

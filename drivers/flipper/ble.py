@@ -2,7 +2,7 @@
 
 Over BLE the Flipper's "serial" GATT service carries ONLY the protobuf RPC (no text CLI), and
 the firmware opens the RPC session itself when the host connects (``docs/hardware.md``): so this
-driver never sends ``start_rpc_session`` or ``stop_session``; it speaks ``drivers/flipper_rpc.py``
+driver never sends ``start_rpc_session`` or ``stop_session``; it speaks ``drivers/flipper/rpc.py``
 frames over a ``BleSerial`` from the moment the link is up. What the RPC cannot do (there is no
 radio receive in it, and the hub's "find me" uses CLI-only ``vibro``/``led``) is refused with
 a sentence that says to plug the Flipper in over USB.
@@ -15,7 +15,7 @@ once with ``bluetoothctl``, typing the PIN the Flipper shows). Every RPC request
 
 A connected Flipper stops advertising, so a plain scan stops seeing it once this driver holds
 the link, and the manager would take it for gone: the driver holds its address in
-``drivers/ble_presence.py``, whose :class:`BleAdvertisements` (the manager's
+``drivers/transports/ble_presence.py``, whose :class:`BleAdvertisements` (the manager's
 ``advertisements=`` source, re-exported here) keeps reporting every address a running driver
 holds.
 """
@@ -30,19 +30,19 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, ClassVar, TypeVar
 
 from drivers.base import BleMatcher, Driver, DriverStatus
-from drivers.ble_presence import BleAdvertisements as BleAdvertisements
-from drivers.ble_presence import held, hold, release
-from drivers.flipper import (
+from drivers.flipper.cli import CliError
+from drivers.flipper.rpc import RpcError, RpcSession
+from drivers.flipper.rules import (
+    BLE_DRIVER,
     COMMAND_S,
     READ_MAX_BYTES,
     RPC_ALLOWED,
-    FlipperFiles,
+    Flipper,
     FlipperRefused,
     NotConnected,
     checked_path,
+    number,
 )
-from drivers.flipper_cli import CliError
-from drivers.flipper_rpc import RpcError, RpcSession
 from drivers.transports.ble import (
     FLIPPER_PROFILE,
     BleError,
@@ -51,6 +51,7 @@ from drivers.transports.ble import (
     BleTimeout,
     ClientBackend,
 )
+from drivers.transports.ble_presence import hold, release
 
 log = logging.getLogger(__name__)
 
@@ -58,19 +59,9 @@ USB_ONLY = "not available over Bluetooth; plug the Flipper in over USB"
 PING = b"tiny-hub"
 _T = TypeVar("_T")
 
-# The addresses running BLE drivers hold (a live view; kept under its old name for callers).
-_held = held()
-
 
 class NotOverBluetooth(FlipperRefused):
     """The request needs the USB CLI (radio receive, vibro/LED)."""
-
-
-def _number(value: str | None) -> float | None:
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
 
 
 def _first(values: Mapping[str, str], *keys: str) -> str | None:
@@ -78,8 +69,10 @@ def _first(values: Mapping[str, str], *keys: str) -> str | None:
     return next((values[k] for k in keys if k in values), None)
 
 
-class FlipperBleDriver(FlipperFiles, Driver):
-    name: ClassVar[str] = "flipper_ble"
+class FlipperBleDriver(Flipper, Driver):
+    name: ClassVar[str] = BLE_DRIVER
+    over: ClassVar[str] = "Bluetooth LE"
+    link: ClassVar[str] = "ble"
     # The advertised 16-bit UUID is 0x3080 OR'ed with the body colour: match the name instead.
     ble: ClassVar[tuple[BleMatcher, ...]] = (BleMatcher(local_name="Flipper *"),)
     capabilities: ClassVar[tuple[str, ...]] = ("flipper", "storage")
@@ -148,9 +141,9 @@ class FlipperBleDriver(FlipperFiles, Driver):
             "name": self.device_name,
             "firmware": self.firmware,
             "battery": {
-                "level": _number(_first(power, "charge.level", "charge_level")),
+                "level": number(_first(power, "charge.level", "charge_level")),
                 "state": _first(power, "charge.state", "charge_state"),
-                "voltage_mV": _number(_first(power, "battery.voltage", "battery_voltage")),
+                "voltage_mV": number(_first(power, "battery.voltage", "battery_voltage")),
             },
             "connection": f"Bluetooth LE {self.port}",
         }

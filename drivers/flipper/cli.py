@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from drivers.base import DriverError
+
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 KEY_VALUE = re.compile(r"^(?P<key>[A-Za-z0-9_.]+)\s*: (?P<value>.*)$")
 LISTING = re.compile(r"^\t\[(?P<kind>[DF])\] (?P<name>.+?)(?: (?P<size>\d+)b)?$")
@@ -27,7 +29,7 @@ NFC_SHELL_PROMPT = re.compile(rb"\[(?:\x1b\[[0-9;]*m)?nfc(?:\x1b\[[0-9;]*m)?\]$"
 prompt ``[nfc]>: `` ("nfc" in colour) waiting: the newest firmware's ``nfc`` opened it."""
 
 
-class CliError(Exception):
+class CliError(DriverError):
     """The Flipper answered with an error line; the message is its own words."""
 
 

@@ -31,8 +31,8 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol, cast
 
-from drivers.flipper_cli import CliError
-from drivers.flipper_wire import (
+from drivers.flipper.cli import CliError
+from drivers.flipper.wire import (
     MAX_FRAME,
     MAX_LENGTH_BYTES,
     FrameError,

@@ -14,8 +14,8 @@ import asyncio
 from typing import Any
 
 from drivers.capture import Capture, CaptureError
-from drivers.nicla_vision import NiclaError, NiclaVisionDriver
-from drivers.openmv_rpc import RpcHost
+from drivers.nicla_vision.driver import NiclaError, NiclaVisionDriver
+from drivers.nicla_vision.openmv_rpc import RpcHost
 from drivers.transports.serial import SerialLineError
 
 SNAPSHOT_QUALITY = 90
@@ -50,6 +50,9 @@ async def record_nicla_vision_async(port: str, *, source: str = "device") -> dic
     return capture.as_json()
 
 
-def record_nicla_vision(port: str, *, source: str = "device") -> dict[str, Any]:
-    """The status and one photo of the Nicla Vision on ``port``, as capture JSON data."""
+def record_nicla_vision(
+    port: str, *, redact: bool = True, source: str = "device"
+) -> dict[str, Any]:
+    """The status and one photo of the Nicla Vision on ``port``, as capture JSON data. Nothing
+    in it names the board (no serial number is asked for), so ``redact`` changes nothing."""
     return asyncio.run(record_nicla_vision_async(port, source=source))

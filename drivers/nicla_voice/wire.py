@@ -1,6 +1,6 @@
 """The Nicla Voice's bytes over BLE, both ways: encoders and decoders, μ-law, and the
 reassembly of a recording. Pure functions and small classes; the driver that uses them is
-:mod:`drivers.nicla_voice`.
+:mod:`drivers.nicla_voice.driver`.
 
 Wire format (all integers little-endian; every UUID and byte is also in
 ``firmware_bridges/nicla_voice/README.md``)
@@ -56,7 +56,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from drivers.base import normalize_uuid
+from drivers.base import DriverError, normalize_uuid
 from media.audio import Pcm
 
 log = logging.getLogger(__name__)
@@ -114,7 +114,7 @@ MULAW_CLIP = 32635
 MULAW_MAX = 32124  # the largest magnitude a μ-law byte decodes to
 
 
-class NiclaVoiceError(Exception):
+class NiclaVoiceError(DriverError):
     """The Nicla Voice could not do it; ``str()`` says why, for a person."""
 
 

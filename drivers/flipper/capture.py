@@ -25,8 +25,8 @@ from typing import Any
 import serial
 
 from drivers.capture import Capture, CaptureError
-from drivers.flipper_cli import opened_nfc_shell
-from drivers.flipper_rpc import (
+from drivers.flipper.cli import opened_nfc_shell
+from drivers.flipper.rpc import (
     DeviceInfoRequest,
     DeviceInfoResponse,
     ListRequest,

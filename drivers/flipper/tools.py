@@ -4,7 +4,8 @@ Mounted for everyone, whether or not a Flipper is attached: with none, they say 
 ("Flipper is not connected") rather than vanish from the model's view or hang. The Flipper on
 this hub is the owner's, like its camera and microphone: only the owner's turns may use it (a
 guest on the LAN may not read its SD card or listen with its radio). The protocol is
-``drivers/flipper.py``; this module only finds the attached Flipper and shapes the answers.
+``drivers/flipper/usb.py`` and ``ble.py``; this module only finds the attached Flipper (a
+:class:`~drivers.flipper.rules.Flipper`, whichever way it is reached) and shapes the answers.
 ``FlipperDriver.agent_tools`` brings these tools to the hub, which knows no Flipper by name.
 """
 
@@ -16,25 +17,19 @@ from strands import tool
 from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
-from drivers.base import DriverHost, turn_host, with_attached
-from drivers.flipper import FlipperDriver, FlipperRefused, NotConnected
-from drivers.flipper_ble import FlipperBleDriver
-from drivers.flipper_cli import CliError
+from drivers.base import DriverError, DriverHost, turn_host, with_attached
+from drivers.flipper.rules import BLE_DRIVER, USB_DRIVER, Flipper
 
 NOT_CONNECTED = "Flipper is not connected"
 WHAT = "the Flipper attached to it"
 
-Flipper = FlipperDriver | FlipperBleDriver
-
 
 def _attached(host: DriverHost) -> Flipper | None:
     """The attached Flipper: over USB when it is (the CLI can do more), else over BLE."""
-    for driver in host.online(FlipperDriver.name):
-        if isinstance(driver, FlipperDriver):
-            return driver
-    for driver in host.online(FlipperBleDriver.name):
-        if isinstance(driver, FlipperBleDriver):
-            return driver
+    for family in (USB_DRIVER, BLE_DRIVER):
+        for driver in host.online(family):
+            if isinstance(driver, Flipper):
+                return driver
     return None
 
 
@@ -43,7 +38,7 @@ def _bluetooth_problem(host: DriverHost) -> str:
     problems = [
         str(r["detail"])
         for r in host.driver_records()
-        if r["driver"] == FlipperBleDriver.name and r["status"] == "error"
+        if r["driver"] == BLE_DRIVER and r["status"] == "error"
     ]
     return f"; over Bluetooth: {'; '.join(problems)}" if problems else ""
 
@@ -52,8 +47,7 @@ async def _use(tool_context: StrandsToolContext, action: Any) -> dict[str, Any]:
     def missing(host: DriverHost) -> str:
         return f"{NOT_CONNECTED} to this hub (plug it in over USB){_bluetooth_problem(host)}"
 
-    errors = (NotConnected, FlipperRefused, CliError)
-    return await with_attached(tool_context, WHAT, _attached, missing, action, errors)
+    return await with_attached(tool_context, WHAT, _attached, missing, action, (DriverError,))
 
 
 @tool(name="flipper_status", context=True)
@@ -130,14 +124,13 @@ async def flipper_find(tool_context: StrandsToolContext, signal: bool = False) -
         if signal:
             try:
                 await flipper.signal()
-            except (NotConnected, FlipperRefused, CliError) as exc:
+            except DriverError as exc:
                 return host.failed(str(exc))
         said = " It beeped, blinked and vibrated." if signal else ""
-        over = "Bluetooth LE" if isinstance(flipper, FlipperBleDriver) else "USB"
         return host.ok(
-            f"Flipper '{flipper.device_name}' is attached to this hub over {over} "
+            f"Flipper '{flipper.device_name}' is attached to this hub over {flipper.over} "
             f"({flipper.port}).{said}",
-            where="ble" if isinstance(flipper, FlipperBleDriver) else "usb",
+            where=flipper.link,
             port=flipper.port,
             signalled=signal,
         )

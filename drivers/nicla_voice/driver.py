@@ -8,9 +8,9 @@ still gives wake events (label ``"match"``), and nothing else (the FALLBACK).
 
 The driver keeps the link for as long as it runs: ``start`` connects and subscribes, ``probe``
 answers from the link (no polling traffic: the board tells us things), and a connected board
-stops advertising, so the driver holds its address in ``drivers/ble_presence.py``.
+stops advertising, so the driver holds its address in ``drivers/transports/ble_presence.py``.
 
-The bytes on the air are in :mod:`drivers.nicla_voice_wire`.
+The bytes on the air are in :mod:`drivers.nicla_voice.wire`.
 
 Config (the manager's ``nicla_voice`` section): ``enabled``; ``backend`` (bleak's client
 backend class, None for the real stack); ``audit`` (called ``(device_id, command)`` before
@@ -32,8 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from drivers.base import BleMatcher, Driver, DriverStatus
-from drivers.ble_presence import hold, release
-from drivers.nicla_voice_wire import (
+from drivers.nicla_voice.wire import (
     ALERT_LEVEL_CHAR,
     AUDIO_CHAR,
     CANCEL_REQUEST,
@@ -63,6 +62,7 @@ from drivers.nicla_voice_wire import (
     decode_audio,
 )
 from drivers.transports.ble import BleError, BleLink, ClientBackend
+from drivers.transports.ble_presence import hold, release
 from media.audio import wav_bytes
 
 if TYPE_CHECKING:  # annotations only: importing strands costs ~0.4 s
@@ -99,7 +99,7 @@ class NiclaVoiceDriver(Driver):
 
     @classmethod
     def agent_tools(cls) -> Sequence[AgentTool]:
-        from drivers.nicla_voice_tools import TOOLS  # the tools import this module
+        from drivers.nicla_voice.tools import TOOLS  # loads strands (~0.4 s): when first mounted
 
         return TOOLS
 

@@ -1,7 +1,7 @@
 """nicla_voice_status, nicla_voice_wakes, nicla_voice_record, nicla_voice_transcripts,
 nicla_voice_transcript.
 
-A Nicla Voice is paired either to this hub (``drivers/nicla_voice.py`` holds the BLE link) or to
+A Nicla Voice is paired either to this hub (``driver.py`` holds the BLE link) or to
 one of the owner's phones. Status and wakes read the driver, the device registry and the event
 ring; a recording is made here when the board is here, and otherwise rides the phone's relay
 mailbox as a ``nicla_voice_record`` envelope; transcripts are rows in the hub's store. The hub
@@ -12,23 +12,37 @@ these tools to it.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from strands import tool
 from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
-from drivers.base import DriverHost, DriverHostError, ToolResult, first_online, turn_host
-from drivers.nicla_voice import NiclaVoiceDriver
-from drivers.nicla_voice_wire import NiclaVoiceError
+from drivers.base import DriverError, DriverHost, DriverHostError, ToolResult, turn_host
+from drivers.nicla_voice.wire import WAKE_EVENT
+from drivers.sensing import online_as
 
-CAPABILITY = "nicla_voice"
-WAKE_EVENT = "nicla_wake"
+FAMILY = CAPABILITY = "nicla_voice"
 RECORD_ENVELOPE = "nicla_voice_record"
 
 
-def _attached(host: DriverHost) -> NiclaVoiceDriver | None:
-    return first_online(host, NiclaVoiceDriver)
+@runtime_checkable
+class Board(Protocol):
+    """What the tools ask of a Nicla Voice attached to this hub."""
+
+    device_id: str
+
+    @property
+    def device_name(self) -> str: ...
+
+    def summary(self) -> dict[str, Any]: ...
+
+    async def record(self, seconds: float) -> bytes: ...
+
+
+def _attached(host: DriverHost) -> Board | None:
+    board: Board | None = online_as(host, FAMILY, Board)
+    return board
 
 
 def _owner_turn(
@@ -111,9 +125,9 @@ async def nicla_voice_record(
     if board is not None:
         try:
             wav = await board.record(seconds)
-        except NiclaVoiceError as exc:
+        except DriverError as exc:
             return host.failed(str(exc))
-        return await host.heard(NiclaVoiceDriver.name, board.device_id, wav)
+        return await host.heard(FAMILY, board.device_id, wav)
     phones = host.dial_in_devices(CAPABILITY)
     if not phones:
         return host.failed(

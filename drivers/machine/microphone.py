@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from drivers.base import DriverError
 from media.audio import Pcm, wav_bytes
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ PORTAUDIO_FIX = "sudo apt-get install libportaudio2"
 DEVICE_FIX = "plug in a microphone or set microphone.device"
 
 
-class MicrophoneError(Exception):
+class MicrophoneError(DriverError):
     """A recording could not be made; ``str()`` says why, for a person."""
 
 

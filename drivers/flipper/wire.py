@@ -1,7 +1,7 @@
 """The Flipper's RPC framing: ``[varint length][message]``, one place for its limits.
 
-Both the text-shell side (``drivers/flipper_cli.py``, which hands a port over to the RPC) and the
-RPC codec (``drivers/flipper_rpc.py``) frame with these. The emulator keeps its own copy of the
+Both the text-shell side (``drivers/flipper/cli.py``, which hands a port over to the RPC) and the
+RPC codec (``drivers/flipper/rpc.py``) frame with these. The emulator keeps its own copy of the
 wire code on purpose, so a wrong constant here cannot pass its own test.
 """
 
