@@ -202,24 +202,24 @@ class Settings:
         "the variable); nothing else private is ever dialled",
     )
     flipper_port: str = _setting(
-        "drivers.flipper.usb",
+        "drivers.flipper",
         "port",
         "TINY_HUB_FLIPPER_PORT",
         "",
         "pin the Flipper to this path (a port, a pseudo-terminal or a symlink); empty finds it",
     )
     flipper_enabled: bool = _setting(
-        "drivers.flipper.usb", "enabled", "TINY_HUB_FLIPPER_ENABLED", True, "use the Flipper driver"
+        "drivers.flipper", "enabled", "TINY_HUB_FLIPPER_ENABLED", True, "use the Flipper driver"
     )
     flipper_deny: tuple[str, ...] = _setting(
-        "drivers.flipper.usb",
+        "drivers.flipper",
         "deny",
         "TINY_HUB_FLIPPER_DENY",
         (),
         "serial numbers of Flippers the hub must leave alone",
     )
     nicla_vision_port: str = _setting(
-        "drivers.nicla_vision.driver",
+        "drivers.nicla_vision",
         "port",
         "TINY_HUB_NICLA_VISION_PORT",
         "",
@@ -227,21 +227,21 @@ class Settings:
         "finds it by its USB id",
     )
     nicla_vision_enabled: bool = _setting(
-        "drivers.nicla_vision.driver",
+        "drivers.nicla_vision",
         "enabled",
         "TINY_HUB_NICLA_VISION_ENABLED",
         True,
         "use the Nicla Vision driver",
     )
     nicla_voice_enabled: bool = _setting(
-        "drivers.nicla_voice.driver",
+        "drivers.nicla_voice",
         "enabled",
         "TINY_HUB_NICLA_VOICE_ENABLED",
         True,
         "use the Nicla Voice driver (Bluetooth LE)",
     )
     nicla_voice_service: str = _setting(
-        "drivers.nicla_voice.driver",
+        "drivers.nicla_voice",
         "service_uuid",
         "TINY_HUB_NICLA_VOICE_SERVICE",
         "",
@@ -630,7 +630,7 @@ def _read_file(path: Path) -> dict[str, Any]:
 
 
 def _sections(document: dict[str, Any], known: set[str]) -> list[tuple[str, Any]]:
-    """Top-level tables, with nested ones (``[drivers.flipper.usb]``) as dotted sections. A known
+    """Top-level tables, with nested ones (``[drivers.flipper]``) as dotted sections. A known
     section holds keys, even when they are tables themselves (``[mcp.servers.files]``)."""
     found: list[tuple[str, Any]] = []
     for name, table in document.items():

@@ -45,7 +45,7 @@ from drivers.base import (
     driver_problem,
 )
 from drivers.transports.serial import list_ports as serial_list_ports
-from hub.tasks import cancel_all
+from hub.core.tasks import cancel_all
 
 if TYPE_CHECKING:  # annotations only: importing strands costs ~0.4 s
     from strands.types.tools import AgentTool

@@ -10,18 +10,17 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import sqlite_utils
-
 from drivers.base import load_drivers
 from drivers.transports.ble_presence import BleAdvertisements
 from hub.config import Settings
 from hub.drivers import DriverManager
+from hub.store.db import Database
 
 AUDIT_KEEP = 10_000
 
 
 class AuditLog:
-    def __init__(self, db: sqlite_utils.Database) -> None:
+    def __init__(self, db: Database) -> None:
         self._db = db
 
     def sink(self, driver: str) -> Any:

@@ -10,8 +10,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
-
 from hub import __version__
 from hub.agent.models import ModelRouter
 from hub.community.allowance import ChatAllowance
@@ -23,11 +21,12 @@ from hub.devices.transcripts import TranscriptStore
 from hub.drivers import DriverManager
 from hub.forge.sandbox import Limits, Sandbox
 from hub.hardware import AuditLog, build_manager
-from hub.identity import Identity, User
 from hub.lan.address import LanInfo
 from hub.memory.graph import DAY_S, MemoryStore
 from hub.memory.vectors import VectorIndex
+from hub.people.identity import Identity, User
 from hub.senses import Senses
+from hub.store.db import Database
 from hub.store.migrations import open_database
 from hub.tinys.records import TinyStore
 from hub.tinys.universe import COLLECTION, Universe
@@ -36,7 +35,7 @@ from hub.tinys.universe import COLLECTION, Universe
 @dataclass
 class Hub:
     settings: Settings
-    db: sqlite_utils.Database
+    db: Database
     identity: Identity
     owner: User
     models: ModelRouter

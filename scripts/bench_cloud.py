@@ -41,12 +41,12 @@ from typing import Any
 import aiohttp
 
 from hub.api.limits import GUARD, Limits
+from hub.api.server import start_server
 from hub.cloud.client import CloudClient
 from hub.cloud.link import CloudLink
 from hub.cloud.outbox import Outbox
 from hub.config import load_settings
 from hub.runtime import Hub
-from hub.server import start_server
 from hub.store.migrations import open_database
 from scripts.bench_rows import run_alone
 

@@ -23,10 +23,10 @@ import time
 from pathlib import Path
 
 from hub.api.limits import GUARD, Limits
+from hub.api.server import start_server
 from hub.cloud.memory_sync import MemoryCloud, MemorySync
 from hub.config import load_settings
 from hub.runtime import Hub
-from hub.server import start_server
 from scripts.bench_rows import run_alone
 
 FACTS = 1000

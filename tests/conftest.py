@@ -12,11 +12,11 @@ import aiohttp
 import pytest
 
 from fakes.ollama import FakeOllama
-from hub.collector import settled
+from hub.api.server import RunningServer, start_server
 from hub.config import Settings, load_settings
+from hub.core.collector import settled
 from hub.runtime import Hub
 from hub.senses import Senses
-from hub.server import RunningServer, start_server
 from tests.netguard import no_network  # noqa: F401  (a fixture every test module can use)
 
 StartHub = Callable[..., Awaitable[RunningServer]]
@@ -109,7 +109,7 @@ SLOW_TIMEOUT_S = 300
 def pytest_collection(session: pytest.Session) -> Iterator[None]:
     """Collection imports every test module with the collector paused, as the hub loads its
     code: what it imported (every library the tests use) lives as long as the run, so it is
-    frozen out of the collector's passes, which keep the hub's pace (``hub/collector.py``; in
+    frozen out of the collector's passes, which keep the hub's pace (``hub/core/collector.py``; in
     two TUI test files, their time went from 15.4 s to 6.8 s)."""
     with settled():
         return (yield)

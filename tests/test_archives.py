@@ -15,7 +15,8 @@ import aiohttp
 import pytest
 
 from hub.api.chat import parse_messages
-from hub.archives import (
+from hub.api.server import RunningServer
+from hub.archives.store import (
     DEFAULT_TITLE_CHARS,
     MAX_MESSAGES,
     MAX_TITLE_CHARS,
@@ -23,7 +24,6 @@ from hub.archives import (
     redact,
     sanitise_for_share,
 )
-from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 
 # -- helpers ---------------------------------------------------------------------------------

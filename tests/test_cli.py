@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.waits import until_sync
 from hub.cli.parser import build_parser
-from tests.waits import until_sync
 
 SCRIPT = Path(sys.executable).with_name("tiny-hub")
 COMMANDS = (

@@ -23,7 +23,9 @@ from drivers.machine.camera import Camera
 from fakes.camera import EmulatedCamera
 from fakes.ollama import FakeOllama
 from fakes.ollama import Reply as ModelReply
+from harness.waits import until
 from hub.agent.compose import Picture
+from hub.api.server import RunningServer, start_server
 from hub.cloud.account import save_token
 from hub.cloud.client import CloudClient
 from hub.cloud.link import MAX_REPLY_IMAGES, CloudLink, Reply, fit_result
@@ -34,12 +36,10 @@ from hub.contracts import RELAY_PAYLOAD_MAX_BYTES
 from hub.devices.events import RingEvent
 from hub.runtime import Hub
 from hub.senses import Senses
-from hub.server import RunningServer, start_server
 from media.speech import SpeechEngine
 from media.video import decode_jpeg
 from tests.conftest import owner_headers, settings_for
 from tests.daemon import enroll, send
-from tests.waits import until
 
 FAST = {"heartbeat_s": 0.2, "idle_poll_s": 0.05, "backoff_min_s": 0.02, "backoff_max_s": 0.1}
 PHOTO_CALL = {"function": {"name": "camera_photo", "arguments": {}}}

@@ -22,15 +22,15 @@ import pytest
 from drivers.base import load_drivers
 from drivers.flipper.usb import FlipperDriver
 from fakes.ollama import FakeOllama
+from harness.waits import until
 from hub import contracts as c
 from hub.agent.tools import mount_tools
 from hub.agent.tools.context import ToolContext
-from hub.server import RunningServer
+from hub.api.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.sse import tool_in_a_turn
 from tests.test_import_graph import imported, modules
 from tests.toolcall import result_text, use_tool
-from tests.waits import until
 
 PACKAGE = "tiny_lamp_driver"
 

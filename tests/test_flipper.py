@@ -14,12 +14,12 @@ import pytest
 from drivers.flipper.tools import flipper_files, flipper_find, flipper_listen, flipper_status
 from fakes.ollama import FakeOllama, Reply
 from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
+from harness.waits import until
 from hub import contracts as c
-from hub.server import RunningServer
+from hub.api.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.sse import post_chat, tool_in_a_turn
 from tests.toolcall import result_text, use_tool
-from tests.waits import until
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from firmware_bridges.emulators.ble import EmulatedPeripheral
 from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState, rpc_responder
 from hub.agent.tools.context import ToolContext
 from hub.drivers import DriverManager
-from hub.identity import User
+from hub.people.identity import User
 from tests.toolcall import call_tool
 
 ADDRESS = "80:E1:26:5A:11:0C"

@@ -106,12 +106,19 @@ def test_hub_has_no_import_cycle() -> None:
 
 
 def test_drivers_and_the_tui_keep_to_their_side() -> None:
-    """drivers/ never imports the HTTP API; tui/ imports nothing of the hub but its contracts."""
+    """drivers/ never imports the HTTP API; tui/ imports nothing of the hub but its contracts
+    and its HTTP client, which itself imports nothing of the hub but the contracts."""
     for name, path in modules("drivers").items():
         assert not any(t.startswith("hub.api") for t in imported(path, name)), name
     for name, path in modules("tui").items():
         hub_imports = {t for t in imported(path, name) if t.split(".")[0] == "hub"}
-        assert hub_imports <= {"hub", "hub.contracts"}, (name, hub_imports)
+        outside = {t for t in hub_imports if t not in ("hub", "hub.contracts")}
+        assert all(t.startswith("hub.client") for t in outside), (name, hub_imports)
+    for name, path in modules("hub").items():
+        if name.startswith("hub.client"):
+            hub_imports = {t for t in imported(path, name) if t.split(".")[0] == "hub"}
+            outside = {t for t in hub_imports if not t.startswith("hub.client")}
+            assert outside <= {"hub", "hub.contracts"}, (name, hub_imports)
 
 
 def test_what_the_tests_share_with_the_benchmarks_is_outside_the_tests() -> None:

@@ -27,6 +27,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from hub.api.server import RunningServer
 from hub.config import ConfigError, load_settings
 from hub.lan import advertise
 from hub.lan.address import LanInfo, is_virtual, lan_address, lan_url
@@ -39,7 +40,6 @@ from hub.lan.advertise import (
     txt_record,
 )
 from hub.lan.tls import ensure_certificate
-from hub.server import RunningServer
 from tests.conftest import StartHub
 
 SCRIPT = Path(sys.executable).with_name("tiny-hub")

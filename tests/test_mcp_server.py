@@ -19,20 +19,20 @@ from drivers.machine.camera import Camera
 from fakes.camera import EmulatedCamera
 from fakes.ollama import FakeOllama, Reply
 from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
+from harness.waits import until
 from hub.agent.tools.context import ToolContext
 from hub.agent.tools.memory import recall
+from hub.api.server import RunningServer
 from hub.cli import main
 from hub.mcp_server.clients import McpClients
-from hub.preferences import set_tool_enabled
+from hub.people.preferences import set_tool_enabled
 from hub.senses import Senses
-from hub.server import RunningServer
 from hub.store.migrations import open_database
 from media.speech import SpeechEngine
 from media.video import is_jpeg
 from tests.conftest import StartHub, owner_headers, settings_for
 from tests.mcp_client import http_session, stdio_params, stdio_session, texts
 from tests.toolcall import call_tool, use_tool
-from tests.waits import until
 
 MEMORY_TOOLS = {"learn", "recall", "unlearn", "memory_graph"}
 FLIPPER_TOOLS = {"flipper_status", "flipper_listen", "flipper_files", "flipper_find"}

@@ -19,14 +19,14 @@ from drivers.nicla_vision.tools import (
 )
 from fakes.ollama import FakeOllama
 from firmware_bridges.emulators.nicla_vision import NiclaVisionEmulator
+from harness.waits import until
 from hub import contracts as c
-from hub.server import RunningServer
+from hub.api.server import RunningServer
 from media.audio import read_wav
 from media.video import decode_jpeg
 from tests.conftest import StartHub, owner_headers
 from tests.sse import tool_in_a_turn
 from tests.toolcall import result_text, use_tool
-from tests.waits import until
 
 
 @pytest.fixture

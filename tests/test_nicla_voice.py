@@ -41,9 +41,9 @@ from firmware_bridges.emulators.nicla_voice import (
     linear_to_mulaw,
     mulaw_encode,
 )
+from harness.waits import until
 from hub.drivers import DriverManager
 from media.audio import read_wav
-from tests.waits import until
 
 ADDRESS = "F4:12:FA:6C:9D:21"
 

@@ -16,15 +16,15 @@ import aiohttp
 import pytest
 
 from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
+from harness.waits import until
 from hub import contracts as c
 from hub.agent import bundled_models
 from hub.agent.bundled_models import MODELS_DIR, QWEN_CODER_1_5B, VERIFIER
+from hub.api.server import RunningServer, start_server
 from hub.config import load_settings
 from hub.runtime import Hub
-from hub.server import RunningServer, start_server
 from tests.conftest import StartHub, owner_headers
 from tests.sse import post_chat
-from tests.waits import until
 
 pytestmark = [
     pytest.mark.slow,

@@ -16,10 +16,10 @@ from fakes.ollama import FakeOllama
 from fakes.sound_device import FakeSoundDevice
 from hub import contracts as c
 from hub.agent.tools.senses import camera_clip, camera_photo, microphone_listen
+from hub.api.server import RunningServer
 from hub.devices.registry import AdjustableClock, DeviceError, DeviceNotFound
 from hub.devices.transcripts import TRANSCRIPT_EVENT
 from hub.senses import Senses
-from hub.server import RunningServer
 from media.audio import read_wav
 from media.speech import SpeechEngine
 from media.video import decode_jpeg, is_jpeg

@@ -13,17 +13,17 @@ import pytest
 from strands.types.tools import ToolSpec
 
 from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
+from harness.waits import until
 from hub import contracts as c
 from hub.agent import small_tools
 from hub.agent.embedded import cached_embed, flatten_messages
 from hub.agent.prompt import REMEMBERED_HEADER
 from hub.agent.runner.process import RunnerSpec
 from hub.agent.runner.supervisor import RunnerSupervisor
-from hub.server import RunningServer
+from hub.api.server import RunningServer
 from tests.confirming import proposal
 from tests.conftest import StartHub, owner_headers
 from tests.sse import SseTranscript, post_chat
-from tests.waits import until
 
 
 def spec(name: str, description: str, properties: dict[str, Any], required: list[str]) -> ToolSpec:

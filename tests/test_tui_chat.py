@@ -21,12 +21,12 @@ from textual.pilot import Pilot
 from textual.widgets import Input, OptionList, Sparkline
 
 from fakes.ollama import FakeOllama, Reply
+from harness.waits import until
+from hub.client.http import HubClient
 from tests.conftest import StartHub, owner_headers
 from tests.test_tui import chat_of
-from tests.waits import until
 from tui.app import TinyApp
 from tui.chat import ChatScreen, cloud_warning
-from tui.client import HubClient
 from tui.config import TuiConfig
 from tui.conversations import Conversation, ConversationStore, Notes
 from tui.export import conversation_markdown

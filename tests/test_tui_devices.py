@@ -14,13 +14,13 @@ from textual.widgets import DataTable, Static
 
 from drivers.transports.ble_presence import BleAdvertisements
 from firmware_bridges.emulators.nicla_voice import EmulatedNiclaVoice
+from harness.waits import until
+from hub.api.server import RunningServer
+from hub.client.http import HubClient
 from hub.devices.registry import AdjustableClock
-from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.daemon import enroll, send
-from tests.waits import until
 from tui.app import TinyApp
-from tui.client import HubClient
 from tui.config import TuiConfig
 from tui.devices import DevicesScreen, RowDetail, ago, summarize
 

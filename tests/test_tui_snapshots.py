@@ -19,10 +19,10 @@ from textual.pilot import Pilot
 from textual.widgets import Footer, Static
 from textual.widgets._footer import FooterKey
 
+from harness.waits import until
+from hub.client.http import HubClient
 from tests.conftest import StartHub, owner_headers
-from tests.waits import until
 from tui.app import TinyApp
-from tui.client import HubClient
 from tui.config import TuiConfig
 
 SIZES = [(80, 24), (120, 40)]

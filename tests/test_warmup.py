@@ -8,11 +8,11 @@ from typing import Any
 import aiohttp
 import pytest
 
+from harness.waits import until
 from hub import contracts as c
-from hub.server import RunningServer
+from hub.api.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.sse import post_chat
-from tests.waits import until
 
 
 async def health(server: RunningServer) -> dict[str, Any]:

@@ -11,7 +11,7 @@ on this machine (``tui/conversations.py``) when it is sent and again with whatev
 also when the reply is stopped or the hub goes away.
 
 From Enter to the last token the status line says what the turn is doing and for how long
-(``tui/progress.py``). What is sent while a reply is coming (Enter, a chip, Ctrl+N) is queued
+(``hub/client/progress.py``). What is sent while a reply is coming (Enter, a chip, Ctrl+N) is queued
 on screen and sent in order when it ends; Esc stops the reply and puts the queued messages
 back into the prompt.
 """
@@ -36,7 +36,9 @@ from textual.widgets.markdown import MarkdownStream
 from textual.worker import Worker
 
 from hub import contracts as c
-from tui.client import HubClient, HubError
+from hub.client.http import HubClient, HubError
+from hub.client.progress import TurnProgress
+from hub.client.proposals import VERBS, answered_text, proposal_of
 from tui.client_tools import (
     CLIPBOARD_CAVEAT,
     ClientTools,
@@ -51,8 +53,6 @@ from tui.confirmation import ConfirmationCard
 from tui.conversations import Conversation, ConversationStore, Message, message_text
 from tui.export import conversation_markdown, export_name
 from tui.guidance import EmptyChat, model_words
-from tui.progress import TurnProgress
-from tui.proposals import VERBS, answered_text, proposal_of
 from tui.widgets import (
     AskTextScreen,
     ConfirmScreen,
@@ -125,7 +125,7 @@ class ChatStatusLine(StatusLine):
     repairs: reactive[dict[str, Any] | None] = reactive(None)
     embedded: reactive[dict[str, Any] | None] = reactive(None)
     progress: reactive[str] = reactive("")
-    """What the turn in flight is doing (tui/progress.py); empty between turns."""
+    """What the turn in flight is doing (hub/client/progress.py); empty between turns."""
 
     def render(self) -> Text:
         line = super().render()

@@ -30,7 +30,7 @@ from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Header, Static
 
-from tui.client import Event, HubClient, HubError
+from hub.client.http import Event, HubClient, HubError
 from tui.tables import Cells, one_line
 from tui.widgets import KeysFooter
 

@@ -38,9 +38,9 @@ from hub.agent.without_tools import (
     unmet_request,
     ways_to_tools,
 )
-from hub.identity import User
 from hub.memory.graph import Fact
-from hub.preferences import saved_model
+from hub.people.identity import User
+from hub.people.preferences import saved_model
 from hub.runtime import Hub
 from hub.tinys.records import Tiny
 

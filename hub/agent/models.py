@@ -34,8 +34,8 @@ from hub.agent.embedded import EmbeddedModel
 from hub.agent.runner.process import RunnerSpec
 from hub.agent.runner.supervisor import RunnerSupervisor, default_threads
 from hub.config import Settings
-from hub.netguard import Allowance
-from hub.preferences import SavedModel
+from hub.core.netguard import Allowance
+from hub.people.preferences import SavedModel
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,8 @@ exactly like one that does not exist.
 
 ``POST /share`` makes a sanitised copy (title and user/assistant text) of one of the caller's
 archives (``{"archiveId": ...}``) or of a conversation body; ``GET /share/{id}`` reads it without
-signing in; ``DELETE /share/{id}`` is for its owner. Limits and redaction: see hub/archives.py.
+signing in; ``DELETE /share/{id}`` is for its owner. Limits and redaction: see
+hub/archives/store.py.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from hub.api.body import read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
 from hub.api.spec import BOOLEAN, OK, STRING, Operation, array, documented, obj
-from hub.archives import ArchiveStore, restore_messages
+from hub.archives.store import ArchiveStore, restore_messages
 
 routes = web.RouteTableDef()
 ID_ANSWER = obj({"ok": BOOLEAN, "id": STRING})

@@ -32,7 +32,7 @@ from hub.api.errors import http_error
 from hub.api.keys import HUB
 from hub.api.spec import ANY, EVENT_STREAM, JSON, STRING, Operation, array, documented, obj
 from hub.community.allowance import OverAllowance
-from hub.payments import require_paid_message
+from hub.payments.ledger import require_paid_message
 
 log = logging.getLogger(__name__)
 routes = web.RouteTableDef()

@@ -20,7 +20,7 @@ from hub.agent.tools.host import HubHost, as_driver_host
 from hub.api.auth import Access, access, caller
 from hub.api.errors import Handler, http_error
 from hub.api.keys import HUB
-from hub.identity import User
+from hub.people.identity import User
 from hub.runtime import Hub
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from hub.api.auth import Access, access, caller
 from hub.api.keys import HUB
 from hub.api.parts import PARTS
 from hub.api.spec import BOOLEAN, NUMBER, STRING, Operation, documented, obj
-from hub.preferences import saved_model
+from hub.people.preferences import saved_model
 
 routes = web.RouteTableDef()
 

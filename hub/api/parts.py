@@ -27,11 +27,11 @@ from hub.api.keys import HUB
 from hub.cloud.link import CloudLink
 from hub.cloud.memory_sync import MemorySync
 from hub.confirmations.actions import pending_of
+from hub.core.tasks import cancel_all
 from hub.lan.address import is_loopback_host, lan_url
 from hub.lan.advertise import Advertiser, hub_id, hub_name
 from hub.runtime import Hub
 from hub.scheduler.runner import Scheduler
-from hub.tasks import cancel_all
 from hub.telegram.poller import TelegramPoller
 
 log = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
 """The household over HTTP (docs/people.md), owner only: list, add, rename and remove people,
-and give one a pairing code or a token. The rules live in :mod:`hub.people`."""
+and give one a pairing code or a token. The rules live in :mod:`hub.people.household`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hub.api.body import read_json_body
 from hub.api.keys import HUB
 from hub.api.spec import OK, STRING, Operation, array, closed, documented, obj
 from hub.lan.pairing import make_offer
-from hub.people import People, PeopleError
+from hub.people.household import People, PeopleError
 
 routes = web.RouteTableDef()
 

@@ -15,7 +15,7 @@ import aiohttp
 from firmware_bridges.emulate import Attached, emulation
 from hub.cli.common import local_url, settings_of
 from hub.config import Settings
-from hub.logs import setup_logging
+from hub.core.logs import setup_logging
 
 
 def emulate_command(args: argparse.Namespace) -> int:

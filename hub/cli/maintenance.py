@@ -20,8 +20,8 @@ PROGRESS_EVERY_S = 0.5
 
 
 def doctor_command(args: argparse.Namespace) -> int:
+    from hub.cli.doctor import run_checks
     from hub.config import load_settings
-    from hub.doctor import run_checks
 
     error = ""
     try:

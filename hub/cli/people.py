@@ -10,8 +10,8 @@ import argparse
 import time
 
 from hub.cli.common import CliError, settings_of
-from hub.errors import Refused
-from hub.people import People, Person
+from hub.core.errors import Refused
+from hub.people.household import People, Person
 from hub.runtime import Hub
 
 

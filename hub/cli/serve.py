@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from hub import __version__
+from hub.api.server import RunningServer, bind_socket, start_server
 from hub.cli.common import local_url, pin, settings_of, token
 from hub.config import Settings
-from hub.logs import setup_logging
+from hub.core.logs import setup_logging
 from hub.runtime import Hub
-from hub.server import RunningServer, bind_socket, start_server
 
 
 def serve_command(args: argparse.Namespace) -> int:
@@ -76,8 +76,8 @@ def stop_on_signals() -> asyncio.Event:
 
 
 def run_tui(url: str, token: str | None, home: Path, pin: str | None = None) -> int:
+    from hub.client.http import HubClient
     from tui.app import TinyApp
-    from tui.client import HubClient
     from tui.config import TuiConfig
 
     TinyApp(HubClient(url, token, pin=pin), TuiConfig.load(home / "tui")).run()

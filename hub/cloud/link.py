@@ -48,11 +48,11 @@ from hub.cloud.client import (
 from hub.cloud.outbox import Call, DrainResult, images_from, upload_call
 from hub.cloud.rounds import LinkState, rounds
 from hub.contracts import RELAY_PAYLOAD_MAX_BYTES
+from hub.core.tasks import cancel_all
 from hub.devices.events import DEVICE_EVENT_KINDS, RingEvent
 from hub.devices.media import IMAGE_FORMATS
 from hub.devices.relay import DEAD_LETTER_AFTER_S
 from hub.runtime import Hub
-from hub.tasks import cancel_all
 
 log = logging.getLogger(__name__)
 

@@ -10,10 +10,9 @@ import secrets
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import sqlite_utils
-
 from hub.devices.events import EventRing
 from hub.devices.registry import Clock, DeviceNotFound
+from hub.store.db import Database
 
 TRANSCRIPT_EVENT = "nicla_transcript"
 PREVIEW_CHARS = 280
@@ -40,7 +39,7 @@ _COLUMNS = "id, source, device_id, text, language, audio_s, media_key, created_a
 
 
 class TranscriptStore:
-    def __init__(self, db: sqlite_utils.Database, events: EventRing, clock: Clock) -> None:
+    def __init__(self, db: Database, events: EventRing, clock: Clock) -> None:
         self._db = db
         self._events = events
         self._clock = clock

@@ -18,8 +18,8 @@ from urllib.parse import unquote
 
 from yarl import URL
 
+from hub.core.netguard import is_localhost_name, literal_address
 from hub.forge.store import ForgedDraft, ForgedTool, ForgeRefused, ForgeStore, sha256
-from hub.netguard import is_localhost_name, literal_address
 from hub.tinys.guarded import SendFailed, SendRefused, send
 
 GITHUB_RAW = "https://raw.githubusercontent.com"

@@ -15,9 +15,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import sqlite_utils
-
-from hub.identity import User
+from hub.people.identity import User
+from hub.store.db import Database
 
 MAX_CODE_BYTES = 4096
 MAX_DESCRIPTION_CHARS = 500
@@ -130,7 +129,7 @@ def _tool(row: dict[str, Any]) -> ForgedTool:
 
 
 class ForgeStore:
-    def __init__(self, db: sqlite_utils.Database) -> None:
+    def __init__(self, db: Database) -> None:
         self.db = db
 
     def save(
@@ -256,6 +255,6 @@ class ForgeStore:
         return owner
 
 
-def public_tools(db: sqlite_utils.Database, user_id: str) -> list[dict[str, Any]]:
+def public_tools(db: Database, user_id: str) -> list[dict[str, Any]]:
     """A person's public forged tools with their code, as their profile shows them."""
     return [tool.as_json() for tool in ForgeStore(db).of(user_id)]

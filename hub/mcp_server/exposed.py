@@ -23,7 +23,7 @@ from hub import contracts as c
 from hub.agent.tools import devices, memory, senses
 from hub.agent.tools.context import STATE_KEY, ToolContext
 from hub.agent.tools.drivers import driver_tools
-from hub.preferences import disabled_tools
+from hub.people.preferences import disabled_tools
 from hub.runtime import Hub
 
 HARDWARE_GROUPS = frozenset({"devices", "drivers", "senses"})

@@ -13,11 +13,10 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import sqlite_utils
-
+from hub.core.errors import Refused
 from hub.devices.registry import Clock
-from hub.errors import Refused
 from hub.scheduler.when import MAX_ONE_SHOT_MINUTES, Every, parse_every, stamp_text
+from hub.store.db import Database
 
 Kind = Literal["job", "alert"]
 MAX_JOBS = 10  # per person, pending or repeating (the contract's limit)
@@ -92,7 +91,7 @@ class Scheduled:
 
 
 class ScheduleStore:
-    def __init__(self, db: sqlite_utils.Database, clock: Clock) -> None:
+    def __init__(self, db: Database, clock: Clock) -> None:
         self._db = db
         self.clock = clock
 

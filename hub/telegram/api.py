@@ -16,7 +16,7 @@ from typing import Any
 
 import aiohttp
 
-from hub.errors import Refused
+from hub.core.errors import Refused
 
 TOKEN = re.compile(r"^\d{3,15}:[A-Za-z0-9_-]{20,100}$")
 METHOD = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,63}$")

@@ -10,10 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
-
 from hub.cloud.account import load_token, save_token
-from hub.errors import Refused
+from hub.core.errors import Refused
+from hub.store.db import Database
 
 REFUSED_SHOWN = 10  # refused chats a status lists
 
@@ -49,7 +48,7 @@ class Chat:
 
 
 class Bots:
-    def __init__(self, db: sqlite_utils.Database, home: Path) -> None:
+    def __init__(self, db: Database, home: Path) -> None:
         self._db = db
         self._home = home
 

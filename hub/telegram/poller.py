@@ -25,9 +25,9 @@ import aiohttp
 
 from hub import contracts as c
 from hub.agent.compose import answer
+from hub.core.tasks import cancel_all
 from hub.devices.notify import Notice, push_notice
 from hub.runtime import Hub
-from hub.tasks import cancel_all
 from hub.telegram.api import BotApi, TelegramRefused, TelegramUnreachable
 from hub.telegram.bots import Bot, Bots
 

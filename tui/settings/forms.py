@@ -12,7 +12,7 @@ from textual.widgets import (
     Static,
 )
 
-from tui.client import HubError
+from hub.client.http import HubError
 
 Answer = dict[str, Any]
 DraftT = TypeVar("DraftT")

@@ -40,7 +40,7 @@ from hub.agent.tools import (
 from hub.agent.tools.context import ToolContext
 from hub.agent.tools.drivers import driver_tools
 from hub.agent.tools.http import make_http_tool
-from hub.preferences import disabled_tools
+from hub.people.preferences import disabled_tools
 
 log = logging.getLogger(__name__)
 

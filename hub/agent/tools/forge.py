@@ -22,11 +22,11 @@ from hub.agent.tools.confirming import proposed
 from hub.agent.tools.context import ToolContext, failed, login_required, ok, turn_context
 from hub.confirmations.actions import REMOVE_TOOL
 from hub.confirmations.store import Item
+from hub.core.text_tools import text_tool
 from hub.forge import github
 from hub.forge.sandbox import Sandbox, ToolStopped
 from hub.forge.store import ForgedDraft, ForgedTool, ForgeRefused, ForgeStore
-from hub.identity import User
-from hub.text_tools import text_tool
+from hub.people.identity import User
 
 log = logging.getLogger(__name__)
 

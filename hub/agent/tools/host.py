@@ -15,7 +15,7 @@ from hub import contracts as c
 from hub.agent.tools.media import filmed, heard, seen
 from hub.agent.tools.results import answer_result, failed, ok
 from hub.devices.registry import DeviceError
-from hub.identity import User
+from hub.people.identity import User
 from hub.runtime import Hub
 
 

@@ -22,8 +22,8 @@ from hub.agent.tools.confirming import proposed
 from hub.agent.tools.context import ToolContext, failed, login_required, ok, turn_context
 from hub.confirmations.actions import REMOVE_BOT
 from hub.confirmations.store import Item
-from hub.errors import Refused
-from hub.identity import User
+from hub.core.errors import Refused
+from hub.people.identity import User
 from hub.telegram.api import (
     BotApi,
     TelegramRefused,

@@ -22,11 +22,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import sqlite_utils
-
 from hub.contracts import CHAT_ROLES, MAX_CHAT_BODY_BYTES
-from hub.errors import Refused
-from hub.identity import User
+from hub.core.errors import Refused
+from hub.people.identity import User
+from hub.store.db import Database
 
 MAX_MESSAGES = 2000
 MAX_TITLE_CHARS = 200
@@ -307,7 +306,7 @@ class Share:
 class ArchiveStore:
     """Archives (private to their owner) and shares (readable by anyone with the id)."""
 
-    def __init__(self, db: sqlite_utils.Database) -> None:
+    def __init__(self, db: Database) -> None:
         self._db = db
 
     def create_archive(self, owner: User, body: Any) -> Archive:

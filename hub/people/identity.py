@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import sqlite_utils
+from hub.store.db import Database
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ def hash_token(token: str) -> str:
 class Identity:
     """Users and tokens in the hub's database."""
 
-    def __init__(self, db: sqlite_utils.Database) -> None:
+    def __init__(self, db: Database) -> None:
         self._db = db
 
     def owner(self) -> User | None:

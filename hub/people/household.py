@@ -15,8 +15,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from hub.errors import Refused
-from hub.identity import LoginError, User, check_login
+from hub.core.errors import Refused
+from hub.people.identity import LoginError, User, check_login
 
 if TYPE_CHECKING:
     from hub.runtime import Hub

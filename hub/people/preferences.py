@@ -9,9 +9,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-import sqlite_utils
-
-from hub.identity import User
+from hub.people.identity import User
+from hub.store.db import Database
 
 
 @dataclass(frozen=True)
@@ -22,14 +21,14 @@ class SavedModel:
     max_tokens: int | None = None
 
 
-def disabled_tools(db: sqlite_utils.Database, user: User | None) -> frozenset[str]:
+def disabled_tools(db: Database, user: User | None) -> frozenset[str]:
     if user is None:
         return frozenset()
     rows = db.execute("SELECT tool FROM disabled_tools WHERE user_id = ?", [user.id]).fetchall()
     return frozenset(row[0] for row in rows)
 
 
-def set_tool_enabled(db: sqlite_utils.Database, user: User, tool: str, enabled: bool) -> None:
+def set_tool_enabled(db: Database, user: User, tool: str, enabled: bool) -> None:
     if enabled:
         db.execute("DELETE FROM disabled_tools WHERE user_id = ? AND tool = ?", [user.id, tool])
     else:
@@ -38,7 +37,7 @@ def set_tool_enabled(db: sqlite_utils.Database, user: User, tool: str, enabled: 
         )
 
 
-def saved_model(db: sqlite_utils.Database, user: User | None) -> SavedModel | None:
+def saved_model(db: Database, user: User | None) -> SavedModel | None:
     if user is None:
         return None
     row = db.execute(
@@ -48,7 +47,7 @@ def saved_model(db: sqlite_utils.Database, user: User | None) -> SavedModel | No
     return SavedModel(row[0], row[1], row[2], row[3]) if row else None
 
 
-def save_model(db: sqlite_utils.Database, user: User, choice: SavedModel | None) -> None:
+def save_model(db: Database, user: User, choice: SavedModel | None) -> None:
     if choice is None:
         db.execute("DELETE FROM model_choices WHERE user_id = ?", [user.id])
         return

@@ -273,10 +273,10 @@ def check_data_dir(home: Path) -> Check:
 
 
 def check_port(host: str, port: int) -> Check:
-    """Binds exactly as ``serve`` will (``hub.server.bind_socket``), then lets go."""
+    """Binds exactly as ``serve`` will (``hub.api.server.bind_socket``), then lets go."""
     if port == 0:
         return Check("OK", "port", "0: a free port is picked at start")
-    from hub.server import StartError, bind_socket
+    from hub.api.server import StartError, bind_socket
 
     try:
         bind_socket(host, port).close()

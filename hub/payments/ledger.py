@@ -19,11 +19,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-import sqlite_utils
-
 from hub import contracts as c
-from hub.errors import Refused
-from hub.identity import User
+from hub.core.errors import Refused
+from hub.people.identity import User
+from hub.store.db import Database
 
 if TYPE_CHECKING:
     from hub.runtime import Hub
@@ -135,9 +134,7 @@ class Payments:
     """The ledger, tiny prices and quotes over one database; every call refuses (404
     ``payments disabled``) while payments are off."""
 
-    def __init__(
-        self, db: sqlite_utils.Database, enabled: bool, clock: Callable[[], float] = time.time
-    ) -> None:
+    def __init__(self, db: Database, enabled: bool, clock: Callable[[], float] = time.time) -> None:
         self._db = db
         self.enabled = enabled
         self._clock = clock
