@@ -65,7 +65,7 @@ async def running_hub(**overrides: Any) -> AsyncIterator[Any]:
     """An in-process hub on a free loopback port, in a throwaway data dir."""
     from hub.api.server import start_server
     from hub.config import load_settings
-    from hub.runtime import Hub
+    from hub.runtime.hub import Hub
 
     with tempfile.TemporaryDirectory() as tmp:
         settings = load_settings(

@@ -11,7 +11,7 @@ import aiohttp
 from hub.api.server import RunningServer
 from hub.confirmations.actions import confirm
 from hub.people.identity import User
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 from tests.conftest import owner_headers
 
 

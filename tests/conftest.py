@@ -12,11 +12,11 @@ import aiohttp
 import pytest
 
 from fakes.ollama import FakeOllama
+from harness.machine import drivers_with_machine_off
 from hub.api.server import RunningServer, start_server
 from hub.config import Settings, load_settings
 from hub.core.collector import settled
-from hub.runtime import Hub
-from hub.senses import Senses
+from hub.runtime.hub import Hub
 from tests.netguard import no_network  # noqa: F401  (a fixture every test module can use)
 
 StartHub = Callable[..., Awaitable[RunningServer]]
@@ -48,12 +48,11 @@ def settings_for(home: Path, **overrides: Any) -> Settings:
     base = {
         "host": "127.0.0.1",
         "port": 0,
-        "camera_device": "",
-        "microphone_device": "off",
         "embedded_warm_at_start": False,
         "embedded_model": "smollm2",
     }
-    return load_settings(home=home, environ={}, overrides={**base, **overrides})
+    drivers = drivers_with_machine_off(overrides.pop("drivers", None))
+    return load_settings(home=home, environ={}, overrides={**base, **overrides, "drivers": drivers})
 
 
 @pytest.fixture
@@ -69,11 +68,10 @@ async def start_hub(home: Path) -> AsyncIterator[StartHub]:
     """Start a real hub (HTTP on a free loopback port) with the given settings overrides."""
     running: list[RunningServer] = []
 
-    async def start(
-        *, hardware: dict[str, Any] | None = None, senses: Senses | None = None, **overrides: Any
-    ) -> RunningServer:
-        """``hardware``/``senses``: emulated devices, through Hub.open's own seams."""
-        hub = Hub.open(settings_for(home, **overrides), hardware=hardware, senses=senses)
+    async def start(*, hardware: dict[str, Any] | None = None, **overrides: Any) -> RunningServer:
+        """``hardware``: emulated devices, through Hub.open's own seams (``drivers``: config
+        handed to a driver, such as an emulated camera, radio or sound device)."""
+        hub = Hub.open(settings_for(home, **overrides), hardware=hardware)
         server = await start_server(hub, "127.0.0.1", 0)
         running.append(server)
         return server

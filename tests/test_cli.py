@@ -387,7 +387,7 @@ def test_emulate_nicla_vision_prints_a_port_the_driver_can_use(tmp_path: Path) -
     from media.video import is_jpeg
 
     async def photograph(path: str) -> bytes:
-        driver = NiclaVisionDriver("cli", path, {"audit": lambda _device, _command: None})
+        driver = NiclaVisionDriver("cli", path, {})
         await driver.start()
         try:
             return await driver.snapshot()

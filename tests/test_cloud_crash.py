@@ -21,7 +21,7 @@ import pytest
 from harness.waits import until
 from hub.api.server import RunningServer, start_server
 from hub.cloud.account import save_token
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 from tests.conftest import settings_for
 from tests.daemon import enroll, send
 

@@ -27,7 +27,7 @@ from hub.cloud.link import CloudLink, fit_result
 from hub.cloud.outbox import Outbox
 from hub.contracts import RELAY_PAYLOAD_MAX_BYTES
 from hub.devices.events import RingEvent
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 from tests.conftest import owner_headers, settings_for
 from tests.daemon import enroll, send
 

@@ -21,7 +21,7 @@ from hub.api.server import RunningServer, start_server
 from hub.cloud.client import CloudClient, Envelope
 from hub.cloud.link import CloudLink
 from hub.cloud.outbox import Outbox
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 from tests.conftest import StartHub, settings_for
 from tests.daemon import enroll
 

@@ -53,7 +53,7 @@ class LampDriver(Driver):
     async def start(self):
         if not os.path.exists(self.port):
             raise OSError(f"{self.port} is gone")
-        self.config["audit"](self.device_id, "hello lamp")
+        self.audit("hello lamp")
 
     async def stop(self):
         pass
@@ -279,7 +279,7 @@ async def test_a_driver_whose_hooks_raise_leaves_the_others_mounted(hub: Running
     assert tiny is not None
     names = mount_tools(ToolContext(hub=hub.hub, caller=hub.hub.owner, tiny=tiny)).names
     assert "lamp_state" in names and "flipper_status" in names
-    assert "broken" in [cls.name for cls in hub.hub.drivers.installed]
+    assert "broken" in [cls.name for cls in hub.hub.drivers.catalog.installed]
 
 
 def test_the_hub_imports_no_concrete_driver() -> None:

@@ -42,7 +42,7 @@ from drivers.transports.serial import (
     SerialLineError,
 )
 from harness.waits import until
-from hub.drivers import DriverManager
+from hub.drivers.manager import DriverManager
 
 PROMPT = b">: "
 

@@ -20,8 +20,9 @@ from drivers.transports.ble import BleSerial
 from drivers.transports.ble_presence import BleAdvertisements, held
 from firmware_bridges.emulators.ble import EmulatedPeripheral
 from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState, rpc_responder
+from harness.driver_host import RecordingHost
 from hub.agent.tools.context import ToolContext
-from hub.drivers import DriverManager
+from hub.drivers.manager import DriverManager
 from hub.people.identity import User
 from tests.toolcall import call_tool
 
@@ -64,12 +65,8 @@ async def make_rig(*, paired: bool = True, buffer_size: int = 1024) -> Rig:
     audited: list[str] = []
     manager = DriverManager(
         [FlipperBleDriver],
-        {
-            "flipper_ble": {
-                "backend": peripheral.client_backend(),
-                "audit": lambda _device, command: audited.append(command),
-            }
-        },
+        {"flipper_ble": {"backend": peripheral.client_backend()}},
+        host=RecordingHost(audited=audited),
         list_ports=lambda: [],
         advertisements=BleAdvertisements(0.02, peripheral.scanner_backend()),
         backoff_min_s=0.0,

@@ -29,7 +29,7 @@ from hub.api.auth import is_loopback_peer
 from hub.api.limits import GUARD, Limits
 from hub.api.server import RunningServer
 from hub.core.logs import KEPT_LOGS, setup_logging
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 from tests.conftest import StartHub, error_message, owner_headers, settings_for
 from tests.sse import post_chat
 from tests.test_route_policy import app_routes, concrete

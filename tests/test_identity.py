@@ -7,7 +7,7 @@ import aiohttp
 import pytest
 
 from hub.people.identity import Identity, LoginError, hash_token
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 from tests.conftest import StartHub, owner_headers, settings_for
 
 

@@ -15,10 +15,10 @@ from mcp import ClientSession, MCPError, stdio_client
 from mcp_types import ImageContent, TextResourceContents
 
 from drivers.flipper.tools import flipper_status
-from drivers.machine.camera import Camera
 from fakes.camera import EmulatedCamera
 from fakes.ollama import FakeOllama, Reply
 from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
+from harness.machine import camera_on
 from harness.waits import until
 from hub.agent.tools.context import ToolContext
 from hub.agent.tools.memory import recall
@@ -26,9 +26,7 @@ from hub.api.server import RunningServer
 from hub.cli import main
 from hub.mcp_server.clients import McpClients
 from hub.people.preferences import set_tool_enabled
-from hub.senses import Senses
 from hub.store.migrations import open_database
-from media.speech import SpeechEngine
 from media.video import is_jpeg
 from tests.conftest import StartHub, owner_headers, settings_for
 from tests.mcp_client import http_session, stdio_params, stdio_session, texts
@@ -63,7 +61,8 @@ def emulator(tmp_path: Path) -> Any:
 @pytest.fixture
 async def flipper_hub(start_hub: StartHub, emulator: FlipperEmulator, tmp_path: Path) -> Any:
     server = await start_hub(
-        flipper_port=str(tmp_path / "flipper"), mcp_server_groups=["memory", "drivers"]
+        drivers={"flipper": {"port": str(tmp_path / "flipper")}},
+        mcp_server_groups=["memory", "drivers"],
     )
 
     def online() -> bool:
@@ -225,9 +224,8 @@ async def test_the_stdio_command_says_when_the_hub_is_not_running(
 
 
 async def test_a_photo_comes_back_as_image_content_and_is_audited(start_hub: StartHub) -> None:
-    camera = Camera("0", capture=EmulatedCamera(size=(320, 240)))
-    senses = Senses(camera, None, SpeechEngine("tiny.en"))
-    server = await start_hub(senses=senses, mcp_server_groups=["senses"])
+    camera = EmulatedCamera(size=(320, 240))
+    server = await start_hub(**camera_on(camera), mcp_server_groups=["senses"])
     async with http_session(server.url, owner_token(server)) as session:
         result = await session.call_tool("camera_photo", {})
     assert not result.is_error, texts(result)

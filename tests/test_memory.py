@@ -19,7 +19,7 @@ from hub.contracts import MAX_ENTRIES
 from hub.memory.graph import FactNotFound, Link, MemoryFull, MemoryRefused, now
 from hub.memory.vectors import VectorIndex
 from hub.people.identity import User
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 from tests.conftest import StartHub, owner_headers, settings_for
 from tests.sse import post_chat
 

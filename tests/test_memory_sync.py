@@ -25,7 +25,7 @@ from hub.cloud.account import load_token, save_token
 from hub.cloud.memory_sync import MemoryCloud, MemorySync
 from hub.memory.graph import MemoryStore
 from hub.memory.sync import SYNC_PAGE, Changes
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 from tests.conftest import owner_headers, settings_for
 from tests.daemon import enroll, send
 from tests.test_cli import cli_env

@@ -159,7 +159,7 @@ async def test_no_input_device() -> None:
     assert not available
     assert detail == (
         "microphone unavailable: no input device (PortAudio lists no device with an input "
-        "channel); fix: plug in a microphone or set microphone.device"
+        "channel); fix: plug in a microphone or set drivers.microphone.device"
     )
     with pytest.raises(MicrophoneUnavailable) as caught:
         await microphone.record(1)
@@ -171,7 +171,7 @@ async def test_devices_but_no_default_input() -> None:
     available, detail = Microphone(sounddevice=board).status()
     assert not available
     assert "no input device (Error querying device -1)" in detail
-    assert "fix: plug in a microphone or set microphone.device" in detail
+    assert "fix: plug in a microphone or set drivers.microphone.device" in detail
 
 
 async def test_a_device_name_nothing_matches() -> None:
@@ -243,7 +243,7 @@ async def test_the_real_sounddevice_on_this_machine() -> None:
         return
     assert not available
     assert detail.startswith("microphone unavailable: no input device (")
-    assert detail.endswith("; fix: plug in a microphone or set microphone.device")
+    assert detail.endswith("; fix: plug in a microphone or set drivers.microphone.device")
     with pytest.raises(MicrophoneUnavailable):
         await Microphone().record(1)
 

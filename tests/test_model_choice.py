@@ -17,7 +17,7 @@ from hub.agent.embedded import EmbeddedModel
 from hub.agent.models import ModelRouter, bundled_model_named, choice_from_headers
 from hub.api.server import RunningServer, start_server
 from hub.people.preferences import SavedModel, save_model
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 from tests.conftest import StartHub, owner_headers, settings_for
 
 QWEN_INSTALLED = bundled_models.installed(QWEN_CODER_1_5B)

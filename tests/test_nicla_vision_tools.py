@@ -46,7 +46,9 @@ def vision_state(server: RunningServer) -> str:
 async def hub(
     start_hub: StartHub, fake_ollama: FakeOllama, board: NiclaVisionEmulator, tmp_path: Path
 ) -> RunningServer:
-    server = await start_hub(ollama_host=fake_ollama.url, nicla_vision_port=str(tmp_path / "nicla"))
+    server = await start_hub(
+        ollama_host=fake_ollama.url, drivers={"nicla_vision": {"port": str(tmp_path / "nicla")}}
+    )
     await until(lambda: vision_state(server) == "online")
     return server
 

@@ -41,8 +41,9 @@ from firmware_bridges.emulators.nicla_voice import (
     linear_to_mulaw,
     mulaw_encode,
 )
+from harness.driver_host import RecordingHost
 from harness.waits import until
-from hub.drivers import DriverManager
+from hub.drivers.manager import DriverManager
 from media.audio import read_wav
 
 ADDRESS = "F4:12:FA:6C:9D:21"
@@ -78,11 +79,10 @@ def make_rig(board: EmulatedNiclaVoice, **config: Any) -> Rig:
         {
             "nicla_voice": {
                 "backend": board.client_backend(),
-                "audit": lambda _device, command: rig.audited.append(command),
-                "on_event": lambda kind, detail, device: rig.events.append((kind, detail, device)),
                 **config,
             }
         },
+        host=RecordingHost(audited=rig.audited, events=rig.events),
         list_ports=lambda: [],
         advertisements=BleAdvertisements(0.02, board.scanner_backend()),
         backoff_min_s=0.0,

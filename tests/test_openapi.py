@@ -36,7 +36,7 @@ from hub.api.app import create_app
 from hub.api.limits import GUARD, Limits
 from hub.api.server import RunningServer, start_server
 from hub.api.spec import declared_operation
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 from tests.conftest import StartHub, settings_for
 from tests.test_route_policy import app_routes, declared_who
 

@@ -25,7 +25,7 @@ from hub.cli import main
 from hub.cli.common import token
 from hub.cli.parser import TOKEN_ENV, build_parser
 from hub.people.identity import hash_token
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 from tests.conftest import StartHub, owner_headers, settings_for
 from tests.daemon import send
 from tests.test_route_policy import app_routes

@@ -15,7 +15,7 @@ import pytest
 
 from harness.waits import until
 from hub.api.server import RunningServer, start_server
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 from tests.conftest import StartHub, owner_headers, settings_for
 from tests.daemon import PythonDaemon, enroll, send
 

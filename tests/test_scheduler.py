@@ -21,12 +21,12 @@ import pytest
 from fakes.ollama import FakeOllama, Reply
 from harness.waits import until
 from hub.agent.tools.schedule import cancel_alerts, schedule, schedule_alert
-from hub.api.parts import open_scheduler
 from hub.api.server import RunningServer, start_server
 from hub.cloud.notify import DesktopNotifier
 from hub.config import load_settings
 from hub.devices.registry import AdjustableClock
-from hub.runtime import Hub
+from hub.process.parts import open_scheduler
+from hub.runtime.hub import Hub
 from hub.scheduler.runner import Outcome
 from hub.scheduler.store import MAX_JOBS
 from hub.scheduler.when import BadSchedule, parse_every

@@ -282,7 +282,7 @@ async def scripted_hub(
         ollama_host=f"http://127.0.0.1:{closed_port}",
         model_provider=c.PROVIDER_EMBEDDED,
         embedded_tools="on",
-        flipper_port=str(tmp_path / "flipper"),
+        drivers={"flipper": {"port": str(tmp_path / "flipper")}},
     )
     records = server.hub.drivers.records
     await until(lambda: any(r["status"] == "online" for r in records()), what="flipper online")

@@ -20,7 +20,7 @@ from harness.waits import until
 from hub import contracts as c
 from hub.agent.tools.context import ToolContext
 from hub.agent.tools.telegram import telegram, use_telegram
-from hub.api.parts import PARTS
+from hub.api.keys import PARTS
 from hub.api.server import RunningServer
 from hub.devices.notify import NOTIFY_KIND
 from hub.people.identity import User

@@ -19,7 +19,7 @@ from hub.agent.tools.tinys import tools
 from hub.api.server import RunningServer
 from hub.contracts import DEFAULT_TINY, H_KEY, LOGIN_REQUIRED
 from hub.people.identity import User
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 from hub.tinys.records import DEFAULT_CHIPS, DEFAULT_PROMPT, SUMMARY_CHARS
 from tests.conftest import StartHub, owner_headers, settings_for
 

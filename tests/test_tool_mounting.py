@@ -11,7 +11,7 @@ from hub.agent.tools import mount_tools
 from hub.agent.tools.context import ToolContext
 from hub.people.identity import User
 from hub.people.preferences import set_tool_enabled
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 from tests.conftest import settings_for
 from tests.toolcall import call_tool
 

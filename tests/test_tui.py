@@ -14,7 +14,7 @@ from fakes.ollama import FakeOllama, Reply
 from harness.waits import until
 from hub.api.server import start_server
 from hub.client.http import HubClient
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 from tests.conftest import StartHub, owner_headers, settings_for
 from tui.app import TinyApp
 from tui.chat import STOPPED, ChatScreen

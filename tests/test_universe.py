@@ -23,7 +23,7 @@ from hub import contracts as c
 from hub.agent.tools.context import STATE_KEY, ToolContext
 from hub.agent.tools.universe import DEPTH_KEY, MAX_DEPTH, ask_tiny
 from hub.api.server import RunningServer
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 from hub.tinys.openapi import forget_cached_schemas
 from hub.tinys.records import SUMMARY_CHARS
 from hub.tinys.social import CONSULTED, edges_from

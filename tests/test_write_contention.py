@@ -24,7 +24,7 @@ from fakes.ollama import FakeOllama
 from harness.waits import STEP_S
 from hub.api.server import RunningServer
 from hub.memory.graph import Fact
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 from tests.conftest import StartHub, owner_headers, settings_for
 from tests.daemon import enroll, send
 from tests.sse import read_sse

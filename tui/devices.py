@@ -37,7 +37,7 @@ from tui.widgets import KeysFooter
 DEVICE_COLUMNS = ("name", "kind", "transport", "status", "capabilities", "detail")
 """Status before the long columns: at 80 columns it is what must show without scrolling."""
 EVENT_COLUMNS = ("time", "kind", "device", "summary")
-TRANSPORTS = {"usb": "USB", "serial": "serial", "ble": "BLE"}
+TRANSPORTS = {"usb": "USB", "serial": "serial", "ble": "BLE", "machine": "this machine"}
 DIAL_IN_KINDS = ("daemon", "browser", "cli")
 SUMMARY_KEYS = ("summary", "text", "label", "note", "message", "error", "title", "name")
 CELL_CHARS = 60
@@ -92,7 +92,8 @@ def device_cells(device: Mapping[str, Any], now: float) -> Cells:
 
 
 def driver_cells(record: Mapping[str, Any]) -> Cells:
-    """A driver record: a physical device the hub reaches itself over USB, serial or BLE."""
+    """A driver record: a physical device the hub reaches itself (over USB, serial or BLE, or
+    the machine's own)."""
     transport = str(record.get("transport", ""))
     return (
         str(record.get("name") or record.get("device_id", "?")),

@@ -7,11 +7,12 @@ frames over a ``BleSerial`` from the moment the link is up. What the RPC cannot 
 radio receive in it, and the hub's "find me" uses CLI-only ``vibro``/``led``) is refused with
 a sentence that says to plug the Flipper in over USB.
 
-Config (from the driver manager's ``flipper_ble`` section): ``backend`` is bleak's backend seam
-(None in production; tests pass ``firmware_bridges.emulators.ble``'s client backend),
-``audit`` the hub's audit sink, ``pair`` asks bleak to pair while connecting (default False: pair
-once with ``bluetoothctl``, typing the PIN the Flipper shows). Every RPC request is audited as
-``rpc <request> [<path>]`` before it is written, and only read-only requests are sent.
+Settings (``[drivers.flipper]``, shared with the USB driver: ``enabled`` turns both off):
+``pair`` asks bleak to pair while connecting (default False: pair once with ``bluetoothctl``,
+typing the PIN the Flipper shows). ``backend`` in its config is bleak's backend seam (None in
+production; tests pass ``firmware_bridges.emulators.ble``'s client backend). Every RPC request
+is audited as ``rpc <request> [<path>]`` before it is written, and only read-only requests are
+sent.
 
 A connected Flipper stops advertising, so a plain scan stops seeing it once this driver holds
 the link, and the manager would take it for gone: the driver holds its address in
@@ -29,7 +30,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, ClassVar, TypeVar
 
-from drivers.base import BleMatcher, Driver, DriverStatus
+from drivers.base import UNHEARD, BleMatcher, DeviceHost, Driver, DriverStatus, Setting
 from drivers.flipper.cli import CliError
 from drivers.flipper.rpc import RpcError, RpcSession
 from drivers.flipper.rules import (
@@ -37,6 +38,7 @@ from drivers.flipper.rules import (
     COMMAND_S,
     READ_MAX_BYTES,
     RPC_ALLOWED,
+    USB_DRIVER,
     Flipper,
     FlipperRefused,
     NotConnected,
@@ -76,12 +78,22 @@ class FlipperBleDriver(Flipper, Driver):
     # The advertised 16-bit UUID is 0x3080 OR'ed with the body colour: match the name instead.
     ble: ClassVar[tuple[BleMatcher, ...]] = (BleMatcher(local_name="Flipper *"),)
     capabilities: ClassVar[tuple[str, ...]] = ("flipper", "storage")
+    settings_section: ClassVar[str] = USB_DRIVER  # one switch for the Flipper, however reached
+    settings: ClassVar[tuple[Setting, ...]] = (
+        Setting(
+            "pair",
+            False,
+            "pair with a Flipper over Bluetooth while connecting (else pair it once with "
+            "bluetoothctl, typing the PIN it shows)",
+        ),
+    )
 
-    def __init__(self, device_id: str, port: str, config: Mapping[str, Any]) -> None:
-        super().__init__(device_id, port, config)
+    def __init__(
+        self, device_id: str, port: str, config: Mapping[str, Any], host: DeviceHost = UNHEARD
+    ) -> None:
+        super().__init__(device_id, port, config, host)
         backend: ClientBackend | None = config.get("backend")
         self._link = BleSerial(FLIPPER_PROFILE, backend=backend, pair=bool(config.get("pair")))
-        self._audit: Callable[[str, str], None] = config.get("audit") or (lambda _d, _c: None)
         self._session: RpcSession | None = None
         self._lock = asyncio.Lock()
         self._last_ok = 0.0
@@ -188,7 +200,7 @@ class FlipperBleDriver(Flipper, Driver):
             raise FlipperRefused(f"the hub does not send the RPC request {request} to a Flipper")
         async with self._lock, self._ble_errors():
             session = await self._live_session()
-            self._audit(self.device_id, f"rpc {request}" + (f" {path}" if path else ""))
+            self.audit(f"rpc {request}" + (f" {path}" if path else ""))
             try:
                 result = await exchange(session)
             except RpcError as exc:

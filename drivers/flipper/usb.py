@@ -24,7 +24,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from drivers.base import Driver, DriverStatus, UsbMatcher
+from drivers.base import UNHEARD, DeviceHost, Driver, DriverStatus, Setting, UsbMatcher
 from drivers.flipper.cli import (
     CliError,
     ir_signals,
@@ -74,6 +74,14 @@ class FlipperDriver(Flipper, Driver):
         UsbMatcher(vid=0x0483, pid=0x5740, product="Flipper *"),
     )
     capabilities: ClassVar[tuple[str, ...]] = ("flipper", "subghz", "ir", "nfc", "storage")
+    settings: ClassVar[tuple[Setting, ...]] = (
+        Setting(
+            "port",
+            "",
+            "pin the Flipper to this path (a port, a pseudo-terminal or a symlink); empty finds it",
+        ),
+        Setting("deny", (), "serial numbers of Flippers the hub must leave alone"),
+    )
 
     @classmethod
     def agent_tools(cls) -> Sequence[AgentTool]:
@@ -82,10 +90,11 @@ class FlipperDriver(Flipper, Driver):
 
         return TOOLS
 
-    def __init__(self, device_id: str, port: str, config: Mapping[str, Any]) -> None:
-        super().__init__(device_id, port, config)
+    def __init__(
+        self, device_id: str, port: str, config: Mapping[str, Any], host: DeviceHost = UNHEARD
+    ) -> None:
+        super().__init__(device_id, port, config, host)
         self._line = SerialLine()
-        self._audit: Callable[[str, str], None] = config.get("audit") or (lambda _d, _c: None)
         self.info: dict[str, str] = {}
         self._nfc_command: str | None = None
         self._last_ok = 0.0
@@ -156,7 +165,7 @@ class FlipperDriver(Flipper, Driver):
         NotConnected when the port is gone."""
         if not allowed(line, nfc_shell=nfc_shell):
             raise FlipperRefused(f"the hub does not send `{line}` to a Flipper")
-        self._audit(self.device_id, line)
+        self.audit(line)
         try:
             output = await self._line.command(
                 line, prompt=PROMPT, within_s=within_s, stop_after_s=stop_after_s
@@ -302,7 +311,7 @@ class FlipperDriver(Flipper, Driver):
     def _audit_rpc(self, request: str, path: str | None = None) -> None:
         if request not in RPC_ALLOWED:
             raise FlipperRefused(f"the hub does not send the RPC request {request} to a Flipper")
-        self._audit(self.device_id, f"rpc {request}" + (f" {path}" if path else ""))
+        self.audit(f"rpc {request}" + (f" {path}" if path else ""))
 
     async def _over_rpc(self, work: Callable[[RpcSession], Awaitable[T]]) -> T:
         """``work`` in an RPC session. When the Flipper closes the session because a request
@@ -327,14 +336,14 @@ class FlipperDriver(Flipper, Driver):
         """
         async with self._line.transaction():
             session = RpcSession(self._line, within_s=self.rpc_within_s, prompt=PROMPT)
-            self._audit(self.device_id, "start_rpc_session")
+            self.audit("start_rpc_session")
             try:
                 try:
                     await session.start()
                     yield session
                 finally:
                     if session.active and not session.broken:
-                        self._audit(self.device_id, "rpc stop_session")
+                        self.audit("rpc stop_session")
                         await session.stop()
             except PortGone:
                 raise NotConnected("Flipper is not connected (it went away mid-command)") from None

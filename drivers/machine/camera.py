@@ -1,5 +1,5 @@
 """The machine's own webcam through OpenCV: a still for ``/api/camera/snapshot`` and the agent,
-and a short clip.
+and a short clip. :class:`CameraDriver` runs it behind the same ``DriverHost`` as every board.
 
 A camera is opened per request and released at once, rather than held: the light next to the
 lens then means "the hub is looking now", and another program (a video call) can have it the
@@ -17,14 +17,25 @@ import asyncio
 import glob
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from drivers.base import DriverError
+from drivers.base import (
+    UNHEARD,
+    DeviceHost,
+    Driver,
+    DriverError,
+    DriverStatus,
+    PortInfo,
+    Setting,
+)
 from media.video import encode_jpeg, frames_to_mp4, opencv
+
+if TYPE_CHECKING:  # annotations only: importing strands costs ~0.4 s
+    from strands.types.tools import AgentTool
 
 CaptureFactory = Callable[[int | str], Any]
 
@@ -73,19 +84,27 @@ class Camera:
         On Linux the real OpenCV path needs a ``/dev/video*`` node for an index; without one
         the answer is known. Otherwise the last capture's outcome is the best knowledge.
         """
+        absent = self.absent()
+        if absent:
+            return False, absent
+        if self._last_problem:
+            return False, self._last_problem
+        return True, f"camera {self.device}"
+
+    def absent(self) -> str:
+        """Why there is certainly no camera to open (no ``/dev/video*`` node on Linux for an
+        index), or "" when one may be there: only a capture tells."""
         if (
             self._real
             and sys.platform.startswith("linux")
             and isinstance(_source(self.device), int)
+            and not glob.glob("/dev/video*")
         ):
-            if not glob.glob("/dev/video*"):
-                return False, (
-                    "camera unavailable: no /dev/video* device on this machine; plug in a "
-                    "webcam or set camera.device to a path or stream URL"
-                )
-        if self._last_problem:
-            return False, self._last_problem
-        return True, f"camera {self.device}"
+            return (
+                "camera unavailable: no /dev/video* device on this machine; plug in a "
+                "webcam or set drivers.camera.device to a path or stream URL"
+            )
+        return ""
 
     async def snapshot(self, *, quality: int = 90) -> bytes:
         """One JPEG still."""
@@ -149,3 +168,59 @@ class Camera:
                 frames.append(frame)
                 due += 1.0 / self.fps
         return frames
+
+
+class CameraDriver(Driver):
+    """The machine's camera, found from its setting rather than a port: online while one may be
+    opened (a capture that failed says why in the detail, and the next one tries again)."""
+
+    name: ClassVar[str] = "camera"
+    machine: ClassVar[bool] = True
+    capabilities: ClassVar[tuple[str, ...]] = ("camera", "video")
+    settings: ClassVar[tuple[Setting, ...]] = (
+        Setting(
+            "device",
+            "0",
+            "the machine's camera: an index (0 is the first webcam), a /dev/video path or a "
+            "stream URL; empty turns the camera off",
+            env="TINY_HUB_CAMERA",
+        ),
+    )
+
+    @classmethod
+    def machine_devices(cls, config: Mapping[str, Any]) -> Sequence[PortInfo]:
+        device = str(config.get("device", "0")).strip()
+        return (PortInfo(device, product="this machine's camera"),) if device else ()
+
+    @classmethod
+    def agent_tools(cls) -> Sequence[AgentTool]:
+        from drivers.machine.tools import CAMERA_TOOLS  # loads strands (~0.4 s): when mounted
+
+        return CAMERA_TOOLS
+
+    def __init__(
+        self, device_id: str, port: str, config: Mapping[str, Any], host: DeviceHost = UNHEARD
+    ) -> None:
+        super().__init__(device_id, port, config, host)
+        self.camera = Camera(port, capture=config.get("capture"))
+
+    async def start(self) -> None:
+        """Nothing to open: the camera is opened for each capture."""
+
+    async def stop(self) -> None:
+        self.camera.close()
+
+    def status(self) -> DriverStatus:
+        absent = self.camera.absent()
+        if absent:
+            return DriverStatus("offline", absent)
+        return DriverStatus("online", self.camera.status()[1])
+
+    async def probe(self) -> bool:
+        return True
+
+    async def snapshot(self) -> bytes:
+        return await self.camera.snapshot()
+
+    async def clip(self, seconds: float) -> bytes:
+        return await self.camera.clip(seconds)

@@ -11,6 +11,7 @@ blocks into a queue; the worker collects them until it has the seconds asked for
 up with ``MicrophoneError`` when the stream ends early or stops sending audio (an unplugged USB
 microphone does either), so a caller never gets half a recording or waits forever. Cancelling
 the caller stops and closes the stream before the cancellation goes on.
+:class:`MicrophoneDriver` runs it behind the same ``DriverHost`` as every board.
 """
 
 from __future__ import annotations
@@ -23,19 +24,30 @@ import math
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from drivers.base import DriverError
+from drivers.base import (
+    UNHEARD,
+    DeviceHost,
+    Driver,
+    DriverError,
+    DriverStatus,
+    PortInfo,
+    Setting,
+)
 from media.audio import Pcm, wav_bytes
+
+if TYPE_CHECKING:  # annotations only: importing strands costs ~0.4 s
+    from strands.types.tools import AgentTool
 
 log = logging.getLogger(__name__)
 
 PORTAUDIO_FIX = "sudo apt-get install libportaudio2"
-DEVICE_FIX = "plug in a microphone or set microphone.device"
+DEVICE_FIX = "plug in a microphone or set drivers.microphone.device"
 
 
 class MicrophoneError(DriverError):
@@ -259,3 +271,61 @@ class Microphone:
             both = np.frombuffer(data, "<i2").reshape(-1, channels).astype(np.int32)
             data = both.mean(axis=1).round().astype("<i2").tobytes()
         return wav_bytes(Pcm(data, rate))
+
+
+OFF = "off"
+DEFAULT_INPUT = "default"
+
+
+class MicrophoneDriver(Driver):
+    """The machine's microphone, found from its setting rather than a port: online while
+    PortAudio has the input device (asked afresh at every probe)."""
+
+    name: ClassVar[str] = "microphone"
+    machine: ClassVar[bool] = True
+    capabilities: ClassVar[tuple[str, ...]] = ("microphone",)
+    settings: ClassVar[tuple[Setting, ...]] = (
+        Setting(
+            "device",
+            "",
+            "the machine's microphone: a PortAudio device index or name; empty means the "
+            "default input; off turns it off",
+            env="TINY_HUB_MICROPHONE",
+        ),
+    )
+
+    @classmethod
+    def machine_devices(cls, config: Mapping[str, Any]) -> Sequence[PortInfo]:
+        device = str(config.get("device", "")).strip()
+        if device.lower() == OFF:
+            return ()
+        return (PortInfo(device or DEFAULT_INPUT, product="this machine's microphone"),)
+
+    @classmethod
+    def agent_tools(cls) -> Sequence[AgentTool]:
+        from drivers.machine.tools import MICROPHONE_TOOLS  # loads strands: when mounted
+
+        return MICROPHONE_TOOLS
+
+    def __init__(
+        self, device_id: str, port: str, config: Mapping[str, Any], host: DeviceHost = UNHEARD
+    ) -> None:
+        super().__init__(device_id, port, config, host)
+        device = None if port == DEFAULT_INPUT else port
+        self.microphone = Microphone(device, sounddevice=config.get("sounddevice"))
+
+    async def start(self) -> None:
+        """Nothing to open: a stream is opened for each recording."""
+
+    async def stop(self) -> None:
+        pass
+
+    def status(self) -> DriverStatus:
+        available, detail = self.microphone.status()
+        return DriverStatus("online" if available else "offline", detail)
+
+    async def probe(self) -> bool:
+        return True
+
+    async def listen(self, seconds: float) -> bytes:
+        return await self.microphone.record(seconds)

@@ -13,7 +13,7 @@ The callbacks and their formats are documented in ``firmware_bridges/nicla_visio
   ``audio_read`` in half-second slices, which the board answers as soon as they are recorded;
   16 kHz mono 16-bit, wrapped as WAV (``media/audio.py``).
 
-Every RPC call is handed to the audit sink in ``config["audit"]`` before it is sent (the probe's
+Every RPC call is audited through the hub (``Driver.audit``) before it is sent (the probe's
 ``status`` excepted, as the Flipper driver's probe). Every call is safe to repeat (a read, or a
 capture that simply starts again), so a result that arrives damaged is asked for again, three
 calls at most. One operation holds the line from its first call to its last, so a probe or a
@@ -32,10 +32,18 @@ import json
 import math
 import struct
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from drivers.base import Driver, DriverError, DriverStatus, UsbMatcher
+from drivers.base import (
+    UNHEARD,
+    DeviceHost,
+    Driver,
+    DriverError,
+    DriverStatus,
+    Setting,
+    UsbMatcher,
+)
 from drivers.nicla_vision.openmv_rpc import (
     BAUDRATE,
     READ_TIMEOUT_S,
@@ -140,6 +148,16 @@ class NiclaVisionDriver(Driver):
         *(UsbMatcher(vid=ARDUINO_VID, pid=pid) for pid in ARDUINO_CORE_PIDS),
     )
     capabilities: ClassVar[tuple[str, ...]] = ("camera", "video", "microphone")
+    settings: ClassVar[tuple[Setting, ...]] = (
+        Setting(
+            "port",
+            "",
+            "pin the Nicla Vision to this path (a port, a pseudo-terminal or a symlink); empty "
+            "finds it by its USB id",
+        ),
+        Setting("max_clip_s", 10.0, f"the longest clip, in seconds (at most {LIMIT_S:g})"),
+        Setting("max_listen_s", 30.0, f"the longest recording, in seconds (at most {LIMIT_S:g})"),
+    )
 
     @classmethod
     def agent_tools(cls) -> Sequence[AgentTool]:
@@ -147,11 +165,12 @@ class NiclaVisionDriver(Driver):
 
         return TOOLS
 
-    def __init__(self, device_id: str, port: str, config: Mapping[str, Any]) -> None:
-        super().__init__(device_id, port, config)
+    def __init__(
+        self, device_id: str, port: str, config: Mapping[str, Any], host: DeviceHost = UNHEARD
+    ) -> None:
+        super().__init__(device_id, port, config, host)
         self._line = SerialLine(baudrate=BAUDRATE, read_timeout_s=READ_TIMEOUT_S)
         self._rpc = RpcHost(self._line)
-        self._audit: Callable[[str, str], None] = config.get("audit") or (lambda _d, _c: None)
         self.max_clip_s = _limit(config, "max_clip_s", 10.0)
         self.max_listen_s = _limit(config, "max_listen_s", 30.0)
         self.info: dict[str, Any] = {}
@@ -289,7 +308,7 @@ class NiclaVisionDriver(Driver):
         if not self._line.is_open:
             raise NiclaNotConnected("Nicla Vision is not connected")
         if audit is not None:
-            self._audit(self.device_id, audit)
+            self.audit(audit)
         try:
             result = await self._rpc.call(
                 name,

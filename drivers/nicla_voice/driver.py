@@ -12,12 +12,11 @@ stops advertising, so the driver holds its address in ``drivers/transports/ble_p
 
 The bytes on the air are in :mod:`drivers.nicla_voice.wire`.
 
-Config (the manager's ``nicla_voice`` section): ``enabled``; ``backend`` (bleak's client
-backend class, None for the real stack); ``audit`` (called ``(device_id, command)`` before
-every command written to the board); ``on_event`` (called ``(kind, detail, device_id)`` — the
-hub's event sink, ``hub/hardware.py`` — with ``"nicla_wake"`` and ``{"label", "uptime_ms",
-"at"}`` for every wake); ``service_uuid``; ``max_record_s`` (default 30); ``audio_format``
-(``"mulaw"``, the default, or ``"pcm16"``: twice the bytes for the same seconds).
+Settings (``[drivers.nicla_voice]``): ``service_uuid``, ``max_record_s`` (default 30),
+``audio_format`` (``"mulaw"``, the default, or ``"pcm16"``: twice the bytes for the same
+seconds). ``backend`` in its config is bleak's client backend class (None for the real stack).
+Every command written to the board is audited first (``Driver.audit``), and every wake is an
+event (``Driver.emit``) of kind ``"nicla_wake"`` with ``{"label", "uptime_ms", "at"}``.
 """
 
 from __future__ import annotations
@@ -27,11 +26,11 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from drivers.base import BleMatcher, Driver, DriverStatus
+from drivers.base import UNHEARD, BleMatcher, DeviceHost, Driver, DriverStatus, Setting
 from drivers.nicla_voice.wire import (
     ALERT_LEVEL_CHAR,
     AUDIO_CHAR,
@@ -70,8 +69,6 @@ if TYPE_CHECKING:  # annotations only: importing strands costs ~0.4 s
 
 log = logging.getLogger(__name__)
 
-EventSink = Callable[[str, dict[str, Any], str | None], None]
-AuditSink = Callable[[str, str], None]
 
 # -- the driver --------------------------------------------------------------------------------
 
@@ -96,6 +93,23 @@ class NiclaVoiceDriver(Driver):
         BleMatcher(local_name="Nicla Voice*"),
     )
     capabilities: ClassVar[tuple[str, ...]] = ("wake_word", "microphone")
+    settings: ClassVar[tuple[Setting, ...]] = (
+        Setting(
+            "service_uuid",
+            "",
+            "the GATT service UUID of your Nicla Voice sketch; empty means the one in "
+            "firmware_bridges/nicla_voice",
+            env="TINY_HUB_NICLA_VOICE_SERVICE",
+        ),
+        Setting("max_record_s", 30.0, "the longest recording, in seconds"),
+        Setting(
+            "audio_format",
+            "mulaw",
+            "how a recording travels: mulaw (8-bit) or pcm16 (twice the bytes)",
+            choices=tuple(FORMATS),
+        ),
+    )
+    event_kinds: ClassVar[tuple[str, ...]] = (WAKE_EVENT,)
 
     @classmethod
     def agent_tools(cls) -> Sequence[AgentTool]:
@@ -107,8 +121,10 @@ class NiclaVoiceDriver(Driver):
     record_margin_s = 10.0
     """A recording may take ``seconds * record_factor + record_margin_s`` before it fails."""
 
-    def __init__(self, device_id: str, port: str, config: Mapping[str, Any]) -> None:
-        super().__init__(device_id, port, config)
+    def __init__(
+        self, device_id: str, port: str, config: Mapping[str, Any], host: DeviceHost = UNHEARD
+    ) -> None:
+        super().__init__(device_id, port, config, host)
         self.service = checked_service_uuid(config.get("service_uuid") or SERVICE_UUID)
         self.max_record_s = _positive(config.get("max_record_s", 30), "max_record_s")
         audio_format = str(config.get("audio_format", "mulaw"))
@@ -116,8 +132,6 @@ class NiclaVoiceDriver(Driver):
             raise NiclaVoiceError(f"audio_format is mulaw or pcm16, not {audio_format!r}")
         self.audio_format = FORMATS[audio_format]
         backend: ClientBackend | None = config.get("backend")
-        self._audit: AuditSink = config.get("audit") or (lambda _d, _c: None)
-        self._on_event: EventSink | None = config.get("on_event")
         self._link = BleLink(backend=backend, on_lost=self._lost)
         self._chars = {n: characteristic_uuid(self.service, n) for n in range(1, 5)}
         self._stock = False
@@ -303,7 +317,7 @@ class NiclaVoiceDriver(Driver):
 
     async def _command(self, data: bytes, described: str) -> None:
         """One audited write to the control characteristic."""
-        self._audit(self.device_id, described)
+        self.audit(described)
         async with self._ble_errors(described):
             await self._link.write(self._chars[CONTROL_CHAR], data, service=self.service)
 
@@ -365,14 +379,10 @@ class NiclaVoiceDriver(Driver):
 
     def _wake(self, label: str, uptime_ms: int | None, at: float) -> None:
         self._last_wake = {"label": label, "at": at}
-        if self._on_event is None:
-            return
         try:
-            self._on_event(
-                WAKE_EVENT, {"label": label, "uptime_ms": uptime_ms, "at": at}, self.device_id
-            )
+            self.emit(WAKE_EVENT, {"label": label, "uptime_ms": uptime_ms, "at": at})
         except Exception:
-            log.exception("%s: the wake event sink failed", self.device_id)
+            log.exception("%s: the wake event could not be kept", self.device_id)
 
     def _on_audio(self, data: bytes) -> None:
         self._heard()

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from hub.senses import transcribe_media
+from hub.devices.transcripts import transcribe_media
 from media.audio import AudioError
 from media.speech import SpeechUnavailable
 

@@ -41,7 +41,7 @@ from hub.agent.without_tools import (
 from hub.memory.graph import Fact
 from hub.people.identity import User
 from hub.people.preferences import saved_model
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 from hub.tinys.records import Tiny
 
 log = logging.getLogger(__name__)
@@ -151,7 +151,7 @@ async def _taken_in(
             taken.append(message)
             continue
         got = await take_in(
-            hub.senses.speech,
+            hub.speech,
             message.texts,
             message.attachments,
             sees=choice.vision,

@@ -63,7 +63,7 @@ if TYPE_CHECKING:  # agent/turn.py imports this module, and the tools import the
 
     from hub.agent.tools import Mounted
     from hub.people.identity import User
-    from hub.runtime import Hub
+    from hub.runtime.hub import Hub
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from hub.agent.embedded import EmbeddedModel
 from hub.agent.runner.supervisor import RunnerSupervisor
 from hub.agent.turn import ChatMessage
 from hub.contracts import PROVIDER_EMBEDDED
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 
 log = logging.getLogger(__name__)
 

@@ -16,10 +16,11 @@ from aiohttp import web
 
 from hub.api.app import create_app
 from hub.api.connection import HubRunner
-from hub.api.parts import PARTS, Listening, Parts
+from hub.api.keys import PARTS
 from hub.lan.address import lan_address
 from hub.lan.advertise import hub_name
-from hub.runtime import Hub
+from hub.process.parts import Listening, Parts
+from hub.runtime.hub import Hub
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +68,7 @@ class RunningServer:
         return self.hub.lan.url
 
     async def stop(self) -> None:
-        """Stop serving; the parts stop in the reverse of their start order (see api/parts)."""
+        """Stop serving; the parts stop in the reverse of their start order (see hub/process)."""
         await self.runner.cleanup()
 
 

@@ -18,7 +18,7 @@ from hub.api.body import query_int
 from hub.api.errors import http_error
 from hub.api.keys import HUB
 from hub.api.spec import INTEGER, STRING, Operation, array, bounded, documented, nullable, obj
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 from hub.tinys.records import MAX_LIST, NAME_PATTERN, Tiny
 from hub.tinys.universe import TOP_K, tiny_url
 

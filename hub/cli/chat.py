@@ -269,7 +269,7 @@ def unreachable(url: str, exc: Exception) -> str:
 @contextlib.asynccontextmanager
 async def _in_process_hub(settings: Settings) -> AsyncIterator[str]:
     from hub.api.server import RunningServer, start_server
-    from hub.runtime import Hub
+    from hub.runtime.hub import Hub
 
     hub = Hub.open(settings)
     server: RunningServer | None = None

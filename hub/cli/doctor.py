@@ -18,10 +18,10 @@ from functools import partial
 from pathlib import Path
 from typing import Literal
 
+from drivers.base import Driver, load_drivers
 from hub import contracts as c
 from hub.agent.models import OllamaProbe, choose_from_probe, probe_ollama
 from hub.config import Settings
-from hub.senses import Senses
 
 Status = Literal["OK", "WARN", "FAIL"]
 
@@ -68,8 +68,9 @@ def run_checks(settings: Settings, config_error: str = "") -> Iterator[Check]:
     yield check_python()
     for module, dist in DEPENDENCIES:
         yield _guarded(f"import {module}", partial(check_import, module, dist))
-    yield _guarded("microphone", lambda: check_microphone(settings))
-    yield _guarded("camera", lambda: check_camera(settings))
+    for cls in load_drivers():
+        if cls.machine:
+            yield _guarded(cls.name, partial(check_machine_device, cls, settings))
     yield _guarded("speech model", lambda: check_speech(settings))
     probe = _probe(settings.ollama_host)
     yield _guarded("ollama", lambda: check_ollama(probe))
@@ -115,21 +116,22 @@ def check_import(module: str, dist: str) -> Check:
     return Check("OK", f"import {module}", dist)
 
 
-def check_microphone(settings: Settings) -> Check:
-    available, detail = Senses.from_settings(settings).microphone_status()
-    if available:
-        return Check("OK", "microphone", detail)
-    fix = detail.split("; fix: ", 1)[1] if "; fix: " in detail else ""
-    return Check("WARN", "microphone", detail.split("; fix: ", 1)[0], fix)
-
-
-def check_camera(settings: Settings) -> Check:
-    available, detail = Senses.from_settings(settings).camera_status()
-    return Check("OK" if available else "WARN", "camera", detail)
+def check_machine_device(cls: type[Driver], settings: Settings) -> Check:
+    """One of the machine's own devices (its camera, its microphone), as its driver sees it
+    without opening it: what would record or film, or why nothing can and the fix."""
+    config = settings.drivers.get(cls.section(), {})
+    devices = cls.machine_devices(config)
+    if not devices:
+        return Check("WARN", cls.name, f"turned off (drivers.{cls.section()})")
+    status = cls(f"{cls.name}:{devices[0].device}", devices[0].device, config).status()
+    detail, _, fix = status.detail.partition("; fix: ")
+    return Check("OK" if status.state == "online" else "WARN", cls.name, detail, fix)
 
 
 def check_speech(settings: Settings) -> Check:
-    status = Senses.from_settings(settings).speech.status()
+    from hub.runtime.hub import speech_engine
+
+    status = speech_engine(settings).status()
     name = f"speech model ({status['model']})"
     if not status["available"]:
         fix = "see speech.model in docs/configuration.md"
@@ -230,7 +232,12 @@ def check_serial_ports() -> Check:
 
     ports = [p.device for p in list_ports.comports()]
     if not ports:
-        return Check("WARN", "serial ports", "none seen", "plug in a Flipper Zero or a Nicla")
+        return Check(
+            "WARN",
+            "serial ports",
+            "none seen",
+            "plug in a device a driver handles (docs/hardware.md)",
+        )
     return Check("OK", "serial ports", ", ".join(ports))
 
 

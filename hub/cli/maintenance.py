@@ -14,7 +14,7 @@ from hub.cli.common import settings_of
 from hub.config import HOME_ENV, ConfigError, Settings, default_home, describe_settings
 
 if TYPE_CHECKING:
-    from hub.runtime import Hub
+    from hub.runtime.hub import Hub
 
 PROGRESS_EVERY_S = 0.5
 
@@ -61,7 +61,7 @@ def _fit(text: str, width: int) -> str:
 
 
 def memory_command(args: argparse.Namespace) -> int:
-    from hub.runtime import Hub
+    from hub.runtime.hub import Hub
 
     if args.action in ("forgotten", "undo"):
         from hub.cli.forgotten import forgotten_command
@@ -109,7 +109,7 @@ def pair_command(args: argparse.Namespace) -> int:
     from hub.lan.address import lan_url
     from hub.lan.pairing import make_offer, render_terminal
     from hub.lan.tls import local_fingerprint
-    from hub.runtime import Hub
+    from hub.runtime.hub import Hub
 
     settings = settings_of(args)
     url = lan_url(settings.lan_url, settings.host, settings.port, tls=settings.lan_tls)

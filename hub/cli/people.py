@@ -12,7 +12,7 @@ import time
 from hub.cli.common import CliError, settings_of
 from hub.core.errors import Refused
 from hub.people.household import People, Person
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 
 
 def people_command(args: argparse.Namespace) -> int:

@@ -14,7 +14,7 @@ from hub.api.server import RunningServer, bind_socket, start_server
 from hub.cli.common import local_url, pin, settings_of, token
 from hub.config import Settings
 from hub.core.logs import setup_logging
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 
 
 def serve_command(args: argparse.Namespace) -> int:

@@ -24,7 +24,7 @@ from hub.scheduler.store import ScheduleStore
 from hub.telegram.bots import Bots
 
 if TYPE_CHECKING:
-    from hub.runtime import Hub
+    from hub.runtime.hub import Hub
 
 log = logging.getLogger(__name__)
 

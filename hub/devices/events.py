@@ -17,7 +17,6 @@ from hub.devices.registry import Clock
 from hub.store.db import Database
 
 RING_SIZE = 1000
-DEVICE_EVENT_KINDS = ("nicla_wake", "nicla_sentry", "nicla_transcript", "device_note")
 
 
 @dataclass(frozen=True)

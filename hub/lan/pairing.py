@@ -51,7 +51,7 @@ from hub.devices.registry import NAME, Clock
 from hub.people.identity import User
 
 if TYPE_CHECKING:
-    from hub.runtime import Hub
+    from hub.runtime.hub import Hub
 
 log = logging.getLogger(__name__)
 

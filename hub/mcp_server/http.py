@@ -31,7 +31,7 @@ from hub.api.errors import http_error
 from hub.api.keys import HUB
 from hub.api.spec import ANY, Operation, documented
 from hub.mcp_server.clients import OWNER_CLIENT, McpClient, McpClients
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 
 routes = web.RouteTableDef()
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from hub.devices.notify import Notice, push_notice
 from hub.messages.store import Inbox, Message, MessageRefused, NoSuchRecipient, check_text
 from hub.people.identity import User
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 from hub.tinys.records import TinyError
 from hub.tinys.social import MESSAGED, record_social, user_node
 

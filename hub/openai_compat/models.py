@@ -13,7 +13,7 @@ from typing import Any
 
 from hub import contracts as c
 from hub.people.identity import User
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 from hub.tinys.records import Tiny
 
 DEFAULT_MODEL = c.DEFAULT_TINY

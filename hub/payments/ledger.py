@@ -25,7 +25,7 @@ from hub.people.identity import User
 from hub.store.db import Database
 
 if TYPE_CHECKING:
-    from hub.runtime import Hub
+    from hub.runtime.hub import Hub
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from hub.core.errors import Refused
 from hub.people.identity import LoginError, User, check_login
 
 if TYPE_CHECKING:
-    from hub.runtime import Hub
+    from hub.runtime.hub import Hub
 
 log = logging.getLogger(__name__)
 

@@ -36,8 +36,8 @@ from hub.devices.phones import (
     phone_for,
 )
 from hub.devices.registry import DeviceError
-from hub.runtime import Hub
-from hub.senses import transcribe_media
+from hub.devices.transcripts import transcribe_media
+from hub.runtime.hub import Hub
 from media.audio import AudioError
 from media.soundtrack import has_sound
 from media.speech import SpeechUnavailable
@@ -185,7 +185,7 @@ async def _heard(
     source = f"{reply.device.name} (phone)"
     try:
         transcript = await transcribe_media(
-            hub.senses.speech, media.data, media.content_type, source=source
+            hub.speech, media.data, media.content_type, source=source
         )
     except (AudioError, SpeechUnavailable) as exc:
         return f"{kept}; not transcribed: {exc}", None

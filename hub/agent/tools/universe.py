@@ -28,7 +28,7 @@ from hub.agent.tools.context import STATE_KEY, ToolContext, failed, ok, turn_con
 from hub.agent.tools.operations import tiny_operation_tools
 from hub.agent.tools.skills import skill_tool
 from hub.people.preferences import disabled_tools
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 from hub.tinys import social
 from hub.tinys.records import Tiny
 from hub.tinys.universe import TOP_K, tiny_url

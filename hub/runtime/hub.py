@@ -1,15 +1,14 @@
-"""The running hub: its settings, database, identities and model router, opened once at start."""
+"""The running hub: its settings, database, stores, drivers and model router, opened once at
+start and held by every part that runs (``hub/process/``) and every request (``hub/api/``)."""
 
 from __future__ import annotations
 
-import os
-import stat
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from drivers.base import load_drivers
 from hub import __version__
 from hub.agent.models import ModelRouter
 from hub.community.allowance import ChatAllowance
@@ -18,18 +17,21 @@ from hub.config import Settings
 from hub.devices.endpoint import EndpointPolicy
 from hub.devices.service import Devices
 from hub.devices.transcripts import TranscriptStore
-from hub.drivers import DriverManager
+from hub.drivers.audit import AuditLog
+from hub.drivers.catalog import DriverCatalog
+from hub.drivers.host import HubDeviceHost, as_device_host
+from hub.drivers.manager import DriverManager, open_manager
 from hub.forge.sandbox import Limits, Sandbox
-from hub.hardware import AuditLog, build_manager
 from hub.lan.address import LanInfo
 from hub.memory.graph import DAY_S, MemoryStore
 from hub.memory.vectors import VectorIndex
 from hub.people.identity import Identity, User
-from hub.senses import Senses
+from hub.runtime.data_dir import restrict_data_dir
 from hub.store.db import Database
 from hub.store.migrations import open_database
 from hub.tinys.records import TinyStore
 from hub.tinys.universe import COLLECTION, Universe
+from media.speech import SpeechEngine
 
 
 @dataclass
@@ -44,7 +46,7 @@ class Hub:
     devices: Devices
     audit: AuditLog
     drivers: DriverManager
-    senses: Senses
+    speech: SpeechEngine
     transcripts: TranscriptStore
     universe: Universe
     community: Community
@@ -59,14 +61,13 @@ class Hub:
         settings: Settings,
         *,
         hardware: Mapping[str, Any] | None = None,
-        senses: Senses | None = None,
     ) -> Hub:
         """Create the data dir, migrate the database and make sure the owner exists.
 
         ``hardware`` overrides parts of the driver manager (``drivers``: per-driver config
-        merged over the settings'; anything else: manager options) and ``senses`` the machine's
-        camera/microphone: the seams through which emulated hardware enters, the same ones the
-        real hardware uses.
+        merged over the settings', such as an emulated radio or camera; anything else: manager
+        options): the seams through which emulated hardware enters, the same ones the real
+        hardware uses.
         """
         # Made private before anything writes in them (chroma only when it is embedded).
         embedded_chroma = () if settings.memory_chroma_url else (settings.chroma_path,)
@@ -89,11 +90,9 @@ class Hub:
         )
         audit = AuditLog(db)
         transcripts = TranscriptStore(db, devices.events, devices.clock)
-
-        def on_event(kind: str, detail: dict[str, Any], device_id: str | None) -> None:
-            devices.events.publish(owner.id, kind, device_id, detail)
-
-        drivers = build_manager(settings, audit, on_event, **dict(hardware or {}))
+        host = as_device_host(HubDeviceHost(audit, devices.events, owner.id))
+        catalog = DriverCatalog(load_drivers())
+        drivers = open_manager(settings, catalog, host, **dict(hardware or {}))
         clock = devices.clock  # one clock for the hub: tests move it for every part at once
         allowance = ChatAllowance(
             db, settings.anonymous_daily_chats, settings.member_daily_chats, clock
@@ -111,7 +110,7 @@ class Hub:
             devices,
             audit,
             drivers,
-            senses or Senses.from_settings(settings),
+            speech_engine(settings),
             transcripts,
             universe,
             community,
@@ -123,49 +122,29 @@ class Hub:
         return time.monotonic() - self.started_at
 
     def capabilities(self) -> list[str]:
-        """What this hub can do now with its own hardware and its drivers' devices."""
-        return sorted({*self.senses.capabilities(), *self.drivers.capabilities()})
+        """What this hub can do now with its drivers' devices, the machine's own included."""
+        return self.drivers.capabilities()
 
     def close(self) -> None:
         self.sandbox.close()
-        self.senses.close()
         self.universe.close()
         self.memory.close()
         self.db.conn.close()
 
 
+def speech_engine(settings: Settings) -> SpeechEngine:
+    """Speech-to-text as the settings choose it (loaded at its first recording)."""
+    return SpeechEngine(
+        settings.speech_model,
+        cache_dir=settings.home / "models",
+        threads=settings.speech_threads,
+        language=settings.speech_language or None,
+    )
+
+
 def tool_limits(settings: Settings) -> Limits:
     """What one call of a forged tool may use, from the settings."""
     return Limits(cpu_s=settings.tool_cpu_limit_s, heap_bytes=settings.tool_memory_mb << 20)
-
-
-# The folders the hub fills itself; another folder someone keeps in the data dir is theirs.
-HUB_FOLDERS = ("chroma", "media", "tls")
-
-
-def restrict_data_dir(home: Path) -> None:
-    """The data dir 0700, its files 0600 and the hub's folders (and all in them) 0700 / 0600: it
-    holds endpoint secrets, token hashes and every memory, none of it for other users of the
-    machine. Run at every start, so what a loose umask made, or a hand loosened, is repaired.
-    Only group and other bits are removed, so an owner's executable keeps its x bit."""
-    _restrict(home)
-    for entry in home.iterdir():
-        if entry.is_file() and not entry.is_symlink():
-            _restrict(entry)
-    for name in HUB_FOLDERS:
-        for folder, _subfolders, files in os.walk(home / name):  # each subfolder in its turn
-            _restrict(Path(folder))
-            for file in files:
-                _restrict(Path(folder) / file)
-
-
-def _restrict(path: Path) -> None:
-    try:
-        found = path.lstat()
-        if not stat.S_ISLNK(found.st_mode) and stat.S_IMODE(found.st_mode) & 0o077:
-            path.chmod(stat.S_IMODE(found.st_mode) & 0o700)
-    except FileNotFoundError:  # a temporary file that went away meanwhile
-        pass
 
 
 def _universe_collection(settings: Settings) -> str:
