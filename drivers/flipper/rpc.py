@@ -45,8 +45,6 @@ from drivers.transports.serial import NoPrompt, SerialLine
 
 VARINT, I64, LEN, I32 = 0, 1, 2, 5
 MAX_VARINT_BYTES = 10
-READ_CHUNK = 512
-LIST_CHUNK = 8
 
 # PB.CommandStatus (flipper.proto)
 STATUS_NAMES: dict[int, str] = {

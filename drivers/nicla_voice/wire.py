@@ -100,7 +100,6 @@ END_REASONS = {
     STATUS_REFUSED: "the board refused the request (malformed, or longer than it allows)",
 }
 BATTERY_UNKNOWN = 0xFF
-_REQUIRED_PARTS = ((CONTROL_CHAR, "control"), (AUDIO_CHAR, "audio"), (STATUS_CHAR, "status"))
 
 _WAKE = struct.Struct("<IB")
 _RECORD = struct.Struct("<BIBBB")

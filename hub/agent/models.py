@@ -133,12 +133,6 @@ async def _capabilities(http: aiohttp.ClientSession, base: str, name: str) -> tu
     return tuple(shown.get("capabilities") or ())
 
 
-async def ollama_can_call_tools(host: str, name: str, guard: Allowance | None = None) -> bool:
-    """Whether one Ollama model lists the ``tools`` capability; False when Ollama cannot say.
-    ``guard``: what a host that is not the owner's own may reach (see model_access)."""
-    return "tools" in await ollama_capabilities(host, name, guard)
-
-
 async def ollama_capabilities(
     host: str, name: str, guard: Allowance | None = None
 ) -> tuple[str, ...]:

@@ -1,6 +1,6 @@
 """A model that cannot call tools, asked for what only a tool does, says so instead of guessing.
 
-Without tools a small model still answers "what's the battery of my Flipper?" — with a number
+Without tools a small model still answers "what's the battery of my board?" — with a number
 it made up — and promises a daily job it never makes. So before such a model is asked, the hub
 looks at what the person wants: a device's state or action (the tools of the hub's devices, its
 drivers and the machine's own camera and microphone), a fact to remember or to forget, or work

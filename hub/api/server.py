@@ -50,12 +50,6 @@ class RunningServer:
         return f"http://{host}:{self.port}"
 
     @property
-    def public_url(self) -> str:
-        """The main listener as bound (https when lan.tls is on)."""
-        scheme = "https" if self.hub.lan.fingerprint else "http"
-        return f"{scheme}://{self.host}:{self.port}"
-
-    @property
     def main_url(self) -> str:
         """The main listener as a URL that works when pasted on this machine (a wildcard
         address is not one a client can dial)."""

@@ -49,10 +49,6 @@ class Target:
     builder_id: str
     label: str  # ``@bea`` or ``tiny:chef``, as answers name it
 
-    @property
-    def is_person(self) -> bool:
-        return self.node.startswith(USER_PREFIX)
-
 
 @dataclass(frozen=True)
 class FollowState:

@@ -108,7 +108,7 @@ def resolved(declared: Declared, *layers: Values) -> Values:
 
 
 def section_of(name: str) -> str | None:
-    """The driver section a file's dotted section is (``drivers.flipper`` → ``flipper``, and
+    """The driver section a file's dotted section is (``drivers.lamp`` → ``lamp``, and
     the sections in :data:`MOVED`), or None for one of the hub's own."""
     if name.startswith(f"{TABLE}."):
         return name.removeprefix(f"{TABLE}.")

@@ -173,7 +173,7 @@ def read_config(path: Path, declared: driver_settings.Declared) -> FileValues:
 
 
 def sections(document: dict[str, Any], known: set[str]) -> list[tuple[str, Any]]:
-    """Top-level tables, with nested ones (``[drivers.flipper]``) as dotted sections. A known
+    """Top-level tables, with nested ones (``[drivers.lamp]``) as dotted sections. A known
     section holds keys, even when they are tables themselves (``[mcp.servers.files]``)."""
     found: list[tuple[str, Any]] = []
     for name, table in document.items():

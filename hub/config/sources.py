@@ -45,7 +45,7 @@ def describe_settings(settings: Settings) -> list[Row]:
 def setting_sources(settings: Settings, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """Where each setting's value comes from, in the order that wins: a command-line flag,
     the environment, config.toml (with its line), else the default. The hub's settings are
-    named by field, the drivers' by their key in config.toml (``drivers.flipper.port``)."""
+    named by field, the drivers' by their key in config.toml (``drivers.lamp.port``)."""
     env, _ = upgraded_environ(os.environ if environ is None else environ)
     try:
         without_flags = load_settings(home=settings.home, environ=env)

@@ -3,7 +3,7 @@
 :func:`match` is pure: the same survey, advertisements and settings give the same targets, and
 what is worth telling a person (two drivers claiming one port, a device nothing can tell apart)
 comes back as :class:`Note` s for the caller to log once. Every physical device is named by its
-stable id (its serial number or BLE address, never the port path), so the same Flipper
+stable id (its serial number or BLE address, never the port path), so the same board
 replugged as ``ttyACM1`` is the same target.
 
 A driver's config decides three things here: ``enabled`` (default True; a disabled driver

@@ -22,7 +22,6 @@ from hub.core.netguard import is_localhost_name, literal_address
 from hub.forge.store import ForgedDraft, ForgedTool, ForgeRefused, ForgeStore, sha256
 from hub.tinys.guarded import SendFailed, SendRefused, send
 
-GITHUB_RAW = "https://raw.githubusercontent.com"
 MAX_FILE_BYTES = 16_384
 FETCH_TIMEOUT_S = 10.0
 USER_AGENT = "tiny-hub (install_tool)"

@@ -205,9 +205,6 @@ class ForgeStore:
         found = [dict(zip(columns, row, strict=True)) for row in rows.fetchall()]
         return [(_tool(row), str(row["author"])) for row in found]
 
-    def installed_from_github(self, user_id: str) -> list[ForgedTool]:
-        return [tool for tool in self.of(user_id) if tool.source_url]
-
     # --- the hashes of files fetched from GitHub ------------------------------------------
 
     def pin_file(self, url: str, digest: str) -> None:

@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DataChoice = Literal["keep", "purge"]
-DATA_CHOICES: tuple[DataChoice, ...] = ("keep", "purge")
 MAX_NAME = 64
 #: The platform's row of the social graph: a user row that is nobody, never listed.
 PLATFORM_ID = "platform"

@@ -185,10 +185,6 @@ class ScheduleStore:
             "next_run IS NOT NULL AND next_run <= ? ORDER BY next_run LIMIT ?", [now, limit]
         )
 
-    def next_due(self) -> float | None:
-        row = self._db.execute("SELECT min(next_run) FROM scheduled").fetchone()
-        return None if row[0] is None else float(row[0])
-
     def _select(self, where: str, params: list[Any]) -> list[Scheduled]:
         rows = self._db.execute(f"SELECT {_COLUMNS} FROM scheduled WHERE {where}", params)
         return [Scheduled(*row) for row in rows.fetchall()]

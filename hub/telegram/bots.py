@@ -14,8 +14,6 @@ from hub.cloud.account import load_token, save_token
 from hub.core.errors import Refused
 from hub.store.db import Database
 
-REFUSED_SHOWN = 10  # refused chats a status lists
-
 
 class NoBot(Refused):
     status = 404
