@@ -41,8 +41,9 @@ async def _measure(runs: int) -> tuple[list[float], list[float]]:
             woke.set()
 
     driver = NiclaVoiceDriver(
-        "nicla_voice:bench", board.address, {"backend": board.client_backend()}, Host()
+        "nicla_voice:bench", board.address, {"backend": board.client_backend()}
     )
+    driver.host = Host()
     await driver.start()
     try:
         record_s: list[float] = []

@@ -379,7 +379,8 @@ async def test_oversized_varint_breaks_the_session(
 async def driver(emulator: FlipperEmulator) -> AsyncIterator[tuple[FlipperDriver, list[str]]]:
     assert emulator.path is not None
     audited: list[str] = []
-    flipper = FlipperDriver("flipper-1", emulator.path, {}, RecordingHost(audited=audited))
+    flipper = FlipperDriver("flipper-1", emulator.path, {})
+    flipper.host = RecordingHost(audited=audited)
     flipper.rpc_within_s = 1.0
     await flipper.start()
     yield flipper, audited

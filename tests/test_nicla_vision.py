@@ -53,7 +53,8 @@ def audit() -> list[str]:
 async def driver(
     emulator: NiclaVisionEmulator, link: Path, audit: list[str]
 ) -> AsyncIterator[NiclaVisionDriver]:
-    board = NiclaVisionDriver("nicla_vision:test", str(link), {}, RecordingHost(audited=audit))
+    board = NiclaVisionDriver("nicla_vision:test", str(link), {})
+    board.host = RecordingHost(audited=audit)
     await board.start()
     yield board
     await board.stop()
@@ -114,7 +115,8 @@ async def test_a_long_clip_takes_several_bursts(
 ) -> None:
     device = NiclaVisionEmulator(link=link, video_ram=10_000)  # two or three frames a burst
     device.start()
-    board = NiclaVisionDriver("nicla_vision:small", str(link), {}, RecordingHost(audited=audit))
+    board = NiclaVisionDriver("nicla_vision:small", str(link), {})
+    board.host = RecordingHost(audited=audit)
     try:
         await board.start()
         clip = await board.clip(0.5)

@@ -30,21 +30,11 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, ClassVar, TypeVar
 
-from drivers.base import UNHEARD, BleMatcher, DeviceHost, Driver, DriverStatus, Setting
+from drivers.base import BleMatcher, Driver, DriverStatus, Setting
+from drivers.flipper import rules
 from drivers.flipper.cli import CliError
 from drivers.flipper.rpc import RpcError, RpcSession
-from drivers.flipper.rules import (
-    BLE_DRIVER,
-    COMMAND_S,
-    READ_MAX_BYTES,
-    RPC_ALLOWED,
-    USB_DRIVER,
-    Flipper,
-    FlipperRefused,
-    NotConnected,
-    checked_path,
-    number,
-)
+from drivers.flipper.rules import Flipper, FlipperRefused, NotConnected
 from drivers.transports.ble import (
     FLIPPER_PROFILE,
     BleError,
@@ -72,13 +62,14 @@ def _first(values: Mapping[str, str], *keys: str) -> str | None:
 
 
 class FlipperBleDriver(Flipper, Driver):
-    name: ClassVar[str] = BLE_DRIVER
+    name: ClassVar[str] = rules.BLE_DRIVER
     over: ClassVar[str] = "Bluetooth LE"
     link: ClassVar[str] = "ble"
     # The advertised 16-bit UUID is 0x3080 OR'ed with the body colour: match the name instead.
     ble: ClassVar[tuple[BleMatcher, ...]] = (BleMatcher(local_name="Flipper *"),)
     capabilities: ClassVar[tuple[str, ...]] = ("flipper", "storage")
-    settings_section: ClassVar[str] = USB_DRIVER  # one switch for the Flipper, however reached
+    # One table, and one switch, for the Flipper however it is reached.
+    settings_section: ClassVar[str] = rules.USB_DRIVER
     settings: ClassVar[tuple[Setting, ...]] = (
         Setting(
             "pair",
@@ -88,10 +79,8 @@ class FlipperBleDriver(Flipper, Driver):
         ),
     )
 
-    def __init__(
-        self, device_id: str, port: str, config: Mapping[str, Any], host: DeviceHost = UNHEARD
-    ) -> None:
-        super().__init__(device_id, port, config, host)
+    def __init__(self, device_id: str, port: str, config: Mapping[str, Any]) -> None:
+        super().__init__(device_id, port, config)
         backend: ClientBackend | None = config.get("backend")
         self._link = BleSerial(FLIPPER_PROFILE, backend=backend, pair=bool(config.get("pair")))
         self._session: RpcSession | None = None
@@ -99,7 +88,7 @@ class FlipperBleDriver(Flipper, Driver):
         self._last_ok = 0.0
         self._stopped = False
         self.info: dict[str, str] = {}
-        self.rpc_within_s = COMMAND_S
+        self.rpc_within_s = rules.COMMAND_S
         """How long one RPC frame may take before the exchange counts as broken."""
 
     # --- the manager's side -------------------------------------------------------------------
@@ -153,9 +142,9 @@ class FlipperBleDriver(Flipper, Driver):
             "name": self.device_name,
             "firmware": self.firmware,
             "battery": {
-                "level": number(_first(power, "charge.level", "charge_level")),
+                "level": rules.number(_first(power, "charge.level", "charge_level")),
                 "state": _first(power, "charge.state", "charge_state"),
-                "voltage_mV": number(_first(power, "battery.voltage", "battery_voltage")),
+                "voltage_mV": rules.number(_first(power, "battery.voltage", "battery_voltage")),
             },
             "connection": f"Bluetooth LE {self.port}",
         }
@@ -169,14 +158,14 @@ class FlipperBleDriver(Flipper, Driver):
         return {"type": "dir"} if stat.is_dir else {"type": "file", "size": stat.size}
 
     async def read_file(self, path: str) -> bytes:
-        """A file's bytes (stat, then read), at most READ_MAX_BYTES."""
-        path = checked_path(path)
+        """A file's bytes (stat, then read), at most ``READ_MAX_BYTES``."""
+        path = rules.checked_path(path)
         stat = await self._rpc("storage_stat", path, lambda s: s.storage_stat(path))
         if stat.is_dir:
             raise FlipperRefused(f"{path} is not a file")
-        if stat.size > READ_MAX_BYTES:
+        if stat.size > rules.READ_MAX_BYTES:
             raise FlipperRefused(
-                f"{path} is {stat.size} bytes; reads are limited to {READ_MAX_BYTES}"
+                f"{path} is {stat.size} bytes; reads are limited to {rules.READ_MAX_BYTES}"
             )
         data = await self._rpc("storage_read", path, lambda s: s.storage_read(path))
         if len(data) != stat.size:
@@ -196,7 +185,7 @@ class FlipperBleDriver(Flipper, Driver):
         self, request: str, path: str | None, exchange: Callable[[RpcSession], Awaitable[_T]]
     ) -> _T:
         """One audited RPC request; BLE failures become NotConnected / CliError sentences."""
-        if request not in RPC_ALLOWED:
+        if request not in rules.RPC_ALLOWED:
             raise FlipperRefused(f"the hub does not send the RPC request {request} to a Flipper")
         async with self._lock, self._ble_errors():
             session = await self._live_session()

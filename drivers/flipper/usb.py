@@ -24,7 +24,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from drivers.base import UNHEARD, DeviceHost, Driver, DriverStatus, Setting, UsbMatcher
+from drivers.base import Driver, DriverStatus, Setting, UsbMatcher
 from drivers.flipper.cli import (
     CliError,
     ir_signals,
@@ -90,10 +90,8 @@ class FlipperDriver(Flipper, Driver):
 
         return TOOLS
 
-    def __init__(
-        self, device_id: str, port: str, config: Mapping[str, Any], host: DeviceHost = UNHEARD
-    ) -> None:
-        super().__init__(device_id, port, config, host)
+    def __init__(self, device_id: str, port: str, config: Mapping[str, Any]) -> None:
+        super().__init__(device_id, port, config)
         self._line = SerialLine()
         self.info: dict[str, str] = {}
         self._nfc_command: str | None = None

@@ -24,14 +24,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from drivers.base import (
-    UNHEARD,
-    DeviceHost,
-    Driver,
     DriverError,
     DriverStatus,
-    PortInfo,
     Setting,
 )
+from drivers.machine.device import MachineDevice
 from media.video import encode_jpeg, frames_to_mp4, opencv
 
 if TYPE_CHECKING:  # annotations only: importing strands costs ~0.4 s
@@ -170,12 +167,14 @@ class Camera:
         return frames
 
 
-class CameraDriver(Driver):
-    """The machine's camera, found from its setting rather than a port: online while one may be
-    opened (a capture that failed says why in the detail, and the next one tries again)."""
+class CameraDriver(MachineDevice):
+    """The machine's camera: online while one may be opened (a capture that failed says why in
+    the detail, and the next one tries again)."""
 
     name: ClassVar[str] = "camera"
-    machine: ClassVar[bool] = True
+    what: ClassVar[str] = "this machine's camera"
+    off: ClassVar[str] = ""  # an empty device turns it off
+    default: ClassVar[str] = ""
     capabilities: ClassVar[tuple[str, ...]] = ("camera", "video")
     settings: ClassVar[tuple[Setting, ...]] = (
         Setting(
@@ -188,24 +187,14 @@ class CameraDriver(Driver):
     )
 
     @classmethod
-    def machine_devices(cls, config: Mapping[str, Any]) -> Sequence[PortInfo]:
-        device = str(config.get("device", "0")).strip()
-        return (PortInfo(device, product="this machine's camera"),) if device else ()
-
-    @classmethod
     def agent_tools(cls) -> Sequence[AgentTool]:
         from drivers.machine.tools import CAMERA_TOOLS  # loads strands (~0.4 s): when mounted
 
         return CAMERA_TOOLS
 
-    def __init__(
-        self, device_id: str, port: str, config: Mapping[str, Any], host: DeviceHost = UNHEARD
-    ) -> None:
-        super().__init__(device_id, port, config, host)
+    def __init__(self, device_id: str, port: str, config: Mapping[str, Any]) -> None:
+        super().__init__(device_id, port, config)
         self.camera = Camera(port, capture=config.get("capture"))
-
-    async def start(self) -> None:
-        """Nothing to open: the camera is opened for each capture."""
 
     async def stop(self) -> None:
         self.camera.close()
@@ -215,9 +204,6 @@ class CameraDriver(Driver):
         if absent:
             return DriverStatus("offline", absent)
         return DriverStatus("online", self.camera.status()[1])
-
-    async def probe(self) -> bool:
-        return True
 
     async def snapshot(self) -> bytes:
         return await self.camera.snapshot()

@@ -31,14 +31,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from drivers.base import (
-    UNHEARD,
-    DeviceHost,
-    Driver,
     DriverError,
     DriverStatus,
-    PortInfo,
     Setting,
 )
+from drivers.machine.device import MachineDevice
 from media.audio import Pcm, wav_bytes
 
 if TYPE_CHECKING:  # annotations only: importing strands costs ~0.4 s
@@ -273,16 +270,17 @@ class Microphone:
         return wav_bytes(Pcm(data, rate))
 
 
-OFF = "off"
 DEFAULT_INPUT = "default"
 
 
-class MicrophoneDriver(Driver):
-    """The machine's microphone, found from its setting rather than a port: online while
-    PortAudio has the input device (asked afresh at every probe)."""
+class MicrophoneDriver(MachineDevice):
+    """The machine's microphone: online while PortAudio has the input device (asked afresh
+    each time)."""
 
     name: ClassVar[str] = "microphone"
-    machine: ClassVar[bool] = True
+    what: ClassVar[str] = "this machine's microphone"
+    off: ClassVar[str] = "off"
+    default: ClassVar[str] = DEFAULT_INPUT  # an empty device is the default input
     capabilities: ClassVar[tuple[str, ...]] = ("microphone",)
     settings: ClassVar[tuple[Setting, ...]] = (
         Setting(
@@ -295,27 +293,15 @@ class MicrophoneDriver(Driver):
     )
 
     @classmethod
-    def machine_devices(cls, config: Mapping[str, Any]) -> Sequence[PortInfo]:
-        device = str(config.get("device", "")).strip()
-        if device.lower() == OFF:
-            return ()
-        return (PortInfo(device or DEFAULT_INPUT, product="this machine's microphone"),)
-
-    @classmethod
     def agent_tools(cls) -> Sequence[AgentTool]:
         from drivers.machine.tools import MICROPHONE_TOOLS  # loads strands: when mounted
 
         return MICROPHONE_TOOLS
 
-    def __init__(
-        self, device_id: str, port: str, config: Mapping[str, Any], host: DeviceHost = UNHEARD
-    ) -> None:
-        super().__init__(device_id, port, config, host)
+    def __init__(self, device_id: str, port: str, config: Mapping[str, Any]) -> None:
+        super().__init__(device_id, port, config)
         device = None if port == DEFAULT_INPUT else port
         self.microphone = Microphone(device, sounddevice=config.get("sounddevice"))
-
-    async def start(self) -> None:
-        """Nothing to open: a stream is opened for each recording."""
 
     async def stop(self) -> None:
         pass
@@ -323,9 +309,6 @@ class MicrophoneDriver(Driver):
     def status(self) -> DriverStatus:
         available, detail = self.microphone.status()
         return DriverStatus("online" if available else "offline", detail)
-
-    async def probe(self) -> bool:
-        return True
 
     async def listen(self, seconds: float) -> bytes:
         return await self.microphone.record(seconds)

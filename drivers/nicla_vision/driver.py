@@ -36,8 +36,6 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from drivers.base import (
-    UNHEARD,
-    DeviceHost,
     Driver,
     DriverError,
     DriverStatus,
@@ -165,10 +163,8 @@ class NiclaVisionDriver(Driver):
 
         return TOOLS
 
-    def __init__(
-        self, device_id: str, port: str, config: Mapping[str, Any], host: DeviceHost = UNHEARD
-    ) -> None:
-        super().__init__(device_id, port, config, host)
+    def __init__(self, device_id: str, port: str, config: Mapping[str, Any]) -> None:
+        super().__init__(device_id, port, config)
         self._line = SerialLine(baudrate=BAUDRATE, read_timeout_s=READ_TIMEOUT_S)
         self._rpc = RpcHost(self._line)
         self.max_clip_s = _limit(config, "max_clip_s", 10.0)

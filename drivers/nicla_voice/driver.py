@@ -30,7 +30,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from drivers.base import UNHEARD, BleMatcher, DeviceHost, Driver, DriverStatus, Setting
+from drivers.base import BleMatcher, Driver, DriverStatus, Setting
 from drivers.nicla_voice.wire import (
     ALERT_LEVEL_CHAR,
     AUDIO_CHAR,
@@ -121,10 +121,8 @@ class NiclaVoiceDriver(Driver):
     record_margin_s = 10.0
     """A recording may take ``seconds * record_factor + record_margin_s`` before it fails."""
 
-    def __init__(
-        self, device_id: str, port: str, config: Mapping[str, Any], host: DeviceHost = UNHEARD
-    ) -> None:
-        super().__init__(device_id, port, config, host)
+    def __init__(self, device_id: str, port: str, config: Mapping[str, Any]) -> None:
+        super().__init__(device_id, port, config)
         self.service = checked_service_uuid(config.get("service_uuid") or SERVICE_UUID)
         self.max_record_s = _positive(config.get("max_record_s", 30), "max_record_s")
         audio_format = str(config.get("audio_format", "mulaw"))

@@ -4,6 +4,7 @@ the same two through their own host (``hub/agent/tools/host.py``), so there is o
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from drivers.base import DeviceHost
@@ -11,18 +12,18 @@ from hub.devices.events import EventRing
 from hub.drivers.audit import AuditLog
 
 
+@dataclass(frozen=True)
 class HubDeviceHost:
-    def __init__(self, audit: AuditLog, events: EventRing, owner: str) -> None:
-        self._audit = audit
-        self._events = events
-        self._owner = owner
+    log: AuditLog
+    ring: EventRing
+    owner: str
+    """Whose ring the events go on: the hardware attached to this hub is the owner's."""
 
     def audit(self, driver: str, device_id: str, command: str) -> None:
-        self._audit.record(driver, device_id, command)
+        self.log.record(driver, device_id, command)
 
     def emit(self, driver: str, kind: str, device_id: str | None, detail: Any) -> None:
-        """Onto the owner's ring: the hardware attached to this hub is the owner's."""
-        self._events.publish(self._owner, kind, device_id, detail)
+        self.ring.publish(self.owner, kind, device_id, detail)
 
 
 def as_device_host(host: HubDeviceHost) -> DeviceHost:
