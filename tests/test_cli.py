@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import re
 import shutil
 import signal
@@ -182,6 +183,37 @@ def test_port_in_use_is_one_line_not_a_traceback(home: Path, closed_port: int) -
     assert "Traceback" not in result.stderr
     assert result.stderr.count("\n") == 1, result.stderr
     assert f"port {port}" in result.stderr and "already in use" in result.stderr
+
+
+@pytest.mark.parametrize("command", [["tui"], []], ids=["tui", "the hub with its tui"])
+def test_the_terminal_ui_without_a_terminal_is_one_line_and_exit_2(
+    home: Path, closed_port: int, command: list[str]
+) -> None:
+    """``tiny-hub tui < /dev/null``: said at once, instead of waiting for keys forever."""
+    result = run(command, cli_env(home, closed_port))  # standard input is /dev/null
+    assert result.returncode == 2, result
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "standard input and standard output are not terminals" in result.stderr
+    assert "tiny-hub serve" in result.stderr, "it says what works without a terminal"
+    assert not (home / "hub.db").exists(), "no hub was started for a UI that cannot run"
+
+
+def test_the_terminal_ui_needs_its_output_on_a_terminal_too(home: Path, closed_port: int) -> None:
+    keys, typing_end = pty.openpty()
+    try:
+        result = subprocess.run(
+            [str(SCRIPT), "tui"],
+            env=cli_env(home, closed_port),
+            stdin=typing_end,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        os.close(keys)
+        os.close(typing_end)
+    assert result.returncode == 2, result
+    assert "standard output is not one" in result.stderr, result.stderr
 
 
 def test_bad_config_stops_with_file_line_and_key(home: Path, closed_port: int) -> None:

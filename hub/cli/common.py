@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+from typing import TextIO
 
 from hub.cli.parser import TOKEN_ENV
 from hub.config import Settings, load_settings
@@ -48,3 +49,11 @@ def token(settings: Settings, given: str | None) -> str | None:
     with contextlib.suppress(OSError):
         return settings.owner_token_path.read_text(encoding="utf-8").strip() or None
     return None
+
+
+def is_terminal(stream: TextIO | None) -> bool:
+    """Whether ``stream`` is a terminal (a person reads it and types into it)."""
+    try:
+        return stream is not None and stream.isatty()
+    except (AttributeError, ValueError):  # closed, or no file behind it
+        return False
