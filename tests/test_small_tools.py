@@ -15,10 +15,11 @@ from strands.types.tools import ToolSpec
 from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
 from hub import contracts as c
 from hub.agent import small_tools
-from hub.agent.embedded import cached_embed, flatten_messages
+from hub.agent.embedded import cached_embed
 from hub.agent.prompt import REMEMBERED_HEADER
 from hub.agent.runner.process import RunnerSpec
 from hub.agent.runner.supervisor import RunnerSupervisor
+from hub.agent.small_prompt import flatten_messages
 from hub.server import RunningServer
 from tests.confirming import proposal
 from tests.conftest import StartHub, owner_headers
