@@ -333,6 +333,31 @@ async def test_install_tool_refuses_a_url_without_a_commit_sha(
     assert raw.requested == []
 
 
+async def test_install_tool_decides_on_the_url_it_fetches(
+    server: RunningServer, raw: FakeRaw
+) -> None:
+    """Tabs, newlines and carriage returns are dropped by URL parsing, after which the dot
+    segments resolve to another owner: such a URL is refused before any fetch. A URL whose dot
+    segments resolve to an allowed owner's file is that file: the one checked and fetched."""
+    person, _ = member(server, "mo")
+    ctx = turn(server, person)
+    raw.put(f"evil/r/{SHA}/t.json", name="from_evil", description="x", code="() => 1")
+    for gap in ("\t", "\n", "\r", "\r\n"):
+        dots = f"{gap}../" * 4
+        sneaky = f"{raw.url}/strands-agents/r/{SHA}/{dots}evil/r/{SHA}/t.json"
+        refused = await use(ctx, "install_tool", url=sneaky)
+        assert refused["status"] == "error", repr(sneaky)
+        assert "control character" in result_text(refused)
+    assert raw.requested == []
+    assert ForgeStore(server.hub.db).named(person.id, "from_evil") is None
+    good = raw.put(f"strands-agents/r/{SHA}/t.json", name="good", description="x", code="() => 2")
+    roundabout = f"{raw.url}/evil/r/{SHA}/../../../strands-agents/r/{SHA}/t.json"
+    assert (await use(ctx, "install_tool", url=roundabout))["status"] == "success"
+    assert raw.requested == [f"strands-agents/r/{SHA}/t.json"]
+    stored = ForgeStore(server.hub.db).named(person.id, "good")
+    assert stored is not None and stored.source_url == good
+
+
 async def test_a_changed_file_at_the_same_sha_is_refused(
     server: RunningServer, raw: FakeRaw
 ) -> None:
