@@ -181,6 +181,20 @@ async def test_a_runaway_tool_is_a_tool_error_in_the_chat_and_the_hub_stays_up(
     assert await health_ok(server)
 
 
+async def test_a_result_that_is_not_unicode_is_a_tool_error_not_the_end_of_the_turn(
+    server: RunningServer, fake_ollama: FakeOllama
+) -> None:
+    _, headers = member(server, "di")
+    ctx = turn(server, server.hub.identity.by_login("di"))
+    assert (await forge(ctx, "lone", "() => ({ s: '\\ud800' })"))["status"] == "success"
+    fake_ollama.script(tool_call("my_lone"), Reply(chunks=["No luck."]))
+    chat = await post_chat(server.url, {"messages": [{"role": "user", "content": "go"}]}, headers)
+    after = chat.of_type(c.EV_AFTER_TOOL)[0]["toolResult"]
+    assert after["status"] == "error" and "not valid Unicode" in after["error"]
+    assert chat.of_type(c.EV_ERROR) == []
+    assert chat.text == "No luck."
+
+
 @pytest.mark.parametrize(
     ("code", "says"),
     [
