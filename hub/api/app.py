@@ -30,6 +30,7 @@ from hub.api.errors import error_middleware
 from hub.api.keys import HUB
 from hub.api.limits import GUARD, Guard, Limits, body_middleware, rate_limit_middleware
 from hub.api.parts import LISTENING, Listening, add_parts
+from hub.api.quotas import QUOTAS, Quotas
 from hub.api.sites import site_middleware
 from hub.mcp_server import http as mcp_http
 from hub.runtime import Hub
@@ -62,6 +63,7 @@ def create_app(
     )
     app[HUB] = hub
     app[GUARD] = Guard(limits)
+    app[QUOTAS] = Quotas()
     app.add_routes(health.routes)
     app.add_routes(chat.routes)
     app.add_routes(tinys.routes)

@@ -27,6 +27,7 @@ from hub.api.auth import Access, access, caller, loopback_anonymous
 from hub.api.body import read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
+from hub.api.quotas import QUOTAS, person_of
 from hub.api.spec import ANY, EVENT_STREAM, JSON, STRING, Operation, array, documented, obj
 from hub.community.allowance import OverAllowance
 from hub.payments import require_paid_message
@@ -137,13 +138,16 @@ async def chat(request: web.Request) -> web.StreamResponse:
     if isinstance(body, dict) and "prompt" in body and "messages" not in body:
         return await endpoint_chat(request, body)
     messages = parse_messages(body)
-    if (over := await charge_allowance(request)) is not None:
-        return over
-    # after the body and the allowance are known good: a receipt is spent here, and must not
-    # go on a 400 or a 429
-    require_paid_message(request.app[HUB], caller(request), request.headers)
-    turn = await _compose(request, messages)
-    return await stream_turn(request, turn, request.app[HUB].settings.ping_interval_s)
+    settings, user = request.app[HUB].settings, caller(request)
+    who = person_of(request, user.id if user is not None else None)
+    with request.app[QUOTAS].stream(who, settings.quota_open_streams):
+        if (over := await charge_allowance(request)) is not None:
+            return over
+        # after the body and the allowance are known good: a receipt is spent here, and must
+        # not go on a 400 or a 429
+        require_paid_message(request.app[HUB], user, request.headers)
+        turn = await _compose(request, messages)
+        return await stream_turn(request, turn, settings.ping_interval_s)
 
 
 async def charge_allowance(request: web.Request) -> web.Response | None:

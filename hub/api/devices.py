@@ -30,6 +30,7 @@ from hub.api.errors import http_error
 from hub.api.keys import HUB
 from hub.api.lengths import MAX_TEXT, check_lengths
 from hub.api.parts import PARTS
+from hub.api.quotas import QUOTAS, person_of
 from hub.api.spec import (
     ANY,
     BOOLEAN,
@@ -286,15 +287,20 @@ def _answer_json(answered: DeviceAnswer) -> dict[str, Any]:
 async def events(request: web.Request) -> web.StreamResponse:
     """The caller's event ring as SSE: what is stored after ``?after=``, then live events."""
     after = query_int(request, "after", 0, 0, 2**62)
-    response = web.StreamResponse(
-        headers={"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache"}
-    )
-    await response.prepare(request)
-    ring = _devices(request).events
-    with contextlib.suppress(ConnectionResetError):
-        async for event in ring.follow(signed_in(request).id, after):
-            await response.write(_frame(event))
-    return response
+    me, most = signed_in(request).id, request.app[HUB].settings.quota_open_streams
+    with request.app[QUOTAS].stream(person_of(request, me), most):
+        response = web.StreamResponse(
+            headers={
+                "Content-Type": "text/event-stream; charset=utf-8",
+                "Cache-Control": "no-cache",
+            }
+        )
+        await response.prepare(request)
+        ring = _devices(request).events
+        with contextlib.suppress(ConnectionResetError):
+            async for event in ring.follow(me, after):
+                await response.write(_frame(event))
+        return response
 
 
 def _frame(event: RingEvent) -> bytes:
@@ -438,6 +444,10 @@ async def reply(request: web.Request) -> web.Response:
 )
 async def upload(request: web.Request) -> web.Response:
     device, body = await _dial_in(request)
+    size = len(body["data"]) if isinstance(body.get("data"), str) else 0
+    per_minute = request.app[HUB].settings.quota_media_mb_per_minute * 1024 * 1024
+    who = person_of(request, device.owner)  # one person's devices share the quota
+    request.app[QUOTAS].spend("media", who, size, per_minute, f"this upload of {size} bytes")
     media = _devices(request).media
 
     def work() -> dict[str, Any]:
