@@ -29,7 +29,7 @@ from typing import Any, Final, cast
 
 import platformdirs
 
-from hub.contracts import CLOUD_PROVIDERS, LOCAL_PROVIDERS
+from hub.contracts import CLOUD_PROVIDERS, LOCAL_PROVIDERS, MAX_ENTRIES
 
 CONFIG_FILE_NAME: Final = "config.toml"
 HOME_ENV: Final = "TINY_HUB_HOME"
@@ -168,6 +168,14 @@ class Settings:
         "",
         "a Chroma server for memory vectors (a household's hubs can share one); "
         "empty means embedded Chroma in the data dir",
+    )
+    memory_max_facts: int = _setting(
+        "memory",
+        "max_facts",
+        "TINY_HUB_MEMORY_MAX_FACTS",
+        MAX_ENTRIES,
+        "current facts one person may keep; a full memory refuses the write, never evicts. "
+        f"The cloud's limit is {MAX_ENTRIES}: memory synced with a cloud stays within it",
     )
     devices_allow_private: tuple[str, ...] = _setting(
         "devices",
@@ -755,6 +763,8 @@ def _validate(settings: Settings, path: Path, env: Mapping[str, str]) -> None:
         fail("header_timeout_s", "must be more than 0 seconds")
     if not 0.05 <= settings.scheduler_tick_s <= 60:
         fail("scheduler_tick_s", "must be 0.05 to 60 seconds")
+    if settings.memory_max_facts < 1:
+        fail("memory_max_facts", "must be at least 1 fact")
     for name in ("quota_media_mb_per_minute", "quota_open_streams", "quota_messages_per_minute"):
         if getattr(settings, name) < 0:
             fail(name, "must be 0 (no limit) or more")

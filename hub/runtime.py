@@ -83,7 +83,7 @@ class Hub:
         tinys = TinyStore(db)
         tinys.ensure_default(owner)
         vectors = VectorIndex(settings.chroma_path, settings.memory_chroma_url)
-        memory = MemoryStore(db, vectors)
+        memory = MemoryStore(db, vectors, settings.memory_max_facts)
         universe = Universe(tinys, db, vectors, _universe_collection(settings))
         tinys.on_change.append(universe.changed)
         devices = Devices(

@@ -54,6 +54,7 @@ BENCHMARKS: dict[str, tuple[Callable[[int], list[Figure]], int]] = {
     "sse_frames": (bench_sse_frames, 5),
     "first_token_ratio": (bench_first_token_ratio, 10),
     "memory": (bench_memory, 1),
+    "memory_scale": (rows_of("scripts.bench_memory_scale"), 1),
     "devices": (bench_devices, 30),
     "flipper": (rows_of("scripts.bench_flipper"), 10),
     "soak": (rows_of("scripts.bench_soak"), 10),
