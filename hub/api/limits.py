@@ -169,7 +169,8 @@ async def read_body(request: web.Request) -> bytes:
     """The whole body within the size cap and the read deadline, inflated when it came with a
     ``Content-Encoding``, read once and kept on the request: the one way every route (and the
     MCP bridge) reads a body. A JSON 413, 408, 415 or 400 ``HTTPException`` otherwise."""
-    if (kept := request.get(_BODY)) is not None:
+    kept: bytes | None = request.get(_BODY)
+    if kept is not None:
         return kept
     guard = request.app.get(GUARD)
     limits = guard.limits if guard is not None else Limits()
