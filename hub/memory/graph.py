@@ -526,8 +526,10 @@ class MemoryStore:
         """The SQL owner check: keeps the vector order, drops anything not this owner's."""
         if not ids:
             return []
+        # By the primary key: the unary + keeps SQLite from walking the owner's whole index
+        # instead (123 ms a recall at 100,000 facts).
         rows = self._db.execute(
-            f"SELECT {_FACT_COLUMNS} FROM entity WHERE owner = ? AND valid_to IS NULL"
+            f"SELECT {_FACT_COLUMNS} FROM entity WHERE +owner = ? AND valid_to IS NULL"
             f" AND id IN ({','.join('?' * len(ids))})",
             [owner, *ids],
         )

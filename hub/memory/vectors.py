@@ -80,7 +80,9 @@ class _Person:
         if row is None:
             row = len(self.ids)
             if row == len(self.buffer):  # full: grow by an eighth, so an append costs O(1) on
-                # average and the room kept is small beside a large matrix
+                # average and the room kept is small beside a large matrix. One buffer, not
+                # blocks: one BLAS call per search (thirteen small ones took four times as long
+                # on two busy cores, OpenBLAS waking its threads for each)
                 grown = np.empty((row + max(64, row // 8), DIMENSIONS), dtype=np.float32)
                 grown[:row] = self.buffer[:row]
                 self.buffer = grown
