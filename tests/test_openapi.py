@@ -61,6 +61,12 @@ REQUEST_LINE_LIMIT = 8190
 # its shape: the document states the handlers' real rules. 404, 409, 402 and the like are about
 # what exists, not about the request.
 SHAPE_REJECTIONS = (400, 413, 415, 422)
+# The rules JSON Schema and OpenAPI's parameters cannot state, each with the handler's words:
+# which item of an array is the last, and "one of these two query parameters".
+UNSAYABLE = {
+    ("POST", "/api/chat"): "the last message must have role user",
+    ("DELETE", "/learnings"): "give ?id=<fact> to close one fact, or ?scope=all",
+}
 CHECKS = [
     status_code_conformance,
     content_type_conformance,
@@ -202,7 +208,12 @@ def test_the_hub_answers_generated_requests_as_documented(
     assert response.status_code < 500 or response.status_code in DOCUMENTED_SERVER_ANSWERS, (
         f"{case.method} {case.path} answered {response.status_code}: {response.text[:500]}"
     )
-    if case.meta is not None and case.meta.generation.mode.is_positive:
+    unsayable = UNSAYABLE.get((case.method, case.path), "\0")
+    if (
+        case.meta is not None
+        and case.meta.generation.mode.is_positive
+        and unsayable not in response.text
+    ):
         assert response.status_code not in SHAPE_REJECTIONS, (
             f"a schema-valid {case.method} {case.path} was refused: {response.status_code} "
             f"{response.text[:300]} (body {str(case.body)[:300]}, query {case.query})"

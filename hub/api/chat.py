@@ -28,16 +28,37 @@ from hub.api.body import read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
 from hub.api.quotas import QUOTAS, person_of
-from hub.api.spec import ANY, EVENT_STREAM, JSON, STRING, Operation, array, documented, obj
+from hub.api.spec import (
+    EVENT_STREAM,
+    JSON,
+    STRING,
+    TEXT,
+    Operation,
+    array,
+    closed,
+    documented,
+    obj,
+)
 from hub.community.allowance import OverAllowance
 from hub.payments import require_paid_message
 
 log = logging.getLogger(__name__)
 routes = web.RouteTableDef()
-CHAT_BODY = obj(
-    messages=array(obj({"role": {"enum": ["user", "assistant"]}}, content=ANY)),
-    prompt=STRING,
+TEXT_BLOCK = closed({"text": TEXT}, type={"const": "text"})
+CHAT_MESSAGE = obj(
+    {
+        "role": {"enum": list(c.CHAT_ROLES)},
+        "content": {"anyOf": [TEXT, {**array(TEXT_BLOCK), "minItems": 1}]},
+    }
 )
+# {messages} (the last one the person's: a rule JSON Schema cannot state), or {prompt} (the
+# hub as an endpoint device, for a signed-in caller).
+CHAT_BODY = {
+    "anyOf": [
+        obj({"messages": {**array(CHAT_MESSAGE), "minItems": 1}}),
+        closed({"prompt": TEXT}),
+    ]
+}
 
 
 class SseWriter:

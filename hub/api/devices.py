@@ -43,6 +43,7 @@ from hub.api.spec import (
     array,
     bounded,
     documented,
+    matching,
     nullable,
     obj,
 )
@@ -50,7 +51,7 @@ from hub.devices.endpoint import EndpointError, EndpointRefused, check_endpoint_
 from hub.devices.events import DEVICE_EVENT_KINDS, RingEvent
 from hub.devices.idempotency import idempotency_key
 from hub.devices.notify import Notice, push_notice
-from hub.devices.registry import Device, DeviceNotFound
+from hub.devices.registry import MAX_CAPABILITIES, Device, DeviceNotFound
 from hub.devices.relay import check_limit, check_wait
 from hub.devices.service import DeviceAnswer, Devices
 from hub.devices.transcripts import TRANSCRIPT_EVENT
@@ -112,11 +113,15 @@ def _once(
         "enroll a device",
         answers={200: obj({"ok": BOOLEAN, "device_id": STRING})},
         body=obj(
-            {"name": STRING, "kind": {"enum": ["endpoint", "daemon", "browser", "cli"]}},
-            platform=STRING,
-            capabilities=array(STRING),
-            url=STRING,
-            secret=STRING,
+            {
+                "name": matching(r"^[\w .'-]{1,64}$"),
+                "kind": {"enum": ["daemon", "browser", "cli"]},  # endpoint: its url and secret
+            },
+            platform={"type": "string", "maxLength": 64},
+            capabilities={
+                **array({"type": "string", "minLength": 1, "maxLength": 64}),
+                "maxItems": MAX_CAPABILITIES,
+            },
         ),
         errors=(409, 502),
     )

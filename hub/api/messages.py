@@ -25,8 +25,10 @@ from hub.api.spec import (
     bounded,
     closed,
     documented,
+    matching,
     nullable,
     obj,
+    text,
 )
 from hub.messages.delivery import peer, send_message
 from hub.messages.store import MAX_LIST, MAX_TEXT, Inbox
@@ -45,7 +47,7 @@ MESSAGE = obj(
     }
 )
 CONVERSATION = obj({"with": STRING, "name": STRING, "unread": INTEGER, "last": MESSAGE})
-SEND_BODY = closed({"to": STRING, "text": {"type": "string", "maxLength": MAX_TEXT}})
+SEND_BODY = closed({"to": matching(r"^@?[a-z0-9][a-z0-9_-]{0,38}$"), "text": text(MAX_TEXT)})
 
 
 @routes.get("/api/messages")

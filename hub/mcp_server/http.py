@@ -28,13 +28,15 @@ from hub.api.body import read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
 from hub.api.limits import read_body
-from hub.api.spec import ANY, Operation, documented
+from hub.api.spec import ANY, TEXT, Operation, documented, obj
 from hub.mcp_server.clients import OWNER_CLIENT, McpClient, McpClients
 from hub.runtime import Hub
 
 routes = web.RouteTableDef()
 
 PATH = "/mcp"
+# One JSON-RPC request or notification (the protocol has had no batches since 2025-06-18).
+JSONRPC = obj({"jsonrpc": {"const": "2.0"}, "method": TEXT}, id={"type": ["string", "integer"]})
 ASGIMessage = MutableMapping[str, Any]
 
 
@@ -123,8 +125,8 @@ def admit(request: web.Request) -> McpClient:
 @documented(
     Operation(
         "the hub's MCP server: one JSON-RPC message in, its answer out (streamable HTTP)",
-        answers={200: ANY, 202: ANY},
-        body=ANY,
+        answers={200: ANY, 202: None},  # 202: a notification, answered with no body
+        body=JSONRPC,
         errors=(405, 406),
     )
 )
