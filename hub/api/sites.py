@@ -53,9 +53,9 @@ async def site_middleware(request: web.Request, handler: Handler) -> web.StreamR
             f"requests from the web page {origin[:80]!r} are refused; the owner can add it to "
             "access.allowed_origins",
         )
-    if request.method in STATE_CHANGING and request.body_exists:  # noqa: SIM102
-        if (problem := content_type_problem(request)) is not None:
-            return json_error(415, problem)
+    problem = content_type_problem(request) if request.method in STATE_CHANGING else None
+    if problem is not None and request.body_exists:
+        return json_error(415, problem)
     return await handler(request)
 
 
