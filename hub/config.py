@@ -433,7 +433,8 @@ class Settings:
         "TINY_HUB_ALLOWED_HOSTS",
         (),
         "more host names the hub answers to (a reverse proxy's, a tunnel's; * for any); IP "
-        "addresses, localhost, one-word and .local names and lan.url's host always work",
+        "addresses, localhost, one-word names, the home network's (.local, .home.arpa, "
+        ".internal, .lan) and lan.url's host always work",
     )
     allowed_origins: tuple[str, ...] = _setting(
         "access",

@@ -74,6 +74,7 @@ async def test_the_attack_as_found_is_refused_and_runs_no_turn(
         ({"Host": "localhost:8765"}, 200),
         ({"Host": "tinyhub"}, 200),  # a one-word name: the LAN's own DNS, not the internet's
         ({"Host": "kitchen-hub.local"}, 200),
+        ({"Host": "hub.home.arpa:8765"}, 200),
         ({"Origin": EVIL}, 403),
         ({"Origin": "null"}, 403),
         ({"Origin": "http://127.0.0.1:1"}, 403),  # another port is another origin

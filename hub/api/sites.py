@@ -6,8 +6,9 @@ the owner uses is on that same machine or network. Three rules keep a web page f
 - **Host** (every request): DNS rebinding points a page's own name (``evil.example``) at the
   hub, which then reads as same-origin to the browser. A rebound request still names that host,
   so only names that cannot be rebound from the internet are answered: IP addresses,
-  ``localhost``, one-word names, ``.local`` (mDNS) names, the machine's own name, ``lan.url``'s
-  host, and what the owner lists in ``access.allowed_hosts`` (a reverse proxy, a tunnel).
+  ``localhost``, one-word names, the home network's own (``.local``, ``.home.arpa``,
+  ``.internal``, ``.lan``), the machine's own name, ``lan.url``'s host, and what the owner lists
+  in ``access.allowed_hosts`` (a reverse proxy, a tunnel).
 - **Origin** (every request that carries one): a browser names the page a request comes from;
   one from another site (or ``null``, a sandboxed frame) is a 403, unless the owner lists that
   origin in ``access.allowed_origins``. The hub's own clients (the TUI, the CLI, phones, MCP
@@ -32,6 +33,9 @@ from hub.api.keys import HUB
 from hub.config import Settings
 
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# Names nobody can register on the internet, so nobody can rebind them: mDNS, the home network's
+# own DNS (RFC 8375 home.arpa, ICANN's .internal, and the routers' .lan and .localdomain).
+LOCAL_SUFFIXES = (".localhost", ".local", ".home.arpa", ".internal", ".lan", ".localdomain")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -64,7 +68,7 @@ def host_allowed(host: str, settings: Settings) -> bool:
     if "*" in settings.allowed_hosts or _is_address(host):
         return True
     name = host.rstrip(".")
-    if "." not in name or name == "localhost" or name.endswith((".localhost", ".local")):
+    if "." not in name or name == "localhost" or name.endswith(LOCAL_SUFFIXES):
         return True
     return name in _own_names(settings)
 
