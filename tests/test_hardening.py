@@ -316,7 +316,8 @@ def test_what_the_hub_makes_while_running_is_private_under_any_umask(home: Path)
     try:
         hub = Hub.open(settings_for(home))
         try:
-            hub.memory.learn(hub.owner.id, "a fact that makes Chroma write its files")
+            hub.memory.learn(hub.owner.id, "a fact: vectors.db and its -wal are written")
+            hub.memory.vectors.client.heartbeat()  # embedded Chroma (the universe's) opens
             device, _ = hub.devices.registry.enroll(hub.owner.id, name="cam", kind="daemon")
             hub.devices.media.put(hub.owner.id, device.id, b"\xff\xd8", "image/jpeg")
             found = modes(home)  # before any restart could repair anything
