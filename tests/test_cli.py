@@ -310,14 +310,15 @@ def check_smoke_stream(raw: str) -> None:
 
 @pytest.mark.slow
 def test_seed_smoke_test_against_the_embedded_model(served: Served) -> None:
-    """The contract's smoke test, as curl sends it (-d means a form content type)."""
+    """The contract's smoke test, as its curl sends it (with -H content-type: application/json:
+    a form is refused)."""
     request = urllib.request.Request(
         f"{served.url}/api/chat",
         data=SMOKE_BODY.encode(),
         headers={
             "x-tiny-name": "tiny",
             "x-tiny-session": "s1",
-            "content-type": "application/x-www-form-urlencoded",
+            "content-type": "application/json",
         },
         method="POST",
     )
