@@ -19,10 +19,9 @@ from hub.archives import (
     DEFAULT_TITLE_CHARS,
     MAX_MESSAGES,
     MAX_TITLE_CHARS,
-    REDACTED,
-    redact,
     sanitise_for_share,
 )
+from hub.redaction import REDACTED, redact
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 

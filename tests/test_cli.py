@@ -259,6 +259,7 @@ def test_doctor_prints_every_check_honestly(home: Path, closed_port: int) -> Non
         "ollama",
         "chat model",
         "embedded model",
+        "prompt cache",
         "embedding model",
         "serial ports",
         "bluetooth",
@@ -272,6 +273,7 @@ def test_doctor_prints_every_check_honestly(home: Path, closed_port: int) -> Non
     by_name = {re.split(r"\s{2,}", line)[1]: line for line in lines}
     assert by_name["ollama"].startswith("WARN") and "fix:" in by_name["ollama"]
     assert by_name["embedded model"].startswith("OK")
+    assert "512 MB in RAM and on disk; 0 state(s)" in by_name["prompt cache"]
     chat_model = by_name["chat model"]  # as /api/health would say it: SmolLM2 (cli_env), no tools
     assert (
         chat_model.startswith("WARN") and "SmolLM2-135M-Instruct · offline, tools off" in chat_model
@@ -340,14 +342,15 @@ def check_smoke_stream(raw: str) -> None:
 
 @pytest.mark.slow
 def test_seed_smoke_test_against_the_embedded_model(served: Served) -> None:
-    """The contract's smoke test, as curl sends it (-d means a form content type)."""
+    """The contract's smoke test, as its curl sends it (with -H content-type: application/json:
+    a form is refused)."""
     request = urllib.request.Request(
         f"{served.url}/api/chat",
         data=SMOKE_BODY.encode(),
         headers={
             "x-tiny-name": "tiny",
             "x-tiny-session": "s1",
-            "content-type": "application/x-www-form-urlencoded",
+            "content-type": "application/json",
         },
         method="POST",
     )

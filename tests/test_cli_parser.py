@@ -25,6 +25,7 @@ NEEDS: dict[str, list[str]] = {
     "doctor": [],
     "config": [],
     "memory": ["stats"],
+    "confirm": [],
     "emulate": ["flipper"],
     "discover": [],
     "pair": [],

@@ -341,6 +341,13 @@ def offered_schema(
         if isinstance(prop, Mapping)
         and (name in required or (plain(prop) and name not in withheld))
     }
+    if withheld and len(kept) == 1 and not required:
+        # Withholding left one argument: it is what the call says, never nothing (unlearn's
+        # "about": the 1.5B sent "" for "forget everything you know about me").
+        [(name, prop)] = kept.items()
+        required = [name]
+        if prop.get("type") == "string":
+            kept[name] = {**prop, "minLength": 1}
     return {**schema, "properties": kept, "required": required}
 
 
@@ -551,17 +558,17 @@ def leftover(text: str) -> str:
 
 
 def with_answer(offered: Sequence[ToolSpec]) -> list[ToolSpec]:
-    """The offered tools with ``answer`` (unless a mounted tool already has that name), in the
-    order that keeps the tools block's beginning the same from message to message: the tools
-    always offered, then ``answer``, then the rest in mount order. The runner then reads only
-    the tools that changed (see ``runner/prefix_cache.py``)."""
-    tools = list(offered)
-    if not any(spec["name"] == ANSWER for spec in tools):
-        tools.append(ANSWER_SPEC)
-    first = [spec for spec in tools if spec["name"] in ALWAYS_OFFERED]
-    answer = [spec for spec in tools if spec["name"] == ANSWER]
-    rest = [spec for spec in tools if spec not in first and spec not in answer]
-    return [*first, *answer, *rest]
+    """The offered tools with ``answer`` last (unless a mounted tool already has that name),
+    the tools always offered first: the tools blocks for different messages begin the same, so
+    the runner reads only where they differ (see ``runner/prefix_cache.py``). Offered second,
+    ``answer`` drew replies in words for requests a device's tool serves ("is my Flipper
+    charged?" answered with a made-up battery)."""
+    first = [spec for spec in offered if spec["name"] in ALWAYS_OFFERED]
+    rest = [spec for spec in offered if spec["name"] not in ALWAYS_OFFERED]
+    tools = [*first, *rest]
+    if any(spec["name"] == ANSWER for spec in tools):
+        return tools
+    return [*tools, ANSWER_SPEC]
 
 
 def answer_text(reply: str, call: Call | None) -> str | None:

@@ -30,6 +30,7 @@ from hub.api.errors import http_error
 from hub.api.keys import HUB
 from hub.api.lengths import MAX_TEXT, check_lengths
 from hub.api.parts import PARTS
+from hub.api.quotas import QUOTAS, person_of
 from hub.api.spec import (
     ANY,
     BOOLEAN,
@@ -42,6 +43,7 @@ from hub.api.spec import (
     array,
     bounded,
     documented,
+    matching,
     nullable,
     obj,
 )
@@ -49,7 +51,7 @@ from hub.devices.endpoint import EndpointError, EndpointRefused, check_endpoint_
 from hub.devices.events import DEVICE_EVENT_KINDS, RingEvent
 from hub.devices.idempotency import idempotency_key
 from hub.devices.notify import Notice, push_notice
-from hub.devices.registry import Device, DeviceNotFound
+from hub.devices.registry import MAX_CAPABILITIES, Device, DeviceNotFound
 from hub.devices.relay import check_limit, check_wait
 from hub.devices.service import DeviceAnswer, Devices
 from hub.devices.transcripts import TRANSCRIPT_EVENT
@@ -111,11 +113,15 @@ def _once(
         "enroll a device",
         answers={200: obj({"ok": BOOLEAN, "device_id": STRING})},
         body=obj(
-            {"name": STRING, "kind": {"enum": ["endpoint", "daemon", "browser", "cli"]}},
-            platform=STRING,
-            capabilities=array(STRING),
-            url=STRING,
-            secret=STRING,
+            {
+                "name": matching(r"^[\w .'-]{1,64}$"),
+                "kind": {"enum": ["daemon", "browser", "cli"]},  # endpoint: its url and secret
+            },
+            platform={"type": "string", "maxLength": 64},
+            capabilities={
+                **array({"type": "string", "minLength": 1, "maxLength": 64}),
+                "maxItems": MAX_CAPABILITIES,
+            },
         ),
         errors=(409, 502),
     )
@@ -286,15 +292,20 @@ def _answer_json(answered: DeviceAnswer) -> dict[str, Any]:
 async def events(request: web.Request) -> web.StreamResponse:
     """The caller's event ring as SSE: what is stored after ``?after=``, then live events."""
     after = query_int(request, "after", 0, 0, 2**62)
-    response = web.StreamResponse(
-        headers={"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache"}
-    )
-    await response.prepare(request)
-    ring = _devices(request).events
-    with contextlib.suppress(ConnectionResetError):
-        async for event in ring.follow(signed_in(request).id, after):
-            await response.write(_frame(event))
-    return response
+    me, most = signed_in(request).id, request.app[HUB].settings.quota_open_streams
+    with request.app[QUOTAS].stream(person_of(request, me), most):
+        response = web.StreamResponse(
+            headers={
+                "Content-Type": "text/event-stream; charset=utf-8",
+                "Cache-Control": "no-cache",
+            }
+        )
+        await response.prepare(request)
+        ring = _devices(request).events
+        with contextlib.suppress(ConnectionResetError):
+            async for event in ring.follow(me, after):
+                await response.write(_frame(event))
+        return response
 
 
 def _frame(event: RingEvent) -> bytes:
@@ -438,6 +449,10 @@ async def reply(request: web.Request) -> web.Response:
 )
 async def upload(request: web.Request) -> web.Response:
     device, body = await _dial_in(request)
+    size = len(body["data"]) if isinstance(body.get("data"), str) else 0
+    per_minute = request.app[HUB].settings.quota_media_mb_per_minute * 1024 * 1024
+    who = person_of(request, device.owner)  # one person's devices share the quota
+    request.app[QUOTAS].spend("media", who, size, per_minute, f"this upload of {size} bytes")
     media = _devices(request).media
 
     def work() -> dict[str, Any]:

@@ -10,6 +10,7 @@ from typing import TextIO
 
 from hub.cli.parser import TOKEN_ENV
 from hub.config import Settings, load_settings
+from hub.lan.address import dialable
 
 EXIT_USAGE = 2
 
@@ -29,9 +30,8 @@ def settings_of(args: argparse.Namespace) -> Settings:
 def local_url(settings: Settings, url: str | None) -> str:
     if url:
         return url.rstrip("/")
-    host = "127.0.0.1" if settings.host in ("0.0.0.0", "", "::") else settings.host
     scheme = "https" if settings.lan_tls else "http"
-    return f"{scheme}://{host}:{settings.port}"
+    return f"{scheme}://{dialable(settings.host)}:{settings.port}"
 
 
 def pin(settings: Settings, url: str) -> str | None:
