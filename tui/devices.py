@@ -5,6 +5,13 @@ Three things keep it current, because presence can change without any event: the
 (``GET /api/events``, followed in a worker; each event asks for a re-fetch), a periodic re-fetch
 (a device that goes quiet turns offline after 60 s with nobody announcing it), and ``r``. A hub
 that is away is said in one line and retried with backoff; the screen never crashes.
+
+A device is listed by the name it gives: a driver whose port says nothing about the board (a
+pseudo-terminal, a serial bridge without a product name) gets the hub's stand-in "flipper on
+/dev/pts/5", and once the board answers, its status detail starts with its own name ("Flipper
+Unyana, firmware 1.4.3"), which is then shown (Enter shows the hub's name and port). The table fits
+the screen by the rule of ``tui/table_layout.py``: names, capabilities and details wrap between
+words; a column that does not fit at all is left out, and Enter shows the whole record.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -19,7 +27,6 @@ from datetime import datetime
 from functools import partial
 from typing import Any, ClassVar
 
-from rich.cells import cell_len
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -31,19 +38,29 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Header, Static
 
 from tui.client import Event, HubClient, HubError
-from tui.tables import Cells, one_line
+from tui.table_layout import Column, column_widths, row_height
+from tui.tables import Cells, cursor_key, one_line
 from tui.widgets import KeysFooter
 
 DEVICE_COLUMNS = ("name", "kind", "transport", "status", "capabilities", "detail")
-"""Status before the long columns: at 80 columns it is what must show without scrolling."""
+"""The order the columns are shown in."""
+DEVICE_LAYOUT = (  # in order of importance: what shows first when the screen is narrow
+    Column("name", wraps=True, minimum=14),
+    Column("status", wraps=True, minimum=12),
+    Column("capabilities", wraps=True, minimum=14),
+    Column("kind"),
+    Column("transport"),
+    Column("detail", wraps=True, minimum=20),
+)
 EVENT_COLUMNS = ("time", "kind", "device", "summary")
 TRANSPORTS = {"usb": "USB", "serial": "serial", "ble": "BLE"}
 DIAL_IN_KINDS = ("daemon", "browser", "cli")
 SUMMARY_KEYS = ("summary", "text", "label", "note", "message", "error", "title", "name")
-CELL_CHARS = 60
-CAPABILITY_CHARS = 32
+CELL_CHARS = 300
+"""A longer cell (a hub's pathological detail) is abbreviated: rows stay a few lines tall."""
 SUMMARY_CHARS = 100
 SCROLLBAR = 2
+PORT_SUFFIX = re.compile(r" on \S+$")
 
 
 # --- what a row says (pure, so the wording is testable without a terminal) ------------------
@@ -86,22 +103,51 @@ def device_cells(device: Mapping[str, Any], now: float) -> Cells:
         kind,
         transport,
         status,
-        one_line(", ".join(device.get("capabilities") or []), CAPABILITY_CHARS),
+        one_line(", ".join(device.get("capabilities") or []), CELL_CHARS),
         one_line(detail, CELL_CHARS),
     )
+
+
+def reported_name(record: Mapping[str, Any]) -> str:
+    """The name an online device gave: its driver's status detail starts with it ("Flipper
+    Unyana, firmware 1.4.3"; "Nicla Vision on /dev/ttyACM0, firmware 4.5.2"); "" otherwise."""
+    if record.get("status") != "online":
+        return ""
+    first = str(record.get("detail") or "").split(",")[0]
+    return PORT_SUFFIX.sub("", first).strip()
+
+
+def driver_name(record: Mapping[str, Any]) -> str:
+    """How a driver record is listed: the hub's name for it, unless that is only the hub's
+    stand-in for a port ("flipper on /dev/pts/5") and the device has said its own."""
+    name = str(record.get("name") or record.get("device_id") or "?")
+    stand_in = name.startswith(f"{record.get('driver')} on ")
+    return (reported_name(record) or name) if stand_in else name
 
 
 def driver_cells(record: Mapping[str, Any]) -> Cells:
     """A driver record: a physical device the hub reaches itself over USB, serial or BLE."""
     transport = str(record.get("transport", ""))
     return (
-        str(record.get("name") or record.get("device_id", "?")),
+        driver_name(record),
         str(record.get("driver", "")),
         TRANSPORTS.get(transport, transport),
         status_cell(str(record.get("status", "unknown"))),
-        one_line(", ".join(record.get("capabilities") or []), CAPABILITY_CHARS),
+        one_line(", ".join(record.get("capabilities") or []), CELL_CHARS),
         one_line(str(record.get("detail") or ""), CELL_CHARS),
     )
+
+
+def counted(devices: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str, Any]]) -> str:
+    """What a person counts: every device in the table (enrolled or driven), and how many
+    of them are online ("per call" endpoints are neither)."""
+    total = len(devices) + len(records)
+    if not total:
+        return "no devices yet"
+    online = sum(1 for d in devices if d.get("online")) + sum(
+        1 for r in records if r.get("status") == "online"
+    )
+    return f"{total} device{'s' * (total != 1)}, {online} online"
 
 
 def table_rows(
@@ -204,44 +250,26 @@ class RowDetail(ModalScreen[None]):
         self.dismiss(None)
 
 
-def cell_width(cell: str | Text) -> int:
-    return cell.cell_len if isinstance(cell, Text) else cell_len(cell)
-
-
-ALWAYS_SHOWN = (DEVICE_COLUMNS.index("name"), DEVICE_COLUMNS.index("status"))
-
-
-def columns_that_fit(rows: Mapping[str, Cells], width: int) -> tuple[int, ...]:
-    """Which columns (indexes into DEVICE_COLUMNS) fit in ``width`` cells without cutting
-    one off: name and status always, then the others in order while they fit. What is left
-    out is one Enter away (``record_text``)."""
-    widths = [
-        max([cell_len(name), *(cell_width(cells[i]) for cells in rows.values())]) + 2
-        for i, name in enumerate(DEVICE_COLUMNS)  # + the DataTable's cell padding
-    ]
-    chosen = set(ALWAYS_SHOWN)
-    used = sum(widths[i] for i in chosen)
-    for index, column_width in enumerate(widths):
-        if index not in chosen and used + column_width <= width:
-            chosen.add(index)
-            used += column_width
-    return tuple(sorted(chosen))
-
-
-def sync_table(
-    table: DataTable[Any], rows: Mapping[str, Cells], columns: Sequence[str] = DEVICE_COLUMNS
-) -> None:
-    """Make the table show exactly ``rows`` (cells for ``columns``), changing only what
-    changed, so a live update does not move the cursor or the scroll."""
-    for gone in [key.value for key in table.rows if key.value not in rows]:
-        table.remove_row(gone or "")
+def sync_table(table: DataTable[Any], rows: Mapping[str, Mapping[str, str | Text]]) -> None:
+    """Make the table show exactly ``rows`` (row key → column key → cell), each row as tall
+    as its wrapped cells. Cells that changed are updated in place, so a live update does not
+    move the cursor or the scroll; when rows come, go or change height, the rows are laid out
+    again with the cursor kept on its row."""
+    widths = {str(column.key.value): column.width for column in table.ordered_columns}
+    heights = {key: row_height(cells, widths) for key, cells in rows.items()}
+    laid_out = [(str(key.value), row.height) for key, row in table.rows.items()]
+    if laid_out != list(heights.items()):
+        chosen = cursor_key(table)
+        table.clear()
+        for key, cells in rows.items():
+            table.add_row(*cells.values(), key=key, height=heights[key])
+        if chosen is not None and chosen in rows:
+            table.move_cursor(row=table.get_row_index(chosen))
+        return
     for key, cells in rows.items():
-        if key not in table.rows:
-            table.add_row(*cells, key=key)
-            continue
-        for column, value in zip(columns, cells, strict=True):
+        for column, value in cells.items():
             if table.get_cell(key, column) != value:
-                table.update_cell(key, column, value, update_width=True)
+                table.update_cell(key, column, value)
 
 
 # --- the screen -------------------------------------------------------------------------------
@@ -283,9 +311,9 @@ class DevicesScreen(Screen[None]):
         self.names: dict[str, str] = {}
         self.records: dict[str, Mapping[str, Any]] = {}
         self.device_rows: dict[str, Cells] = {}
-        """Row key → every column's cell; ``shown_columns`` says which of them fit."""
-        self.shown_columns: tuple[int, ...] = ()
-        """Row key → what the hub said about that device or driver record."""
+        """Row key → every column's cell (DEVICE_COLUMNS); ``widths`` says which fit."""
+        self.widths: dict[str, int] = {}
+        """Column key → width, for the columns shown now."""
         self._wake = asyncio.Event()
         self._attempt = 0
         self._events_dirty = False
@@ -311,22 +339,28 @@ class DevicesScreen(Screen[None]):
         self.draw_devices()
 
     def draw_devices(self) -> None:
-        """The devices table with the columns that fit the screen's width, uncut."""
+        """The devices table laid out for the screen's width (tui/table_layout.py)."""
         table = self.query_one("#devices", DataTable)
-        fit = columns_that_fit(self.device_rows, self.size.width - SCROLLBAR)
-        if fit != self.shown_columns:
+        by_column = {
+            key: dict(zip(DEVICE_COLUMNS, cells, strict=True))
+            for key, cells in self.device_rows.items()
+        }
+        in_order = [[row[c.key] for c in DEVICE_LAYOUT] for row in by_column.values()]
+        fit = column_widths(DEVICE_LAYOUT, in_order, self.size.width - SCROLLBAR)
+        widths = {name: fit[name] for name in DEVICE_COLUMNS if name in fit}
+        if widths != self.widths:
             table.clear(columns=True)
-            table.add_columns(*((DEVICE_COLUMNS[i], DEVICE_COLUMNS[i]) for i in fit))
-            self.shown_columns = fit
-        shown = {key: tuple(cells[i] for i in fit) for key, cells in self.device_rows.items()}
-        sync_table(table, shown, [DEVICE_COLUMNS[i] for i in fit])
+            for name, width in widths.items():
+                table.add_column(name, key=name, width=width)
+            self.widths = widths
+        sync_table(table, {key: {c: row[c] for c in widths} for key, row in by_column.items()})
 
     @on(DataTable.RowSelected, "#devices")
     def _row_chosen(self, event: DataTable.RowSelected) -> None:
         record = self.records.get(str(event.row_key.value))
         if record is None:
             return
-        name = str(record.get("name") or record.get("device_id") or record.get("id") or "?")
+        name = driver_name(record) if "driver" in record else str(record.get("name") or "?")
         self.app.push_screen(RowDetail(name, record_text(record)))
 
     # --- devices and drivers: fetched on a beat, on events, and on request -------------------
@@ -379,14 +413,12 @@ class DevicesScreen(Screen[None]):
         self.draw_devices()
         self.query_one("#machine", Static).update(machine_text(machine))
         names = {str(d.get("id")): str(d.get("name")) for d in devices}
-        names.update({str(r.get("device_id")): str(r.get("name")) for r in records})
+        names.update({str(r.get("device_id")): driver_name(r) for r in records})
         if names != self.names:
             self.names = names
             self._events_changed()
         self.counts = (
-            f"{len(devices)} device{'s' * (len(devices) != 1)}, "
-            f"{len(records)} driver record{'s' * (len(records) != 1)} · "
-            f"updated {datetime.fromtimestamp(now):%H:%M:%S}"
+            f"{counted(devices, records)} · updated {datetime.fromtimestamp(now):%H:%M:%S}"
         )
 
     # --- the event ring: followed live, resumed after the last id on reconnect ---------------
