@@ -32,9 +32,12 @@ class FormModal(ModalScreen[Answer | None], Generic[DraftT]):
     FormModal .row { height: 1; margin-top: 1; }
     FormModal .row Label { width: 12; }
     FormModal .row Input, FormModal .row Select { width: 1fr; }
+    FormModal Select > SelectOverlay.-textual-compact {
+        border: round $accent !important; background: $panel;
+    }
     FormModal TextArea { height: 8; background: $boost; }
     FormModal #error { color: $error; margin-top: 1; }
-    FormModal .note { color: $text-muted; margin-top: 1; }
+    FormModal .note { width: 1fr; color: $text-muted; margin-top: 1; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+s", "save", "Save", id="settings_save"),
