@@ -12,9 +12,17 @@ Cells = tuple[str | Text, ...]
 
 
 def one_line(text: str, limit: int) -> str:
-    """Collapse whitespace and cut to ``limit`` characters: a cell is one line."""
+    """Collapse whitespace and shorten to ``limit`` characters: a cell is one line. A text
+    that is too long ends with "…" after its last whole word that fits ("The user's…", not
+    "The user's bicycl…"); only a word longer than half the limit is cut inside."""
     flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 1]
+    if flat[limit - 1] != " ":  # the cut falls inside a word: end before that word
+        space = cut.rfind(" ")
+        cut = cut[:space] if space >= limit // 2 else cut
+    return cut.rstrip(" ,;:·") + "…"
 
 
 def cursor_key(table: DataTable[Any]) -> str | None:
