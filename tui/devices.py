@@ -35,7 +35,7 @@ from textual.containers import VerticalScroll
 from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
-from textual.widgets import DataTable, Header, Static
+from textual.widgets import DataTable, Footer, Header, Static
 
 from tui.client import Event, HubClient, HubError
 from tui.table_layout import Column, column_widths, row_height
@@ -245,6 +245,7 @@ class RowDetail(ModalScreen[None]):
         with VerticalScroll() as box:
             box.border_title = self.title_text
             yield Static(self.text, id="row-detail", markup=False)
+        yield Footer()
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -41,14 +41,14 @@ from textual.widgets.option_list import Option
 
 from tui.conversations import Conversation, matching
 from tui.guidance import can_call_tools, model_words
+from tui.tables import clip
 
 COPY_BINDING = Binding("c", "copy", "Copy", id="copy_message")
 PREVIEW_CHARS = 300
 
 
 def shorten(text: str, limit: int = PREVIEW_CHARS) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clip(text.strip(), limit)
 
 
 class CopyRequested(Message):
