@@ -20,6 +20,7 @@ from hub.devices.registry import AdjustableClock
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.daemon import enroll, send
+from tests.screen_words import shown_in
 from tests.waits import until
 from tui.app import TinyApp
 from tui.client import HubClient
@@ -145,13 +146,6 @@ async def test_at_80_columns_the_table_drops_columns_instead_of_cutting_them(
         await until(lambda: len(row(screen, key)) == 6)
 
 
-def shown_text(screen: DevicesScreen, selector: str) -> str:
-    """What the screen shows inside a widget's region, line by line."""
-    region = screen.query_one(selector).region
-    lines = screen._compositor.render_strips()[region.y : region.bottom]
-    return "\n".join(line.crop(region.x, region.right).text for line in lines)
-
-
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=lambda s: f"{s[0]}x{s[1]}")
 async def test_a_flipper_is_listed_by_the_name_it_gives_counted_and_shown_uncut(
     start_hub: StartHub, tmp_path: Path, size: tuple[int, int]
@@ -176,7 +170,7 @@ async def test_a_flipper_is_listed_by_the_name_it_gives_counted_and_shown_uncut(
             await until(lambda: status_line(screen).startswith("live · 1 device, 1 online · "))
             assert flipper()["capabilities"] == "flipper, subghz, ir, nfc, storage"
             await pilot.pause()
-            shown = shown_text(screen, "#devices")
+            shown = shown_in(table)
             assert "…" not in shown and re.search(r"\bstorage\b", shown), shown
             assert table.virtual_size.width <= table.size.width, (table.virtual_size, table.size)
             if size[0] >= 120:
