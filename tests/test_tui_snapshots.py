@@ -46,7 +46,14 @@ from tui.config import TuiConfig
 from tui.confirmation import ConfirmationCard
 from tui.devices import DevicesScreen, RowDetail
 from tui.jobs import JobsScreen
-from tui.settings import ModelForm, PairNotice, PersonForm, RemoveQuestion, TinyForm
+from tui.settings import (
+    KeyNotice,
+    ModelForm,
+    PairNotice,
+    PersonForm,
+    RemoveQuestion,
+    TinyForm,
+)
 from tui.widgets import AskTextScreen, ConfirmScreen, Sidebar
 
 SIZES = [(80, 24), (120, 40)]
@@ -231,6 +238,11 @@ async def remove_bea(app: TinyApp, pilot: Pilot[None], server: RunningServer) ->
     app.push_screen(RemoveQuestion("bea", "Bea Smith"))
 
 
+async def show_a_key(app: TinyApp, pilot: Pilot[None], server: RunningServer) -> None:
+    await when_loaded(app, pilot, server)
+    app.push_screen(KeyNotice("family", "tk_" + "0123456789abcdef" * 3))
+
+
 async def open_the_flipper(app: TinyApp, pilot: Pilot[None], server: RunningServer) -> None:
     app.screen.query_one("#devices").focus()
     await pilot.press("enter")
@@ -258,6 +270,8 @@ SCENES: dict[str, Scene] = {
     ),
     "provider-dropdown": Scene("settings", partial(when_loaded, keys="m enter"), dropdown_open),
     "new-tiny": Scene("settings", partial(when_loaded, keys="n"), is_open(TinyForm)),
+    "edit-prompt": Scene("settings", partial(when_loaded, keys="e"), is_open(TinyForm)),
+    "tiny-key": Scene("settings", show_a_key, is_open(KeyNotice)),
     "pairing-code": Scene("settings", partial(when_loaded, keys="p"), is_open(PairNotice)),
     "remove-person": Scene("settings", remove_bea, is_open(RemoveQuestion)),
     "unlearn-question": Scene(
@@ -276,6 +290,7 @@ SCENES: dict[str, Scene] = {
     "confirmation-card": Scene(
         "chat", ask_to_forget, lambda app: bool(app.screen.query(ConfirmationCard)), learned(*FACTS)
     ),
+    "follow-someone": Scene("community", partial(when_loaded, keys="f"), is_open(AskTextScreen)),
     "conversations": Scene(
         "chat",
         partial(press, keys="ctrl+b"),
