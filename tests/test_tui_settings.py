@@ -373,6 +373,26 @@ async def test_ollama_not_answering_is_said_with_the_hubs_reason(
         assert note.endswith("install it and run: ollama pull qwen3")
 
 
+async def test_an_open_provider_list_covers_no_half_lines_of_text(
+    start_hub: StartHub, closed_port: int, tmp_path: Path
+) -> None:
+    """The list opens framed over the form; the notes it would cover in part (their line
+    ends showing beside it) are hidden until it closes."""
+    server = await start_hub(ollama_host=f"http://127.0.0.1:{closed_port}")
+    async with settings_of(server, tmp_path) as (app, pilot, _):
+        await pilot.press("m")
+        await until(lambda: isinstance(app.screen, ModelForm))
+        form = app.screen
+        notes = list(form.query(".note"))
+        assert notes and all(note.visible for note in notes)
+        await pilot.press("enter")  # the provider list, which has the focus
+        await until(lambda: form.query_one("#provider", Select).expanded)
+        await until(lambda: not any(note.visible for note in notes))
+        await pilot.press("escape")
+        await until(lambda: all(note.visible for note in notes))
+        assert app.screen is form, "escape closed the list, not the form"
+
+
 async def test_a_cloud_key_is_never_rendered_nor_written(
     start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path, http: aiohttp.ClientSession
 ) -> None:
