@@ -50,6 +50,7 @@ TOOL_SAMPLING = {**SAMPLING, "temperature": 0.0}
 
 # A call asked for on its own gets at least this many tokens: a tiny's prompt is an argument.
 CALL_TOKENS = 384
+FACTS_BEFORE_TOOLS = False  # experiment
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -160,8 +161,12 @@ class EmbeddedModel(Model):
         lasting = remembered_note(oldest_first(self.remembered)) if self.remembered else ""
         matched = remembered_note(self.matched, MATCHED_HEADER) if self.matched else ""
         turn_note = "\n\n".join(p for p in (matched, self.turn_note) if p)
-        if offer.tools:
-            system_prompt = "\n\n".join(p for p in (system_prompt, small_tools.TOOLS_GUIDE) if p)
+        guide = small_tools.TOOLS_GUIDE if offer.tools else ""
+        if FACTS_BEFORE_TOOLS:
+            system_prompt = "\n\n".join(p for p in (system_prompt, lasting, guide) if p)
+            lasting = ""
+        else:
+            system_prompt = "\n\n".join(p for p in (system_prompt, guide) if p)
         return offer, flatten_messages(messages, system_prompt or None, lasting, turn_note)
 
     def _fields(self, offer: small_tools.Offer) -> dict[str, Any]:
