@@ -155,7 +155,7 @@ class Settings:
         "embedded",
         "prompt_cache_mb",
         "TINY_HUB_EMBEDDED_PROMPT_CACHE_MB",
-        512,
+        1024,
         "RAM for the model's states after prompts it read, so a prompt that begins like an "
         "earlier one is not read again (about 28 KB a token for the 1.5B); 0 turns it off",
     )

@@ -273,7 +273,7 @@ def test_doctor_prints_every_check_honestly(home: Path, closed_port: int) -> Non
     by_name = {re.split(r"\s{2,}", line)[1]: line for line in lines}
     assert by_name["ollama"].startswith("WARN") and "fix:" in by_name["ollama"]
     assert by_name["embedded model"].startswith("OK")
-    assert "512 MB in RAM and on disk; 0 state(s)" in by_name["prompt cache"]
+    assert "1024 MB in RAM and on disk; 0 state(s)" in by_name["prompt cache"]
     chat_model = by_name["chat model"]  # as /api/health would say it: SmolLM2 (cli_env), no tools
     assert (
         chat_model.startswith("WARN") and "SmolLM2-135M-Instruct · offline, tools off" in chat_model

@@ -576,3 +576,45 @@ async def test_a_learned_fact_is_answered_without_its_id_and_learn_takes_no_ids(
 )
 def test_a_tool_named_instead_of_called_is_found(reply: str, named: str) -> None:
     assert small_tools.named_in_words(reply, ["flipper_status", "flipper_listen"]) == named
+
+
+def test_whole_families_are_offered_so_offers_repeat() -> None:
+    """With the tools' families known, a message about the Flipper meets all the Flipper's
+    tools, in mount order, whatever it asks of it: the offer is the same from message to
+    message (and read once)."""
+    find = spec("flipper_find", "Make the Flipper beep and blink so it can be found.", {}, [])
+    photo = spec("camera_photo", "Take a photo with the webcam of this machine.", {}, [])
+    recall = spec("recall", "Search everything learned about the user by meaning.", {}, [])
+    theme = spec("set_theme", "Change the chat's colours.", {}, [])
+    speak = spec("speak", "Say something aloud with the device's speech.", {}, [])
+    specs = [LEARN, recall, STATUS, LISTEN, find, photo, theme, speak]
+    families = {
+        "learn": "memory",
+        "recall": "memory",
+        "flipper_status": "flipper",
+        "flipper_listen": "flipper",
+        "flipper_find": "flipper",
+        "camera_photo": "senses",
+        "set_theme": "client",
+        "speak": "client",
+    }
+    offered = {}
+    for message in ("is my Flipper charged?", "make my Flipper beep", "listen for IR"):
+        offer = small_tools.choose(specs, message, cached_embed, 5, families)
+        offered[message] = [s["name"] for s in offer.tools]
+    assert all(
+        names == ["learn", "flipper_status", "flipper_listen", "flipper_find"]
+        for names in offered.values()
+    ), offered
+    small_talk = small_tools.choose(specs, "good morning", cached_embed, 5, families)
+    assert [s["name"] for s in small_talk.tools] == ["learn"]
+    ahead = [[s["name"] for s in tools] for tools in small_tools.family_offers(specs, families)]
+    assert ["learn", "flipper_status", "flipper_listen", "flipper_find"] in ahead
+    assert ["learn", "recall"] in ahead and ["learn", "camera_photo"] in ahead
+
+
+def test_a_tools_family_is_the_module_that_defines_it() -> None:
+    from hub.agent.tools import memory
+
+    families = small_tools.families_of([memory.learn, memory.recall])
+    assert families == {"learn": "hub.agent.tools.memory", "recall": "hub.agent.tools.memory"}

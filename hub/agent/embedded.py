@@ -95,6 +95,8 @@ class EmbeddedModel(Model):
         # What else the system prompt would say about this turn (related tinys, the client's
         # metadata): shown with the matches, right before the question (see flatten_messages).
         self.turn_note = ""
+        # Each mounted tool's family (``small_tools.families_of``): offered whole, read ahead.
+        self.families: dict[str, str] = {}
 
     def update_config(self, **model_config: Any) -> None:
         self.config.update(model_config)
@@ -151,17 +153,35 @@ class EmbeddedModel(Model):
             warmed.append(await self._runner.warm(asking))
         return warmed
 
+    async def warm_families(
+        self, system_prompt: str, tool_specs: list[ToolSpec], message: str = "hello"
+    ) -> list[Generation]:
+        """Read each tool family's offer ahead (see ``small_tools.by_family``): a message about
+        that family then reads only itself."""
+        messages: Messages = [{"role": "user", "content": [{"text": message}]}]
+        warmed = []
+        for tools in small_tools.family_offers(tool_specs, self.families):
+            offer = small_tools.Offer(tools, ())
+            offer, chat = await self._prepared(messages, tool_specs, system_prompt, offer)
+            warmed.append(await self._runner.warm(chat, self._fields(offer)))
+        return warmed
+
     async def _prepared(
-        self, messages: Messages, specs: list[ToolSpec], system_prompt: str | None
+        self,
+        messages: Messages,
+        specs: list[ToolSpec],
+        system_prompt: str | None,
+        offer: small_tools.Offer | None = None,
     ) -> tuple[small_tools.Offer, list[dict[str, str]]]:
-        """The tools offered for the last message, and the chat the runner is sent."""
-        offer = await self._offer(messages, specs)
+        """The tools offered for the last message (or ``offer``), and the chat the runner is
+        sent."""
+        offer = offer or await self._offer(messages, specs)
         self.last_offer = [spec["name"] for spec in offer.tools]
         lasting = remembered_note(oldest_first(self.remembered)) if self.remembered else ""
         matched = remembered_note(self.matched, MATCHED_HEADER) if self.matched else ""
         turn_note = "\n\n".join(p for p in (matched, self.turn_note) if p)
-        if offer.tools:
-            system_prompt = "\n\n".join(p for p in (system_prompt, small_tools.TOOLS_GUIDE) if p)
+        guide = small_tools.TOOLS_GUIDE if offer.tools else ""
+        system_prompt = "\n\n".join(p for p in (system_prompt, guide) if p)
         return offer, flatten_messages(messages, system_prompt or None, lasting, turn_note)
 
     def _fields(self, offer: small_tools.Offer) -> dict[str, Any]:
@@ -188,7 +208,11 @@ class EmbeddedModel(Model):
         if not specs:
             return small_tools.Offer([], ())
         return await asyncio.to_thread(
-            small_tools.choose, specs, last_user_text(messages), self._embed
+            small_tools.choose,
+            specs,
+            last_user_text(messages),
+            self._embed,
+            families=self.families,
         )
 
     async def _pieces(

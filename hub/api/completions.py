@@ -19,7 +19,7 @@ from multidict import CIMultiDict
 
 from hub import contracts as c
 from hub.agent.turn import Turn, run_turn, time_limit_message
-from hub.api.auth import Access, access, caller, loopback_anonymous
+from hub.api.auth import Access, access, caller, client_tokens, loopback_anonymous
 from hub.api.body import read_json_body
 from hub.api.chat import admit_turn, stream_quota, stream_turn
 from hub.api.errors import Handler
@@ -81,6 +81,7 @@ COMPLETION = obj(
 @routes.get("/v1/models")
 @access(Access.ANONYMOUS)
 @loopback_anonymous
+@client_tokens
 @documented(
     Operation(
         "the tinys the caller can chat with as OpenAI models: tiny and tiny/<name> of their own",
@@ -97,6 +98,7 @@ async def list_models(request: web.Request) -> web.Response:
 @routes.get("/v1/models/{model:.+}")
 @access(Access.ANONYMOUS)
 @loopback_anonymous
+@client_tokens
 @documented(
     Operation(
         "one model: a tiny the caller may chat with",
@@ -114,6 +116,7 @@ async def get_model(request: web.Request) -> web.Response:
 @routes.post("/v1/chat/completions")
 @access(Access.ANONYMOUS)
 @loopback_anonymous
+@client_tokens
 @documented(
     Operation(
         "one chat turn in OpenAI's chat-completions shape: a chat.completion, or "
