@@ -3,6 +3,7 @@
 # offer a link in ~/.local/bin to scripts/hub, written only when the person answers yes.
 
 offer_on_path() {
+    [ -n "${HOME:-}" ] || return 0 # a service without a home directory: nothing to offer
     local hub_script="$ROOT/scripts/hub" bin_dir="$HOME/.local/bin" stamp="$VENV/.tiny-hub-path"
     local link="$HOME/.local/bin/tiny-hub" found answer
     found="$(command -v tiny-hub 2>/dev/null || true)"

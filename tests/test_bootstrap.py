@@ -198,3 +198,9 @@ def test_nothing_is_said_when_tiny_hub_already_reaches_this_checkout(project: Pa
     said = said_by(project, "hub", "--help", **env)
     assert "PATH" not in said and "ln -s" not in said, said
     assert not (project / ".venv" / ".tiny-hub-path").exists()
+
+
+def test_a_service_without_a_home_directory_is_offered_nothing(project: Path) -> None:
+    said = said_by(project, "hub", "--help", HOME="")
+    assert "PATH" not in said and "ln -s" not in said, said
+    assert calls(project, lambda: said_by(project, "hub", "doctor", HOME="")) == ["tiny-hub doctor"]
