@@ -25,7 +25,8 @@ from tests.waits import until
 from tui.app import TinyApp
 from tui.client import HubClient
 from tui.config import TuiConfig
-from tui.devices import DevicesScreen, RowDetail, ago, counted, driver_name, summarize
+from tui.device_rows import ago, counted, driver_name, summarize
+from tui.devices import DevicesScreen, RowDetail
 from tui.table_layout import CELL_PADDING, Column, column_widths, row_height
 
 

@@ -37,8 +37,7 @@ from tests.test_tui import chat_of
 from tests.test_tui_chat import say, turn_done
 from tests.test_tui_confirmations import FACTS
 from tests.waits import until
-from tui import devices as devices_screen
-from tui import forgotten
+from tui import device_rows, forgotten
 from tui import memory as memory_screen
 from tui.app import TinyApp
 from tui.client import HubClient
@@ -328,7 +327,7 @@ async def test_each_dialog_looks_as_it_did(
 ) -> None:
     scene = SCENES[name]
     monkeypatch.setattr(pairing, "secrets", FixedCode())
-    for module in (devices_screen, forgotten, memory_screen):  # the clock in table cells
+    for module in (device_rows, forgotten, memory_screen):  # the clock in table cells
         for function in ("clock_time", "stamp", "_local"):
             if hasattr(module, function):
                 monkeypatch.setattr(module, function, lambda *_: "TIME")
