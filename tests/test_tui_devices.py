@@ -61,6 +61,13 @@ def row(screen: DevicesScreen, key: str) -> dict[str, str]:
     return dict(zip(labels, (str(cell) for cell in table.get_row(key)), strict=True))
 
 
+def driver_row(screen: DevicesScreen) -> dict[str, str]:
+    """The first driver record's row (see ``row``), or {} before there is one."""
+    table = screen.query_one("#devices", DataTable)
+    keys = [k.value or "" for k in table.rows if (k.value or "").startswith("driver:")]
+    return row(screen, keys[0]) if keys else {}
+
+
 def events_shown(screen: DevicesScreen) -> list[list[str]]:
     table = screen.query_one("#events", DataTable)
     return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
@@ -162,8 +169,7 @@ async def test_a_flipper_is_listed_by_the_name_it_gives_counted_and_shown_uncut(
             table = screen.query_one("#devices", DataTable)
 
             def flipper() -> dict[str, str]:
-                keys = [k.value or "" for k in table.rows if (k.value or "").startswith("driver:")]
-                return row(screen, keys[0]) if keys else {}
+                return driver_row(screen)
 
             await until(lambda: flipper().get("status") == "online")
             assert flipper()["name"] == f"Flipper {FlipperState().name}", "its own name"
@@ -232,14 +238,8 @@ async def test_a_driver_record_is_listed_and_its_wakes_reach_the_ring(
     async with app.run_test(size=(160, 40)) as pilot:  # wide enough for every column
         await pilot.press("f2")
         screen = devices_of(app)
-        table = screen.query_one("#devices", DataTable)
-
-        def voice_row() -> dict[str, str]:
-            keys = [k.value or "" for k in table.rows if (k.value or "").startswith("driver:")]
-            return row(screen, keys[0]) if keys else {}
-
-        await until(lambda: voice_row().get("status") == "online")
-        shown = voice_row()
+        await until(lambda: driver_row(screen).get("status") == "online")
+        shown = driver_row(screen)
         name = shown["name"]
         assert (shown["kind"], shown["transport"]) == ("nicla_voice", "BLE")
         assert shown["capabilities"]  # the driver's own list, whatever it is
