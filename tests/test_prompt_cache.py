@@ -52,6 +52,19 @@ def test_the_least_recently_used_go_first_and_every_byte_counts() -> None:
     assert not cache.put([5, 0], bytes(1000)), "an entry over the whole capacity is not kept"
 
 
+def test_what_was_read_ahead_is_dropped_after_every_turns_own() -> None:
+    cache = PrefixCache(3 * 108)
+    cache.put([1, 0], bytes(100), persist=True)  # read ahead: oldest, but kept
+    cache.put([2, 0], bytes(100))
+    cache.put([3, 0], bytes(100))
+    cache.put([4, 0], bytes(100))
+    assert cache.best([1, 0])[0] is not None, "what was read ahead stays"
+    assert cache.best([2, 0]) == (None, 0), "the oldest of a turn's own went"
+    for n in (5, 6):
+        cache.put([n, 0], bytes(100))
+    assert cache.best([1, 0])[0] is not None
+
+
 def test_common_prefix_counts_from_the_start() -> None:
     a = np.array([1, 2, 3], dtype=np.int32)
     assert common_prefix(a, np.array([1, 2, 4], dtype=np.int32)) == 2

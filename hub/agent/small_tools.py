@@ -380,11 +380,12 @@ def tools_prompt(functions: Sequence[Mapping[str, Any]]) -> str:
     )
 
 
-# Said in the system prompt, before the tools, when tools are offered: the same every turn.
+# Said in the system prompt, before the tools (the remembered facts follow them), when tools
+# are offered: the same every turn.
 TOOLS_GUIDE = (
     "The hub's tools most related to the user's message are offered here. When what you "
-    "remember about the user (above) already answers the message, answer from it. Call a tool "
-    "only when the message needs one; otherwise answer in plain words."
+    "remember about the user (listed below) already answers the message, answer from it. Call "
+    "a tool only when the message needs one; otherwise answer in plain words."
 )
 
 

@@ -94,13 +94,15 @@ class CacheStats:
 
 
 class PrefixCache:
-    """States by their tokens, least recently used dropped first past ``capacity_bytes``."""
+    """States by their tokens, least recently used dropped first past ``capacity_bytes`` — a
+    turn's own before what was read ahead."""
 
     def __init__(self, capacity_bytes: int, folder: EntryFolder | None = None) -> None:
         self.capacity_bytes = max(0, capacity_bytes)
         self.folder = folder
         self._entries: OrderedDict[bytes, Entry] = OrderedDict()
         self._on_disk: set[bytes] = set()
+        self._read_ahead: set[bytes] = set()  # kept with ``persist``: dropped last
         self._used = 0
         self._hits = 0
         self._misses = 0
@@ -141,8 +143,10 @@ class PrefixCache:
         key = entry.tokens.tobytes()
         self._entries[key] = entry
         self._used += entry.size
+        if persist:
+            self._read_ahead.add(key)
         while self._used > self.capacity_bytes and self._entries:
-            self._drop(next(iter(self._entries)))
+            self._drop(self._least_wanted())
         if persist and self.folder is not None and key in self._entries:
             self.folder.write(entry)
             self._on_disk.add(key)
@@ -172,6 +176,7 @@ class PrefixCache:
         found = self.folder.entries()
         for entry in found:
             self.put(entry.tokens, entry.state, entry.seed)
+            self._read_ahead.add(entry.tokens.tobytes())
         for entry in found:
             if entry.tokens.tobytes() in self._entries:
                 self._on_disk.add(entry.tokens.tobytes())
@@ -203,7 +208,16 @@ class PrefixCache:
         n = len(old.tokens)
         return len(new.tokens) >= n and common_prefix(new.tokens, old.tokens) == n
 
+    def _least_wanted(self) -> bytes:
+        """The entry to drop first: the least recently used of a turn's own, and only when none
+        is left, of what was read ahead (each serves every later turn that begins like it)."""
+        for key in self._entries:
+            if key not in self._read_ahead:
+                return key
+        return next(iter(self._entries))
+
     def _drop(self, key: bytes) -> None:
+        self._read_ahead.discard(key)
         entry = self._entries.pop(key)
         self._used -= entry.size
         if key in self._on_disk and self.folder is not None:
