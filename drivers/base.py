@@ -7,7 +7,7 @@ module rather than following the hub's internal layout.
 A driver is a class that names itself, says which hardware it handles (USB and BLE matchers, in
 the spirit of Home Assistant's manifest matchers: every field of one matcher must fit, fnmatch
 patterns, and when two drivers claim the same port the matcher constraining more fields wins) and
-lists its capabilities. The hub's driver manager (``hub/drivers.py``) makes one instance per
+lists its capabilities. The hub's driver manager (``hub/drivers/``) makes one instance per
 physical device and session, starts it, probes it, and stops it when the device goes away.
 
 Drivers are found through the ``tiny_hub.drivers`` entry-point group, so a third-party package

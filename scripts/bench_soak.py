@@ -7,8 +7,9 @@ and posts an event every second, and one client holds the event stream open and 
 Every 5 s the hub process's RSS and open file descriptors are read from ``/proc``.
 
 ``bench(minutes)`` returns ``(name, value, unit, how)`` rows: requests answered, errors by
-status, turns, events streamed, RSS at the start and end and its growth per 1,000 turns, file
-descriptors. Any 5xx fails the run after the figures are printed: the soak's claim is that the
+status, turns, facts, events streamed, RSS at the start and end and its growth per 1,000 turns
+and per 1,000 facts, file descriptors. Any 5xx fails the run after the
+figures are printed: the soak's claim is that the
 hub answers everything. ``python -m scripts.bench_soak [minutes]`` prints them (Linux: /proc).
 """
 
@@ -53,6 +54,11 @@ class Tally:
     last_event_id: int = 0
     stream_reconnects: int = 0
     samples: list[tuple[float, int, int]] = field(default_factory=list)  # (t, rss KiB, fds)
+    done_at: list[tuple[int, int]] = field(default_factory=list)  # (turns, facts) per sample
+
+    @property
+    def facts(self) -> int:
+        return self.answered["learn 200"]
 
     def status(self, kind: str, status: int) -> None:
         self.answered[f"{kind} {status}"] += 1
@@ -155,6 +161,7 @@ async def _soak(minutes: float) -> Tally:
                 _every(SAMPLE_EVERY_S, until, _sampler(pid, start, tally)),
             )
             tally.samples.append((time.monotonic() - start, *_sample(pid)))
+            tally.done_at.append((tally.turns, tally.facts))
     finally:
         await fake.stop()
     return tally
@@ -199,6 +206,7 @@ def _call(
 def _sampler(pid: int, start: float, tally: Tally) -> Action:
     async def once() -> None:
         tally.samples.append((time.monotonic() - start, *_sample(pid)))
+        tally.done_at.append((tally.turns, tally.facts))
 
     return once
 
@@ -233,8 +241,10 @@ def bench(minutes: int) -> list[Row]:
     warm = next((s for s in tally.samples if s[0] >= WARM_UP_S), tally.samples[0])
     _, rss_end, _ = tally.samples[-1]
     fds = [f for *_, f in tally.samples]
-    turns_after_warm = tally.turns * (1 - warm[0] / max(tally.samples[-1][0], 1e-9))
-    per_1k = (rss_end - warm[1]) / 1024 / max(turns_after_warm / 1000, 1e-9)
+    warm_turns, warm_facts = tally.done_at[tally.samples.index(warm)]
+    grown_mb = (rss_end - warm[1]) / 1024
+    per_1k = grown_mb / max((tally.turns - warm_turns) / 1000, 1e-9)
+    per_1k_facts = grown_mb / max((tally.facts - warm_facts) / 1000, 1e-9)
     errors = {status: n for status, n in sorted(by_status.items()) if status >= 300}
     how = f"{minutes} min of mixed loopback traffic; by kind and status: {dict(tally.answered)}"
     print(json.dumps({"answered": dict(tally.answered), "samples": tally.samples}), file=sys.stderr)
@@ -259,10 +269,23 @@ def bench(minutes: int) -> list[Row]:
         ("soak_rss_warm", warm[1] / 1024, "MB", f"hub RSS after {WARM_UP_S:g} s (models loaded)"),
         ("soak_rss_end", rss_end / 1024, "MB", "hub RSS at the end"),
         (
+            "soak_facts",
+            float(tally.facts),
+            "count",
+            f"facts learned, one every {LEARN_EVERY_S:g} s",
+        ),
+        (
             "soak_rss_per_1k_turns",
             per_1k,
             "MB",
-            f"RSS growth after {WARM_UP_S:g} s of warm-up, per 1,000 turns",
+            f"RSS growth after {WARM_UP_S:g} s of warm-up, per 1,000 turns (all of the growth "
+            "counted against the turns: an upper bound)",
+        ),
+        (
+            "soak_rss_per_1k_facts",
+            per_1k_facts,
+            "MB",
+            "the same growth per 1,000 facts learned (all of it counted against the facts)",
         ),
         ("soak_fds_min", float(min(fds)), "count", "open descriptors of the hub, lowest sample"),
         ("soak_fds_max", float(max(fds)), "count", "open descriptors of the hub, highest sample"),

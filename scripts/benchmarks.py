@@ -56,6 +56,7 @@ BENCHMARKS: dict[str, tuple[Callable[[int], list[Figure]], int]] = {
     "first_token_ratio": (bench_first_token_ratio, 10),
     "openai": (bench_openai, 10),
     "memory": (bench_memory, 1),
+    "memory_scale": (rows_of("scripts.bench_memory_scale"), 1),
     "devices": (bench_devices, 30),
     "flipper": (rows_of("scripts.bench_flipper"), 10),
     "soak": (rows_of("scripts.bench_soak"), 10),

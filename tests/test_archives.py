@@ -20,10 +20,9 @@ from hub.archives.store import (
     DEFAULT_TITLE_CHARS,
     MAX_MESSAGES,
     MAX_TITLE_CHARS,
-    REDACTED,
-    redact,
     sanitise_for_share,
 )
+from hub.core.redaction import REDACTED, redact
 from tests.conftest import StartHub, owner_headers
 
 # -- helpers ---------------------------------------------------------------------------------

@@ -243,12 +243,15 @@ async def test_prompt_comes_from_the_tiny_override_and_metadata(
         ("text/plain", b"hello there", 415),
         ("multipart/form-data; boundary=x", b"--x--", 415),
         ("application/json", b"hello there", 400),
+        # JSON labelled as a form or as text is what any web page may post without asking:
+        # refused, never read as JSON (tests/test_cross_site.py)
         (
             "application/x-www-form-urlencoded",
             b'{"messages":[{"role":"user","content":"hi"}]}',
-            200,
+            415,
         ),
-        ("text/plain", b'{"messages":[{"role":"user","content":"hi"}]}', 200),
+        ("text/plain", b'{"messages":[{"role":"user","content":"hi"}]}', 415),
+        ("application/json", b'{"messages":[{"role":"user","content":"hi"}]}', 200),
     ],
 )
 async def test_content_types(

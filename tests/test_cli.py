@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import re
 import shutil
 import signal
@@ -184,6 +185,37 @@ def test_port_in_use_is_one_line_not_a_traceback(home: Path, closed_port: int) -
     assert f"port {port}" in result.stderr and "already in use" in result.stderr
 
 
+@pytest.mark.parametrize("command", [["tui"], []], ids=["tui", "the hub with its tui"])
+def test_the_terminal_ui_without_a_terminal_is_one_line_and_exit_2(
+    home: Path, closed_port: int, command: list[str]
+) -> None:
+    """``tiny-hub tui < /dev/null``: said at once, instead of waiting for keys forever."""
+    result = run(command, cli_env(home, closed_port))  # standard input is /dev/null
+    assert result.returncode == 2, result
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "standard input and standard output are not terminals" in result.stderr
+    assert "tiny-hub serve" in result.stderr, "it says what works without a terminal"
+    assert not (home / "hub.db").exists(), "no hub was started for a UI that cannot run"
+
+
+def test_the_terminal_ui_needs_its_output_on_a_terminal_too(home: Path, closed_port: int) -> None:
+    keys, typing_end = pty.openpty()
+    try:
+        result = subprocess.run(
+            [str(SCRIPT), "tui"],
+            env=cli_env(home, closed_port),
+            stdin=typing_end,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        os.close(keys)
+        os.close(typing_end)
+    assert result.returncode == 2, result
+    assert "standard output is not one" in result.stderr, result.stderr
+
+
 def test_bad_config_stops_with_file_line_and_key(home: Path, closed_port: int) -> None:
     home.mkdir(parents=True)
     (home / "config.toml").write_text('[server]\nport = "x"\n')
@@ -227,6 +259,7 @@ def test_doctor_prints_every_check_honestly(home: Path, closed_port: int) -> Non
         "ollama",
         "chat model",
         "embedded model",
+        "prompt cache",
         "embedding model",
         "serial ports",
         "bluetooth",
@@ -240,6 +273,7 @@ def test_doctor_prints_every_check_honestly(home: Path, closed_port: int) -> Non
     by_name = {re.split(r"\s{2,}", line)[1]: line for line in lines}
     assert by_name["ollama"].startswith("WARN") and "fix:" in by_name["ollama"]
     assert by_name["embedded model"].startswith("OK")
+    assert "1024 MB in RAM and on disk; 0 state(s)" in by_name["prompt cache"]
     chat_model = by_name["chat model"]  # as /api/health would say it: SmolLM2 (cli_env), no tools
     assert (
         chat_model.startswith("WARN") and "SmolLM2-135M-Instruct · offline, tools off" in chat_model
@@ -308,14 +342,15 @@ def check_smoke_stream(raw: str) -> None:
 
 @pytest.mark.slow
 def test_seed_smoke_test_against_the_embedded_model(served: Served) -> None:
-    """The contract's smoke test, as curl sends it (-d means a form content type)."""
+    """The contract's smoke test, as its curl sends it (with -H content-type: application/json:
+    a form is refused)."""
     request = urllib.request.Request(
         f"{served.url}/api/chat",
         data=SMOKE_BODY.encode(),
         headers={
             "x-tiny-name": "tiny",
             "x-tiny-session": "s1",
-            "content-type": "application/x-www-form-urlencoded",
+            "content-type": "application/json",
         },
         method="POST",
     )

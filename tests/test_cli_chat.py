@@ -9,6 +9,7 @@ import os
 import pty
 import re
 import select
+import struct
 import subprocess
 import termios
 import time
@@ -22,10 +23,11 @@ PROMPT = b">>> "
 
 
 class Terminal:
-    """A process on a pseudo-terminal, read as a person would see it."""
+    """A process on a pseudo-terminal ``columns`` wide, read as a person would see it."""
 
-    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+    def __init__(self, args: list[str], env: dict[str, str], columns: int = 80) -> None:
         self.master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
 
         def own_terminal() -> None:
             """A session of its own with the pty as its controlling terminal, so Ctrl+C

@@ -4,7 +4,10 @@ as ``docs/commands.md`` says: one parser case per command (the parser alone, no 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -22,6 +25,7 @@ NEEDS: dict[str, list[str]] = {
     "doctor": [],
     "config": [],
     "memory": ["stats"],
+    "confirm": [],
     "emulate": ["flipper"],
     "discover": [],
     "pair": [],
@@ -91,3 +95,74 @@ def test_the_docs_say_what_the_parser_does() -> None:
     said = re.search(r"`--home`, `--host` and `--port` may\s+come before the command or", text)
     assert said, "docs/commands.md no longer says where the shared options go"
     assert "`capture`" in text and "serial port" in text, "the exception is documented"
+
+
+# --- every command the README and docs/ print parses as printed -----------------------------------
+
+ROOT = DOCS.parents[1]
+FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)
+SPAN = re.compile(r"`([^`\n]+)`")
+COMMAND = re.compile(r"(?:^|\$\(|^(?:[A-Z_]+=\S+\s+)+)(tiny-hub(?:\s.*)?)$")
+METAVAR = re.compile(r"^[A-Z][A-Z0-9_]*$")
+"""A word in capitals stands for a value (NAME, PORT, ID): any value of the option's kind."""
+
+
+def printed_commands() -> list[tuple[str, str, bool]]:
+    """(file, command, in a code block) for every ``tiny-hub …`` the README and docs print: a
+    line of a code block, or a code span in the text (which may name a command without the
+    arguments it needs, as "after `tiny-hub cloud join`, …" does)."""
+    found = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = page.read_text(encoding="utf-8")
+        for block in FENCE.findall(text):
+            for line in re.sub(r"\\\n\s*", " ", block).splitlines():
+                found.append((page.name, line.strip(), True))
+        found += [(page.name, span, False) for span in SPAN.findall(FENCE.sub("", text))]
+    return [
+        (name, command, block)
+        for name, line, block in found
+        if (command := as_argv_text(line)) is not None
+    ]
+
+
+def as_argv_text(line: str) -> str | None:
+    """The ``tiny-hub …`` command a line runs, in the parser's terms: no comment, no pipe after
+    it, optional ``[parts]`` given, the first of ``a|b``; None when it runs none."""
+    line = re.split(r"\s+#\s", line)[0].split(" | ")[0].rstrip(")").strip()
+    match = COMMAND.search(line)
+    if match is None or "<" in match.group(1):  # `tiny-hub <command>`: any command
+        return None
+    command = match.group(1).replace("[", "").replace("]", "")
+    return re.sub(r"([^\s\\|]+)\\?\|\S+", r"\1", command)
+
+
+def parse_problem(command: str) -> str:
+    """The parser's complaint about a printed command ("" when it parses)."""
+    words = [METAVAR.sub("1", word) for word in shlex.split(command)[1:]]
+    said = io.StringIO()
+    with contextlib.redirect_stderr(said), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            parse(words)
+        except SystemExit as exit:
+            return said.getvalue().strip().splitlines()[-1] if exit.code else ""
+    return ""
+
+
+def test_the_pages_print_commands_to_check() -> None:
+    printed = {command for _, command, _ in printed_commands()}
+    assert {"tiny-hub doctor", "tiny-hub chat -", "tiny-hub serve --host 127.0.0.1"} <= printed
+    assert as_argv_text("TINY_HUB_FLIPPER_PORT=PATH tiny-hub  # the hub") == "tiny-hub"
+    assert as_argv_text("tiny-hub serve [--port P] | head") == "tiny-hub serve --port P"
+    assert parse_problem("tiny-hub tui --token"), "a flag without its value is caught"
+
+
+def test_every_command_in_the_readme_and_docs_parses_as_printed() -> None:
+    """What a person copies from the pages runs: a command named in the text (not a code
+    block) may leave out the arguments it needs; the parser then says which."""
+    problems = [
+        f"{page}: {command}: {problem}"
+        for page, command, in_block in printed_commands()
+        if (problem := parse_problem(command))
+        and (in_block or "arguments are required" not in problem)
+    ]
+    assert problems == []

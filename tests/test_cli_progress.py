@@ -14,7 +14,7 @@ import pytest
 
 from fakes.ollama import FakeOllama, Reply
 from harness.waits import until
-from tests.test_cli import SCRIPT, cli_env
+from tests.test_cli import SCRIPT, cli_env, no_local_hub
 from tests.test_cli_chat import PROMPT, Terminal
 from tests.test_tui_chat import tool_turn
 
@@ -35,7 +35,8 @@ async def test_a_progress_line_comes_before_the_first_token_of_a_slow_turn(
     slow = Reply(chunks=["Hello", " there."], held=asyncio.Event())
     call.held, answer.held = asyncio.Event(), asyncio.Event()
     fake_ollama.script(slow, call, answer)
-    env = cli_env(home, closed_port, TINY_HUB_PORT=str(closed_port), OLLAMA_HOST=fake_ollama.url)
+    no_local_hub(home, closed_port)  # so the chat starts its hub in-process
+    env = cli_env(home, closed_port, OLLAMA_HOST=fake_ollama.url)
     terminal = Terminal(["chat"], env)
     try:
         await shown_until(terminal, PROMPT)
@@ -71,9 +72,10 @@ async def test_a_progress_line_comes_before_the_first_token_of_a_slow_turn(
 def test_no_progress_line_when_standard_error_is_not_a_terminal(
     home: Path, closed_port: int
 ) -> None:
+    no_local_hub(home, closed_port)
     result = subprocess.run(
         [str(SCRIPT), "chat", "hello"],
-        env=cli_env(home, closed_port, TINY_HUB_PORT=str(closed_port)),
+        env=cli_env(home, closed_port),
         capture_output=True,
         text=True,
         timeout=300,

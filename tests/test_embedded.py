@@ -15,14 +15,7 @@ from strands.types.tools import ToolSpec
 from harness.waits import until
 from hub import contracts as c
 from hub.agent import small_tools
-from hub.agent.embedded import (
-    ANSWER_FROM_RESULT,
-    SAMPLING,
-    EmbeddedModel,
-    bundled_gguf,
-    flatten_messages,
-    result_text,
-)
+from hub.agent.embedded import SAMPLING, EmbeddedModel, bundled_gguf
 from hub.agent.runner.process import Generation, RunnerSpec
 from hub.agent.runner.protocol import (
     FIELD_CONSTRAIN,
@@ -32,6 +25,7 @@ from hub.agent.runner.protocol import (
     FIELD_TOOLS_PROMPT,
 )
 from hub.agent.runner.supervisor import RunnerSupervisor
+from hub.agent.small_prompt import ANSWER_FROM_RESULT, flatten_messages, result_text
 from hub.agent.turn import ChatMessage, Turn, run_turn
 
 pytestmark = pytest.mark.slow

@@ -182,6 +182,20 @@ async def test_a_runaway_tool_is_a_tool_error_in_the_chat_and_the_hub_stays_up(
     assert await health_ok(server)
 
 
+async def test_a_result_that_is_not_unicode_is_a_tool_error_not_the_end_of_the_turn(
+    server: RunningServer, fake_ollama: FakeOllama
+) -> None:
+    _, headers = member(server, "di")
+    ctx = turn(server, server.hub.identity.by_login("di"))
+    assert (await forge(ctx, "lone", "() => ({ s: '\\ud800' })"))["status"] == "success"
+    fake_ollama.script(tool_call("my_lone"), Reply(chunks=["No luck."]))
+    chat = await post_chat(server.url, {"messages": [{"role": "user", "content": "go"}]}, headers)
+    after = chat.of_type(c.EV_AFTER_TOOL)[0]["toolResult"]
+    assert after["status"] == "error" and "not valid Unicode" in after["error"]
+    assert chat.of_type(c.EV_ERROR) == []
+    assert chat.text == "No luck."
+
+
 @pytest.mark.parametrize(
     ("code", "says"),
     [
@@ -334,6 +348,31 @@ async def test_install_tool_refuses_a_url_without_a_commit_sha(
         refused = await use(ctx, "install_tool", url=sneaky)
         assert refused["status"] == "error", sneaky
     assert raw.requested == []
+
+
+async def test_install_tool_decides_on_the_url_it_fetches(
+    server: RunningServer, raw: FakeRaw
+) -> None:
+    """Tabs, newlines and carriage returns are dropped by URL parsing, after which the dot
+    segments resolve to another owner: such a URL is refused before any fetch. A URL whose dot
+    segments resolve to an allowed owner's file is that file: the one checked and fetched."""
+    person, _ = member(server, "mo")
+    ctx = turn(server, person)
+    raw.put(f"evil/r/{SHA}/t.json", name="from_evil", description="x", code="() => 1")
+    for gap in ("\t", "\n", "\r", "\r\n"):
+        dots = f"{gap}../" * 4
+        sneaky = f"{raw.url}/strands-agents/r/{SHA}/{dots}evil/r/{SHA}/t.json"
+        refused = await use(ctx, "install_tool", url=sneaky)
+        assert refused["status"] == "error", repr(sneaky)
+        assert "control character" in result_text(refused)
+    assert raw.requested == []
+    assert ForgeStore(server.hub.db).named(person.id, "from_evil") is None
+    good = raw.put(f"strands-agents/r/{SHA}/t.json", name="good", description="x", code="() => 2")
+    roundabout = f"{raw.url}/evil/r/{SHA}/../../../strands-agents/r/{SHA}/t.json"
+    assert (await use(ctx, "install_tool", url=roundabout))["status"] == "success"
+    assert raw.requested == [f"strands-agents/r/{SHA}/t.json"]
+    stored = ForgeStore(server.hub.db).named(person.id, "good")
+    assert stored is not None and stored.source_url == good
 
 
 async def test_a_changed_file_at_the_same_sha_is_refused(

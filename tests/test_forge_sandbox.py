@@ -85,6 +85,33 @@ async def test_only_one_arrow_function_is_a_tool(sandbox: Sandbox, source: str) 
     await sandbox.check("(x) => x")
 
 
+# Closes the wrapper's arrow function early and runs code outside it, in sloppy mode, at the
+# moment the tool is created; it names the global object's properties if it ever runs.
+ESCAPE = (
+    "0); }).call(undefined), (function(){ throw new Error('ran: ' + Object.getOwnPropertyNames("
+    "(function(){ return this })()).join(',')) })(), (function () { return (x => x"
+)
+
+
+@pytest.mark.parametrize("op", ["check", "run"])
+async def test_source_that_closes_the_wrapper_never_runs(sandbox: Sandbox, op: str) -> None:
+    with pytest.raises(ToolStopped) as caught:
+        if op == "check":
+            await sandbox.check(ESCAPE)
+        else:
+            await sandbox.run(ESCAPE, {})
+    assert caught.value.kind == p.KIND_SOURCE, str(caught.value)
+    assert "ran:" not in str(caught.value) and "fetch" not in str(caught.value)
+    assert await sandbox.run("(x) => x.n * 2", {"n": 21}) == 42
+
+
+async def test_a_syntax_error_is_named_before_anything_runs(sandbox: Sandbox) -> None:
+    with pytest.raises(ToolStopped) as caught:
+        await sandbox.check("(x) => { return x +; }")
+    assert caught.value.kind == p.KIND_SOURCE
+    assert "SyntaxError" in str(caught.value)
+
+
 async def test_an_infinite_loop_hits_the_cpu_limit(sandbox: Sandbox) -> None:
     stop = await stopped(sandbox, "() => { while (true) {} }")
     assert stop.kind == p.KIND_TIME and "CPU-time limit" in str(stop)

@@ -311,8 +311,29 @@ def test_a_fresh_data_dir_is_0700_and_its_files_0600(home: Path, loose_umask: No
     assert all(found[name] == 0o600 for name in files), {n: oct(found[n]) for n in files}
 
 
+def test_what_the_hub_makes_while_running_is_private_under_any_umask(home: Path) -> None:
+    previous = os.umask(0o000)
+    try:
+        hub = Hub.open(settings_for(home))
+        try:
+            hub.memory.learn(hub.owner.id, "a fact: vectors.db and its -wal are written")
+            hub.memory.vectors.client.heartbeat()  # embedded Chroma (the universe's) opens
+            device, _ = hub.devices.registry.enroll(hub.owner.id, name="cam", kind="daemon")
+            hub.devices.media.put(hub.owner.id, device.id, b"\xff\xd8", "image/jpeg")
+            found = modes(home)  # before any restart could repair anything
+        finally:
+            hub.close()
+    finally:
+        os.umask(previous)
+    loose = {name: oct(mode) for name, mode in found.items() if mode & 0o077}
+    assert loose == {}, loose
+    assert any(name.startswith("chroma/") for name in found)
+    assert any(name.startswith("media/") for name in found)
+
+
 def test_a_loosened_data_dir_is_repaired_at_start(home: Path, loose_umask: None) -> None:
     Hub.open(settings_for(home)).close()
+    os.umask(0o022)  # as loose as another program (or a person) may be between two starts
     home.chmod(0o755)
     (home / "hub.db").chmod(0o644)
     (home / "chroma").chmod(0o755)

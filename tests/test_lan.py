@@ -27,7 +27,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from hub.api.server import RunningServer
+from hub.api.server import RunningServer, bind_socket, start_server
+from hub.cli.serve import where_to_reach
 from hub.config import ConfigError, load_settings
 from hub.lan import advertise
 from hub.lan.address import LanInfo, is_virtual, lan_address, lan_url
@@ -40,7 +41,8 @@ from hub.lan.advertise import (
     txt_record,
 )
 from hub.lan.tls import ensure_certificate
-from tests.conftest import StartHub
+from hub.runtime.hub import Hub
+from tests.conftest import StartHub, settings_for
 
 SCRIPT = Path(sys.executable).with_name("tiny-hub")
 PYTHON = Path(sys.executable)
@@ -410,3 +412,25 @@ def test_tls_hub_advertises_https_and_its_fingerprint(netns: str, tmp_path: Path
         assert f"tls fp {fingerprint}" in listed and hub.lan_url in listed
     finally:
         assert hub.stop() == 0
+
+
+@pytest.mark.parametrize("host", ["::", "0.0.0.0", "127.0.0.1"])
+async def test_the_urls_serve_prints_for_this_machine_answer(home: Path, host: str) -> None:
+    """``serve --host ::`` listens on IPv6 and IPv4 alike (phones dial an IPv4 LAN address),
+    and the URLs it prints for this machine are ones a client can dial. Only loopback URLs are
+    dialled here: a test reaches nothing but this machine's loopback."""
+    hub = Hub.open(settings_for(home, host=host, lan_advertise=False))
+    server = await start_server(hub, host, 0, bind_socket(host, 0))
+    try:
+        said = "\n".join([server.main_url, *where_to_reach(server)])
+        printed = set(re.findall(r"http://(?:127\.0\.0\.1|\[::1\]):\d+", said))
+        assert printed, said
+        if host != "127.0.0.1":
+            printed.add(f"http://127.0.0.1:{server.port}")  # the LAN's IPv4, on loopback
+        async with aiohttp.ClientSession() as http:
+            for url in printed:
+                async with http.get(f"{url}/api/health") as response:
+                    assert response.status == 200, url
+    finally:
+        await server.stop()
+        hub.close()

@@ -140,7 +140,9 @@ async def test_a_chunked_body_past_the_applications_cap_is_a_json_413(
 
     async with (
         aiohttp.ClientSession() as http,
-        http.post(f"{server.url}/api/media", data=chunks()) as response,
+        http.post(
+            f"{server.url}/api/media", data=chunks(), headers={"content-type": "application/json"}
+        ) as response,
     ):
         assert response.status == 413
         assert "body too large" in (await response.json())["error"]

@@ -129,13 +129,13 @@ def test_a_fact_of_one_person_never_reaches_another(hub: Hub) -> None:
 
 
 def test_the_sql_owner_check_holds_when_the_vector_filter_is_wrong(hub: Hub) -> None:
-    """Chroma's userId filter only narrows; even a vector filed under the wrong person (a
+    """The vector store's person only narrows; even a vector filed under the wrong person (a
     recycled id, a shared Chroma server) is dropped by the SQL owner check."""
     me, bea = hub.owner.id, member(hub).id
     secret = hub.memory.learn(me, "My passport number ends in 4471.")
-    collection = hub.memory.vectors.collection
-    stored = collection.get(ids=[secret.id], include=["embeddings"])
-    collection.upsert(ids=[secret.id], embeddings=stored["embeddings"], metadatas=[{"userId": bea}])
+    store = hub.memory.vectors.store
+    ids, vectors = store.person(me)
+    store.put(ids, [bea] * len(ids), vectors)
     assert hub.memory.vectors.query(bea, "passport number", 5)[0][0] == secret.id
     assert hub.memory.recall(bea, "passport number") == []
 

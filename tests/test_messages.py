@@ -12,7 +12,7 @@ from fakes.ollama import FakeOllama
 from hub.agent.tools.messages import read_messages, send_message_tool
 from hub.api.server import RunningServer
 from hub.devices.notify import NOTIFY_KIND
-from hub.messages.store import MAX_TEXT, Inbox
+from hub.messages.store import MAX_LIST, MAX_TEXT, Inbox
 from hub.people.identity import User
 from hub.tinys.social import MESSAGED, PLATFORM, user_node
 from tests.conftest import StartHub, owner_headers
@@ -178,6 +178,25 @@ async def test_the_inbox_routes_send_list_and_read(start_hub: StartHub) -> None:
         # the owner's inbox is their own: nothing of Ann and Bea's shows there
         async with http.get(url, headers=owner_headers(server)) as response:
             assert (await response.json())["conversations"] == []
+
+
+async def test_a_page_at_the_largest_limit_still_says_there_is_more(start_hub: StartHub) -> None:
+    server = await start_hub()
+    ann, _ = person(server, "Ann", "ann")
+    bea, headers = person(server, "Bea", "bea")
+    inbox = Inbox(server.hub.db)  # the store writes them: 250 sends are not the point here
+    for n in range(MAX_LIST + 50):
+        inbox.add(ann.id, bea.id, f"note {n}")
+    url = f"{server.url}/api/messages/ann"
+    async with aiohttp.ClientSession() as http:
+        async with http.get(url, params={"limit": MAX_LIST}, headers=headers) as response:
+            page = await response.json()
+        assert len(page["messages"]) == MAX_LIST and page["more"] is True
+        assert page["messages"][-1]["text"] == f"note {MAX_LIST + 49}"
+        older = {"limit": MAX_LIST, "before": page["messages"][0]["id"]}
+        async with http.get(url, params=older, headers=headers) as response:
+            rest = await response.json()
+    assert (len(rest["messages"]), rest["more"]) == (50, False)
 
 
 async def test_the_inbox_routes_refuse_bad_input_with_a_sentence(start_hub: StartHub) -> None:

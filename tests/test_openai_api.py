@@ -25,6 +25,7 @@ from harness.waits import until
 from hub import contracts as c
 from hub.agent.sampling import Sampling, apply_sampling
 from hub.api.server import RunningServer
+from hub.mcp_server.clients import McpClients
 from hub.openai_compat.chunks import ChunkFrames, Completion
 from tests.conftest import StartHub, owner_headers
 from tests.sse import post_chat
@@ -122,6 +123,28 @@ async def test_a_member_sees_only_their_own_tinys(hub: RunningServer) -> None:
     assert listed == ["tiny", "tiny/owners-secret", "tiny/owners-public"]
     async with client_for(hub, ANONYMOUS) as anonymous:
         assert [m.id for m in (await anonymous.models.list()).data] == ["tiny"]
+
+
+async def test_a_named_client_token_acts_for_the_owner_until_it_is_removed(
+    hub: RunningServer, fake_ollama: FakeOllama
+) -> None:
+    """A token the owner issued to a named client (as for the MCP server) opens /v1 as the
+    owner; removing the client revokes it."""
+    clients = McpClients(hub.hub.db)
+    token = clients.add("editor")
+    hub.hub.tinys.create(hub.hub.owner, {"name": "owners-secret", "visibility": "private"})
+    fake_ollama.script(Reply(chunks=["Hi from the hub."]))
+    async with client_for(hub, token) as editor:
+        assert "tiny/owners-secret" in [m.id for m in (await editor.models.list()).data]
+        done = await editor.chat.completions.create(
+            model="tiny", messages=[{"role": "user", "content": "hi"}]
+        )
+        assert done.choices[0].message.content == "Hi from the hub."
+        assert [c.name for c in clients.list()] == ["editor"]
+        assert clients.list()[0].last_used_at is not None
+        assert clients.remove("editor")
+        with pytest.raises(openai.AuthenticationError):
+            await editor.models.list()
 
 
 # --- completions -------------------------------------------------------------------------------

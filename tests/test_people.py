@@ -262,7 +262,7 @@ async def test_removed_keeping_data_their_tokens_stop_at_once(
         {"with": "token"},
         owner_headers(server),
     )
-    assert status == 400 and "removed" in answer["error"]
+    assert status == 409 and "removed" in answer["error"]
 
 
 async def test_removed_purging_data_leaves_nothing_of_them(

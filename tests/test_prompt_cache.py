@@ -52,6 +52,19 @@ def test_the_least_recently_used_go_first_and_every_byte_counts() -> None:
     assert not cache.put([5, 0], bytes(1000)), "an entry over the whole capacity is not kept"
 
 
+def test_what_was_read_ahead_is_dropped_after_every_turns_own() -> None:
+    cache = PrefixCache(3 * 108)
+    cache.put([1, 0], bytes(100), persist=True)  # read ahead: oldest, but kept
+    cache.put([2, 0], bytes(100))
+    cache.put([3, 0], bytes(100))
+    cache.put([4, 0], bytes(100))
+    assert cache.best([1, 0])[0] is not None, "what was read ahead stays"
+    assert cache.best([2, 0]) == (None, 0), "the oldest of a turn's own went"
+    for n in (5, 6):
+        cache.put([n, 0], bytes(100))
+    assert cache.best([1, 0])[0] is not None
+
+
 def test_common_prefix_counts_from_the_start() -> None:
     a = np.array([1, 2, 3], dtype=np.int32)
     assert common_prefix(a, np.array([1, 2, 4], dtype=np.int32)) == 2
@@ -59,11 +72,29 @@ def test_common_prefix_counts_from_the_start() -> None:
     assert common_prefix(a, np.array([], dtype=np.int32)) == 0
 
 
+def test_what_was_read_ahead_is_written_at_once_the_rest_when_the_runner_stops(
+    tmp_path: Path,
+) -> None:
+    first = PrefixCache(10_000, EntryFolder(tmp_path, "model-a"))
+    first.put([1, 2, 3], b"state-1", seed=7, persist=True)
+    first.put([9], b"state-3")
+    first.close()
+    assert len(list(tmp_path.glob("*.kv"))) == 1, "a turn's states are not written meanwhile"
+    again = PrefixCache(10_000, EntryFolder(tmp_path, "model-a"))
+    assert again.take_back() == 1
+    again.put([1, 2, 3, 4], b"state-2")  # covers the first: its file goes too
+    again.put([9], b"state-3")
+    assert again.flush(budget_s=10) == 2
+    again.close()
+    assert len(list(tmp_path.glob("*.kv"))) == 2
+
+
 def test_entries_outlive_the_cache_in_their_folder(tmp_path: Path) -> None:
     first = PrefixCache(10_000, EntryFolder(tmp_path, "model-a"))
     first.put([1, 2, 3], b"state-1", seed=7)
-    first.put([1, 2, 3, 4], b"state-2")  # covers the first: its file goes too
+    first.put([1, 2, 3, 4], b"state-2")  # covers the first
     first.put([9], b"state-3")
+    first.flush(budget_s=10)
     first.close()
     assert len(list(tmp_path.glob("*.kv"))) == 2
     again = PrefixCache(10_000, EntryFolder(tmp_path, "model-a"))
@@ -74,7 +105,7 @@ def test_entries_outlive_the_cache_in_their_folder(tmp_path: Path) -> None:
 
 def test_entries_of_another_model_or_build_are_removed_not_loaded(tmp_path: Path) -> None:
     first = PrefixCache(10_000, EntryFolder(tmp_path, "model-a"))
-    first.put([1, 2, 3], b"state")
+    first.put([1, 2, 3], b"state", persist=True)
     first.close()
     other = PrefixCache(10_000, EntryFolder(tmp_path, "model-b"))
     assert other.take_back() == 0
@@ -96,7 +127,7 @@ def test_a_cut_short_entry_is_not_taken() -> None:
 def test_files_that_do_not_fit_are_removed_on_take_back(tmp_path: Path) -> None:
     first = PrefixCache(10_000, EntryFolder(tmp_path, "m"))
     for n in range(5):
-        first.put([n, 0], bytes(100))
+        first.put([n, 0], bytes(100), persist=True)
     first.close()
     small = PrefixCache(2 * 108, EntryFolder(tmp_path, "m"))
     assert small.take_back() == 2

@@ -16,10 +16,11 @@ from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
 from harness.waits import until
 from hub import contracts as c
 from hub.agent import small_tools
-from hub.agent.embedded import cached_embed, flatten_messages
+from hub.agent.embedded import cached_embed
 from hub.agent.prompt import REMEMBERED_HEADER
 from hub.agent.runner.process import RunnerSpec
 from hub.agent.runner.supervisor import RunnerSupervisor
+from hub.agent.small_prompt import flatten_messages
 from hub.api.server import RunningServer
 from tests.confirming import proposal
 from tests.conftest import StartHub, owner_headers
@@ -119,11 +120,11 @@ def test_functions_and_the_fallback_prompt_carry_names_and_schemas() -> None:
 
 
 def test_the_tools_block_begins_the_same_for_every_message() -> None:
-    """The tools always offered, then ``answer``, then the rest in mount order: offers for
+    """The tools always offered first, the rest in mount order, ``answer`` last: offers for
     different messages share their beginning, which the runner keeps."""
     recall = spec("recall", "Search memory.", {}, [])
     ordered = [s["name"] for s in small_tools.with_answer([recall, LEARN, STATUS])]
-    assert ordered == ["learn", "answer", "recall", "flipper_status"]
+    assert ordered == ["learn", "recall", "flipper_status", "answer"]
     assert [s["name"] for s in small_tools.with_answer([LEARN])] == ["learn", "answer"]
 
 
@@ -325,7 +326,7 @@ async def test_a_fenced_call_runs_the_real_tool_and_the_answer_reads_only_what_i
     )
     offered = [f["function"]["name"] for f in first["tools"]]
     assert "flipper_status" in offered and len(offered) <= small_tools.OFFERED_AT_MOST + 1
-    assert offered[:2] == ["learn", "answer"], "the tools every offer has lead the block"
+    assert offered[0] == "learn" and offered[-1] == "answer", "learn leads, answer ends"
     assert small_tools.TOOLS_GUIDE in first["messages"][0]["content"]
     assert second["tools"] == first["tools"], "the answer's prompt begins as the call's did"
     assert second["messages"][:-1] == first["messages"][:-1]
@@ -500,7 +501,9 @@ async def test_a_small_model_sees_its_facts_without_dates_or_ids_and_unlearns_by
     ), "oldest first"
     assert "[m_" not in facts and "since" not in facts
     [offered] = [f for f in forgetting["tools"] if f["function"]["name"] == "unlearn"]
-    assert list(offered["function"]["parameters"]["properties"]) == ["about"]
+    parameters = offered["function"]["parameters"]
+    assert list(parameters["properties"]) == ["about"] and parameters["required"] == ["about"]
+    assert parameters["properties"]["about"]["minLength"] == 1, "never an empty about"
     assert "[m_" not in forgetting["messages"][1]["content"]
     [result] = [e["toolResult"] for e in forget.of_type(c.EV_AFTER_TOOL)]
     pending = proposal(result)
@@ -573,3 +576,45 @@ async def test_a_learned_fact_is_answered_without_its_id_and_learn_takes_no_ids(
 )
 def test_a_tool_named_instead_of_called_is_found(reply: str, named: str) -> None:
     assert small_tools.named_in_words(reply, ["flipper_status", "flipper_listen"]) == named
+
+
+def test_whole_families_are_offered_so_offers_repeat() -> None:
+    """With the tools' families known, a message about the Flipper meets all the Flipper's
+    tools, in mount order, whatever it asks of it: the offer is the same from message to
+    message (and read once)."""
+    find = spec("flipper_find", "Make the Flipper beep and blink so it can be found.", {}, [])
+    photo = spec("camera_photo", "Take a photo with the webcam of this machine.", {}, [])
+    recall = spec("recall", "Search everything learned about the user by meaning.", {}, [])
+    theme = spec("set_theme", "Change the chat's colours.", {}, [])
+    speak = spec("speak", "Say something aloud with the device's speech.", {}, [])
+    specs = [LEARN, recall, STATUS, LISTEN, find, photo, theme, speak]
+    families = {
+        "learn": "memory",
+        "recall": "memory",
+        "flipper_status": "flipper",
+        "flipper_listen": "flipper",
+        "flipper_find": "flipper",
+        "camera_photo": "senses",
+        "set_theme": "client",
+        "speak": "client",
+    }
+    offered = {}
+    for message in ("is my Flipper charged?", "make my Flipper beep", "listen for IR"):
+        offer = small_tools.choose(specs, message, cached_embed, 5, families)
+        offered[message] = [s["name"] for s in offer.tools]
+    assert all(
+        names == ["learn", "flipper_status", "flipper_listen", "flipper_find"]
+        for names in offered.values()
+    ), offered
+    small_talk = small_tools.choose(specs, "good morning", cached_embed, 5, families)
+    assert [s["name"] for s in small_talk.tools] == ["learn"]
+    ahead = [[s["name"] for s in tools] for tools in small_tools.family_offers(specs, families)]
+    assert ["learn", "flipper_status", "flipper_listen", "flipper_find"] in ahead
+    assert ["learn", "recall"] in ahead and ["learn", "camera_photo"] in ahead
+
+
+def test_a_tools_family_is_the_module_that_defines_it() -> None:
+    from hub.agent.tools import memory
+
+    families = small_tools.families_of([memory.learn, memory.recall])
+    assert families == {"learn": "hub.agent.tools.memory", "recall": "hub.agent.tools.memory"}

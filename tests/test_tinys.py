@@ -165,9 +165,10 @@ async def test_post_without_prompt_gets_the_default_prompt(
     assert body["tiny"]["systemPrompt"] == DEFAULT_PROMPT
 
 
-async def test_post_accepts_json_labelled_as_a_form(
+async def test_post_refuses_json_labelled_as_a_form(
     start_hub: StartHub, http: aiohttp.ClientSession, closed_port: int
 ) -> None:
+    """A form is what any web page may post without asking, so it is never read as JSON."""
     server = await hub_up(start_hub, closed_port)
     status, body = await call(
         http,
@@ -176,8 +177,9 @@ async def test_post_accepts_json_labelled_as_a_form(
         headers={**owner_headers(server), "Content-Type": "application/x-www-form-urlencoded"},
         data='{"name": "curl-made"}',
     )
-    assert status == 201
-    assert body["tiny"]["name"] == "curl-made"
+    assert status == 415
+    assert "Content-Type: application/json" in body["error"]
+    assert server.hub.tinys.get("curl-made") is None
 
 
 async def test_anonymous_post_is_401(

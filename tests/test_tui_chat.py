@@ -9,6 +9,7 @@ frame), a tiny SSE server on 127.0.0.1 plays the hub with frames written here.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -24,6 +25,7 @@ from fakes.ollama import FakeOllama, Reply
 from harness.waits import until
 from hub.client.http import HubClient
 from tests.conftest import StartHub, owner_headers
+from tests.screen_words import shown_in
 from tests.test_tui import chat_of
 from tui.app import TinyApp
 from tui.chat import ChatScreen, cloud_warning
@@ -72,6 +74,36 @@ async def turn_done(chat: ChatScreen, messages: int) -> None:
 
 def token_of(server: Any) -> str:
     return owner_headers(server)["Authorization"].split()[1]
+
+
+# --- the reply's Markdown -----------------------------------------------------------------------
+
+LISTS = (
+    "Three ideas:\n1. **Walk** in the park.\n2. Read a book.\n3) Cook dinner:\n"
+    "   - pasta\n   - soup\n\nWhich one?"
+)
+
+
+async def test_the_models_list_markers_show_in_the_chat(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    """Numbered and bulleted lists, streamed a word at a time as a model writes them (a list
+    right under its paragraph, a new delimiter, a nested list), keep their markers."""
+    server = await start_hub(ollama_host=fake_ollama.url)
+    fake_ollama.script(Reply(chunks=re.findall(r"\s*\S+", LISTS)))
+    app = TinyApp(HubClient(server.url, token_of(server)), TuiConfig(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        chat = chat_of(app)
+        await say(pilot, chat, "ideas?")
+        await turn_done(chat, 2)
+        await pilot.pause()
+        lines = [line.strip() for line in shown_in(chat.query_one(ReplyMessage)).splitlines()]
+        assert [line for line in lines if line[:1].isdigit()] == [
+            "1. Walk in the park.",
+            "2. Read a book.",
+            "3. Cook dinner:",
+        ], lines
+        assert "• pasta" in lines and "• soup" in lines and "Which one?" in lines
 
 
 # --- tool cards and chips -----------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 from textual.widgets import DataTable, Static
 
 from drivers.transports.ble_presence import BleAdvertisements
+from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
 from firmware_bridges.emulators.nicla_voice import EmulatedNiclaVoice
 from harness.waits import until
 from hub.api.server import RunningServer
@@ -20,9 +22,12 @@ from hub.client.http import HubClient
 from hub.devices.registry import AdjustableClock
 from tests.conftest import StartHub, owner_headers
 from tests.daemon import enroll, send
+from tests.screen_words import shown_in
 from tui.app import TinyApp
 from tui.config import TuiConfig
-from tui.devices import DevicesScreen, RowDetail, ago, summarize
+from tui.device_rows import ago, counted, driver_name, summarize
+from tui.devices import DevicesScreen, RowDetail
+from tui.table_layout import CELL_PADDING, Column, column_widths, row_height
 
 
 @pytest.fixture(autouse=True)
@@ -56,6 +61,13 @@ def row(screen: DevicesScreen, key: str) -> dict[str, str]:
     return dict(zip(labels, (str(cell) for cell in table.get_row(key)), strict=True))
 
 
+def driver_row(screen: DevicesScreen) -> dict[str, str]:
+    """The first driver record's row (see ``row``), or {} before there is one."""
+    table = screen.query_one("#devices", DataTable)
+    keys = [k.value or "" for k in table.rows if (k.value or "").startswith("driver:")]
+    return row(screen, keys[0]) if keys else {}
+
+
 def events_shown(screen: DevicesScreen) -> list[list[str]]:
     table = screen.query_one("#events", DataTable)
     return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
@@ -86,11 +98,12 @@ async def test_a_dial_in_device_goes_online_on_a_heartbeat_and_offline_when_quie
         assert (shown["name"], shown["kind"], shown["transport"]) == ("laptop", "daemon", "relay")
         assert shown["capabilities"] == "shell, screenshot"
         assert shown["status"] == "offline · never seen"
-        await until(lambda: status_line(screen).startswith("live · 1 device, 0 driver records"))
+        await until(lambda: status_line(screen).startswith("live · 1 device, 0 online · "))
         heartbeat = {"deviceId": laptop["device_id"], "token": laptop["device_token"]}
         answer = await send(http, "POST", f"{server.url}/api/devices/heartbeat", heartbeat)
         assert answer[0] == 200, answer
         await until(lambda: row(screen, key).get("status", "").startswith("online · seen "))
+        await until(lambda: status_line(screen).startswith("live · 1 device, 1 online · "))
         clock = server.hub.devices.clock
         assert isinstance(clock, AdjustableClock)
         clock.advance(61)  # a minute of silence, without waiting one
@@ -141,6 +154,43 @@ async def test_at_80_columns_the_table_drops_columns_instead_of_cutting_them(
         await until(lambda: len(row(screen, key)) == 6)
 
 
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_a_flipper_is_listed_by_the_name_it_gives_counted_and_shown_uncut(
+    start_hub: StartHub, tmp_path: Path, size: tuple[int, int]
+) -> None:
+    board = FlipperEmulator(FlipperState(), link=tmp_path / "flipper")
+    board.start()
+    try:
+        server = await start_hub(drivers={"flipper": {"port": str(tmp_path / "flipper")}})
+        app = app_for(server.url, token_of(server), tmp_path)
+        async with app.run_test(size=size) as pilot:
+            await pilot.press("f2")
+            screen = devices_of(app)
+            table = screen.query_one("#devices", DataTable)
+
+            def flipper() -> dict[str, str]:
+                return driver_row(screen)
+
+            await until(lambda: flipper().get("status") == "online")
+            assert flipper()["name"] == f"Flipper {FlipperState().name}", "its own name"
+            assert str(tmp_path) not in flipper()["name"], "not its pty's path"
+            await until(lambda: status_line(screen).startswith("live · 1 device, 1 online · "))
+            assert flipper()["capabilities"] == "flipper, subghz, ir, nfc, storage"
+            await pilot.pause()
+            shown = shown_in(table)
+            assert "…" not in shown and re.search(r"\bstorage\b", shown), shown
+            assert table.virtual_size.width <= table.size.width, (table.virtual_size, table.size)
+            if size[0] >= 120:
+                assert flipper()["detail"].startswith(f"Flipper {FlipperState().name}, firmware")
+            table.focus()
+            await pilot.press("enter")  # the whole record: the port the hub found it on
+            await until(lambda: isinstance(app.screen, RowDetail))
+            record = str(app.screen.query_one("#row-detail", Static).content)
+            assert f"name: flipper on {tmp_path / 'flipper'}" in record
+    finally:
+        board.stop()
+
+
 async def test_events_appear_in_the_ring_newest_first_with_the_device_name(
     start_hub: StartHub, http: aiohttp.ClientSession, tmp_path: Path
 ) -> None:
@@ -188,14 +238,8 @@ async def test_a_driver_record_is_listed_and_its_wakes_reach_the_ring(
     async with app.run_test(size=(160, 40)) as pilot:  # wide enough for every column
         await pilot.press("f2")
         screen = devices_of(app)
-        table = screen.query_one("#devices", DataTable)
-
-        def voice_row() -> dict[str, str]:
-            keys = [k.value or "" for k in table.rows if (k.value or "").startswith("driver:")]
-            return row(screen, keys[0]) if keys else {}
-
-        await until(lambda: voice_row().get("status") == "online")
-        shown = voice_row()
+        await until(lambda: driver_row(screen).get("status") == "online")
+        shown = driver_row(screen)
         name = shown["name"]
         assert (shown["kind"], shown["transport"]) == ("nicla_voice", "BLE")
         assert shown["capabilities"]  # the driver's own list, whatever it is
@@ -295,3 +339,57 @@ def test_wording_of_ages_and_summaries() -> None:
     assert summarize({"taskId": "t1", "summary": "done", "result": [1]}) == "done"
     assert summarize({"a": 1, "b": "x"}) == 'a=1, b="x"'
     assert summarize(None) == "" and summarize("x" * 200).endswith("…")
+
+
+def test_a_driver_record_is_named_by_what_the_device_says() -> None:
+    online = {"driver": "flipper", "name": "flipper on /dev/pts/5", "status": "online"}
+    said = {**online, "detail": "Flipper Unyana, firmware 1.4.3"}
+    assert driver_name(said) == "Flipper Unyana"
+    vision = {**online, "driver": "nicla_vision", "name": "nicla_vision on /dev/pts/6"}
+    said_on = {**vision, "detail": "Nicla Vision on /dev/pts/6, firmware 4.5.2"}
+    assert driver_name(said_on) == "Nicla Vision", "the port is not part of its name"
+    assert driver_name(online) == "flipper on /dev/pts/5", "nothing said yet: the hub's name"
+    offline = {**said, "status": "offline", "detail": "Flipper is not connected"}
+    assert driver_name(offline) == "flipper on /dev/pts/5"
+    usb = {**said, "name": "Flipper Zero (Unyana)"}
+    assert driver_name(usb) == "Flipper Zero (Unyana)", "a name the port gave is kept"
+
+
+def test_the_header_counts_devices_as_a_person_does() -> None:
+    assert counted([], []) == "no devices yet"
+    flipper = {"driver": "flipper", "status": "online"}
+    assert counted([], [flipper]) == "1 device, 1 online"
+    phone = {"kind": "daemon", "online": False}
+    endpoint = {"kind": "endpoint", "online": None}  # reached per call: not online, not off
+    assert counted([phone, endpoint], [flipper]) == "3 devices, 1 online"
+
+
+LAYOUT = (
+    Column("name", wraps=True, minimum=8),
+    Column("status"),
+    Column("capabilities", wraps=True, minimum=10),
+    Column("detail", wraps=True, minimum=12),
+)
+ROW = ["Flipper Unyana", "online", "flipper, subghz, ir, nfc, storage", "firmware 1.4.3"]
+
+
+@pytest.mark.parametrize("width", [20, 40, 60, 80, 120, 200])
+def test_columns_fit_by_rule_and_no_word_is_split(width: int) -> None:
+    widths = column_widths(LAYOUT, [ROW], width)
+    assert sum(w + CELL_PADDING for w in widths.values()) <= width
+    assert "name" in widths or width < len("Flipper") + CELL_PADDING
+    for index, column in enumerate(LAYOUT):
+        if column.key not in widths:  # left out whole, and only after every shown one
+            assert all(later.key not in widths for later in LAYOUT[index + 1 :] if later.wraps)
+            continue
+        longest = max(len(word) for word in ROW[index].split())
+        assert widths[column.key] >= longest, "a word is never split"
+        if not column.wraps:
+            assert widths[column.key] == len(ROW[index]), "a word column shows its cell whole"
+    if width >= 200:  # room for everything: every cell on one line
+        cells = dict(zip([c.key for c in LAYOUT], ROW, strict=True))
+        assert row_height(cells, widths) == 1
+    if width == 60:
+        cells = dict(zip([c.key for c in LAYOUT], ROW, strict=True))
+        shown = {key: cells[key] for key in widths}
+        assert row_height(shown, widths) == 2, widths  # the capabilities wrap once

@@ -346,9 +346,14 @@ async def test_ollama_not_answering_is_said_with_the_hubs_reason(
     server = await start_hub(ollama_host=f"http://127.0.0.1:{closed_port}")
     async with settings_of(server, tmp_path) as (app, pilot, screen):
         reason, heading, smollm2, qwen = text_of(screen, "#models").splitlines()
-        assert reason.startswith(f"Ollama: not answering at http://127.0.0.1:{closed_port} (")
-        assert "Cannot connect" in reason
-        assert reason.endswith("install it and run: ollama pull qwen3")  # as doctor says
+        host = f"http://127.0.0.1:{closed_port}"
+        assert reason == (  # the fix as doctor says it
+            f"Ollama: not answering at {host} (see why above); "
+            "install it and run: ollama pull qwen3"
+        )
+        assert "Cannot connect" in text_of(screen, "#model"), "the hub's reason says the error"
+        shown = text_of(screen, "#model") + text_of(screen, "#models")
+        assert shown.count("Cannot connect") == 1, "the raw error once, not twice"
         assert heading == "embedded, offline on this machine:"
         assert smollm2 == "  SmolLM2-135M-Instruct · tools off · installed · embedded.model"
         assert qwen.startswith("  Qwen2.5-Coder-1.5B-Instruct · tools on · ")
@@ -363,7 +368,29 @@ async def test_ollama_not_answering_is_said_with_the_hubs_reason(
         form.query_one("#provider", Select).value = c.PROVIDER_OLLAMA
         await until(lambda: form.query_one("#pick-row").display)
         assert form.query_one("#ollama-model", Select).disabled  # nothing to pick
-        assert text_of(form, "#model-note") == reason
+        note = text_of(form, "#model-note")  # the form has no "why" line: the error is here
+        assert note.startswith(f"Ollama: not answering at {host} (Cannot connect"), note
+        assert note.endswith("install it and run: ollama pull qwen3")
+
+
+async def test_an_open_provider_list_covers_no_half_lines_of_text(
+    start_hub: StartHub, closed_port: int, tmp_path: Path
+) -> None:
+    """The list opens framed over the form; the notes it would cover in part (their line
+    ends showing beside it) are hidden until it closes."""
+    server = await start_hub(ollama_host=f"http://127.0.0.1:{closed_port}")
+    async with settings_of(server, tmp_path) as (app, pilot, _):
+        await pilot.press("m")
+        await until(lambda: isinstance(app.screen, ModelForm))
+        form = app.screen
+        notes = list(form.query(".note"))
+        assert notes and all(note.visible for note in notes)
+        await pilot.press("enter")  # the provider list, which has the focus
+        await until(lambda: form.query_one("#provider", Select).expanded)
+        await until(lambda: not any(note.visible for note in notes))
+        await pilot.press("escape")
+        await until(lambda: all(note.visible for note in notes))
+        assert app.screen is form, "escape closed the list, not the form"
 
 
 async def test_a_cloud_key_is_never_rendered_nor_written(

@@ -10,6 +10,7 @@ import pytest
 
 from harness.waits import until
 from hub import contracts as c
+from hub.agent.warmup import READING_FAMILIES
 from hub.api.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.sse import post_chat
@@ -34,12 +35,13 @@ async def test_a_started_hub_reads_the_beginnings_before_the_first_message(
         embedded_warm_at_start=True,
     )
 
-    def warmed() -> bool:
+    def warmed() -> bool:  # the beginnings read; the families' offers may still be under way
         embedded = server.hub.models.embedded_status()
         cache = embedded.get("promptCache") or {}
-        return embedded["state"] == "ready" and int(cache.get("entries", 0)) >= 4
+        return int(cache.get("entries", 0)) >= 4
 
     await until(warmed, within_s=240, what="the embedded model warmed up")
+    assert server.hub.models.embedded_status().get("preparing") in (READING_FAMILIES, None)
     said = (await health(server))["embedded"]
     assert said["promptCache"]["usedBytes"] <= said["promptCache"]["capacityBytes"]
     transcript = await post_chat(

@@ -127,8 +127,8 @@ class ChatStatusLine(StatusLine):
     progress: reactive[str] = reactive("")
     """What the turn in flight is doing (hub/client/progress.py); empty between turns."""
 
-    def render(self) -> Text:
-        line = super().render()
+    def needed(self) -> list[Text]:
+        line = super().needed()
         if self.problem:
             return line
         working = [Text(f"⟳ {self.progress}", style="bold")] if self.progress else []
@@ -137,7 +137,7 @@ class ChatStatusLine(StatusLine):
         warnings = [embedded_warning(self.embedded, in_use), cloud_warning(self.cloud)]
         shown = [Text(w, style="bold yellow") for w in warnings if w]
         after = [Text(n, style="dim") for n in [repairs_note(self.repairs)] if n]
-        return Text(" · ").join([*working, *shown, line, *after])
+        return [*working, *shown, *line, *after]
 
 
 def embedded_warning(embedded: object, in_use: bool = False) -> str:

@@ -45,7 +45,7 @@ def standing_line(reputation: Mapping[str, Any]) -> str:
 
 class CommunityScreen(Screen[None]):
     DEFAULT_CSS = """
-    CommunityScreen #status { height: 1; padding: 0 1; color: $text-muted; }
+    CommunityScreen #status { height: auto; padding: 0 1; color: $text-muted; }
     CommunityScreen #status.problem { height: auto; color: $error; }
     CommunityScreen #lists { height: 1fr; }
     CommunityScreen #lists > Vertical { width: 1fr; }

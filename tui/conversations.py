@@ -20,6 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from tui.tables import clip
+
 Message = dict[str, Any]
 TITLE_CHARS = 60
 
@@ -59,7 +61,7 @@ def title_for(messages: list[Message]) -> str:
         content = message.get("content")
         if message.get("role") == "user" and isinstance(content, str) and content.strip():
             line = " ".join(content.split())
-            return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
+            return clip(line, TITLE_CHARS)
     return "New conversation"
 
 

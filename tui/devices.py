@@ -5,13 +5,16 @@ Three things keep it current, because presence can change without any event: the
 (``GET /api/events``, followed in a worker; each event asks for a re-fetch), a periodic re-fetch
 (a device that goes quiet turns offline after 60 s with nobody announcing it), and ``r``. A hub
 that is away is said in one line and retried with backoff; the screen never crashes.
+
+What each row says is ``tui/device_rows.py``'s. The table fits the screen by the rule of
+``tui/table_layout.py``: names, capabilities and details wrap between words; a column that does
+not fit at all is left out, and Enter shows the whole record.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -19,7 +22,6 @@ from datetime import datetime
 from functools import partial
 from typing import Any, ClassVar
 
-from rich.cells import cell_len
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -28,154 +30,25 @@ from textual.containers import VerticalScroll
 from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
-from textual.widgets import DataTable, Header, Static
+from textual.widgets import DataTable, Footer, Header, Static
 
 from hub.client.http import Event, HubClient, HubError
-from tui.tables import Cells, one_line
+from tui.device_rows import (
+    DEVICE_COLUMNS,
+    DEVICE_LAYOUT,
+    EVENT_COLUMNS,
+    counted,
+    driver_name,
+    event_cells,
+    machine_text,
+    record_text,
+    table_rows,
+)
+from tui.table_layout import column_widths, row_height
+from tui.tables import Cells, cursor_key
 from tui.widgets import KeysFooter
 
-DEVICE_COLUMNS = ("name", "kind", "transport", "status", "capabilities", "detail")
-"""Status before the long columns: at 80 columns it is what must show without scrolling."""
-EVENT_COLUMNS = ("time", "kind", "device", "summary")
-TRANSPORTS = {"usb": "USB", "serial": "serial", "ble": "BLE", "machine": "this machine"}
-DIAL_IN_KINDS = ("daemon", "browser", "cli")
-SUMMARY_KEYS = ("summary", "text", "label", "note", "message", "error", "title", "name")
-CELL_CHARS = 60
-CAPABILITY_CHARS = 32
-SUMMARY_CHARS = 100
 SCROLLBAR = 2
-
-
-# --- what a row says (pure, so the wording is testable without a terminal) ------------------
-
-
-def ago(seconds: float) -> str:
-    """ "12 s ago", "3 min ago": how long since a device was heard, at a glance."""
-    seconds = max(0.0, seconds)  # the hub's clock may run a little ahead of ours
-    for unit, size in (("d", 86_400), ("h", 3_600), ("min", 60)):
-        if seconds >= size:
-            return f"{int(seconds // size)} {unit} ago"
-    return f"{int(seconds)} s ago"
-
-
-def status_cell(word: str, note: str = "") -> Text:
-    """online green, error red, anything else dim: readable without reading."""
-    style = {"online": "green", "error": "bold red"}.get(word, "dim")
-    text = Text(word, style=style)
-    if note:
-        text.append(f" · {note}", style="dim")
-    return text
-
-
-def device_cells(device: Mapping[str, Any], now: float) -> Cells:
-    """An enrolled device: dial-in ones come through the relay, endpoints are dialled."""
-    kind = str(device.get("kind", ""))
-    transport = "relay" if kind in DIAL_IN_KINDS else "endpoint"
-    online, seen = device.get("online"), device.get("last_seen")
-    heard = ago(now - float(seen)) if isinstance(seen, int | float) else ""
-    if online is None:
-        status = status_cell("per call", "reached when asked")
-    elif online:
-        status = status_cell("online", f"seen {heard}")
-    else:
-        status = status_cell("offline", f"last seen {heard}" if heard else "never seen")
-    where = (device.get("platform"), device.get("url") or device.get("lanUrl"))
-    detail = " ".join(str(part) for part in where if part)
-    return (
-        str(device.get("name", "?")),
-        kind,
-        transport,
-        status,
-        one_line(", ".join(device.get("capabilities") or []), CAPABILITY_CHARS),
-        one_line(detail, CELL_CHARS),
-    )
-
-
-def driver_cells(record: Mapping[str, Any]) -> Cells:
-    """A driver record: a physical device the hub reaches itself (over USB, serial or BLE, or
-    the machine's own)."""
-    transport = str(record.get("transport", ""))
-    return (
-        str(record.get("name") or record.get("device_id", "?")),
-        str(record.get("driver", "")),
-        TRANSPORTS.get(transport, transport),
-        status_cell(str(record.get("status", "unknown"))),
-        one_line(", ".join(record.get("capabilities") or []), CAPABILITY_CHARS),
-        one_line(str(record.get("detail") or ""), CELL_CHARS),
-    )
-
-
-def table_rows(
-    devices: Sequence[Mapping[str, Any]], drivers: Sequence[Mapping[str, Any]], now: float
-) -> dict[str, Cells]:
-    """Row key → cells: enrolled devices first, then driver records, keyed so updates land
-    on the same row (the cursor stays where the person left it)."""
-    rows = {f"device:{d.get('id')}": device_cells(d, now) for d in devices}
-    rows.update({f"driver:{r.get('device_id')}": driver_cells(r) for r in drivers})
-    return rows
-
-
-def machine_text(machine: Mapping[str, Any]) -> str:
-    """The machine's camera, microphone and speech, one line each, in the hub's words."""
-    lines = []
-    for part in ("camera", "microphone"):
-        state = machine.get(part) or {}
-        said = state.get("detail") or ("available" if state.get("available") else "unavailable")
-        lines.append(f"{part}: {str(said).removeprefix(part + ' ')}")
-    speech = machine.get("speech") or {}
-    if speech.get("available"):
-        said = speech.get("detail") or (
-            "loaded" if speech.get("loaded") else "ready (loads on first use)"
-        )
-        lines.append(f"speech: {speech.get('model')} — {said}")
-    else:
-        lines.append(f"speech: unavailable — {speech.get('detail') or 'unknown'}")
-    return "\n".join(lines)
-
-
-def summarize(detail: Any) -> str:
-    """One line for an event's detail: its summary, text or label when it has one."""
-    if detail is None:
-        return ""
-    if isinstance(detail, Mapping):
-        for key in SUMMARY_KEYS:
-            value = detail.get(key)
-            if isinstance(value, str) and value.strip():
-                return one_line(value, SUMMARY_CHARS)
-        text = ", ".join(f"{k}={json.dumps(v)}" for k, v in detail.items())
-    else:
-        text = detail if isinstance(detail, str) else json.dumps(detail)
-    return one_line(text, SUMMARY_CHARS)
-
-
-def clock_time(stamp: Any, now: float) -> str:
-    """HH:MM:SS today, the date too when older."""
-    if not isinstance(stamp, int | float):
-        return "?"
-    when = datetime.fromtimestamp(stamp)
-    same_day = when.date() == datetime.fromtimestamp(now).date()
-    return when.strftime("%H:%M:%S" if same_day else "%Y-%m-%d %H:%M")
-
-
-def event_cells(event: Event, names: Mapping[str, str], now: float) -> Cells:
-    device_id = event.get("deviceId")
-    device = "hub" if device_id is None else names.get(str(device_id), str(device_id))
-    return (
-        clock_time(event.get("created_at"), now),
-        str(event.get("kind", "?")),
-        device,
-        summarize(event.get("detail")),
-    )
-
-
-def record_text(record: Mapping[str, Any]) -> str:
-    """Everything the hub said about one device or driver record, a field a line, uncut: what
-    Enter on a row shows when the table has no room for it."""
-    lines = []
-    for key, value in record.items():
-        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        lines.append(f"{key}: {shown}")
-    return "\n".join(lines) or "(the hub sent nothing about it)"
 
 
 class RowDetail(ModalScreen[None]):
@@ -200,49 +73,32 @@ class RowDetail(ModalScreen[None]):
         with VerticalScroll() as box:
             box.border_title = self.title_text
             yield Static(self.text, id="row-detail", markup=False)
+        yield Footer()
 
     def action_close(self) -> None:
         self.dismiss(None)
 
 
-def cell_width(cell: str | Text) -> int:
-    return cell.cell_len if isinstance(cell, Text) else cell_len(cell)
-
-
-ALWAYS_SHOWN = (DEVICE_COLUMNS.index("name"), DEVICE_COLUMNS.index("status"))
-
-
-def columns_that_fit(rows: Mapping[str, Cells], width: int) -> tuple[int, ...]:
-    """Which columns (indexes into DEVICE_COLUMNS) fit in ``width`` cells without cutting
-    one off: name and status always, then the others in order while they fit. What is left
-    out is one Enter away (``record_text``)."""
-    widths = [
-        max([cell_len(name), *(cell_width(cells[i]) for cells in rows.values())]) + 2
-        for i, name in enumerate(DEVICE_COLUMNS)  # + the DataTable's cell padding
-    ]
-    chosen = set(ALWAYS_SHOWN)
-    used = sum(widths[i] for i in chosen)
-    for index, column_width in enumerate(widths):
-        if index not in chosen and used + column_width <= width:
-            chosen.add(index)
-            used += column_width
-    return tuple(sorted(chosen))
-
-
-def sync_table(
-    table: DataTable[Any], rows: Mapping[str, Cells], columns: Sequence[str] = DEVICE_COLUMNS
-) -> None:
-    """Make the table show exactly ``rows`` (cells for ``columns``), changing only what
-    changed, so a live update does not move the cursor or the scroll."""
-    for gone in [key.value for key in table.rows if key.value not in rows]:
-        table.remove_row(gone or "")
+def sync_table(table: DataTable[Any], rows: Mapping[str, Mapping[str, str | Text]]) -> None:
+    """Make the table show exactly ``rows`` (row key → column key → cell), each row as tall
+    as its wrapped cells. Cells that changed are updated in place, so a live update does not
+    move the cursor or the scroll; when rows come, go or change height, the rows are laid out
+    again with the cursor kept on its row."""
+    widths = {str(column.key.value): column.width for column in table.ordered_columns}
+    heights = {key: row_height(cells, widths) for key, cells in rows.items()}
+    laid_out = [(str(key.value), row.height) for key, row in table.rows.items()]
+    if laid_out != list(heights.items()):
+        chosen = cursor_key(table)
+        table.clear()
+        for key, cells in rows.items():
+            table.add_row(*cells.values(), key=key, height=heights[key])
+        if chosen is not None and chosen in rows:
+            table.move_cursor(row=table.get_row_index(chosen))
+        return
     for key, cells in rows.items():
-        if key not in table.rows:
-            table.add_row(*cells, key=key)
-            continue
-        for column, value in zip(columns, cells, strict=True):
+        for column, value in cells.items():
             if table.get_cell(key, column) != value:
-                table.update_cell(key, column, value, update_width=True)
+                table.update_cell(key, column, value)
 
 
 # --- the screen -------------------------------------------------------------------------------
@@ -284,9 +140,9 @@ class DevicesScreen(Screen[None]):
         self.names: dict[str, str] = {}
         self.records: dict[str, Mapping[str, Any]] = {}
         self.device_rows: dict[str, Cells] = {}
-        """Row key → every column's cell; ``shown_columns`` says which of them fit."""
-        self.shown_columns: tuple[int, ...] = ()
-        """Row key → what the hub said about that device or driver record."""
+        """Row key → every column's cell (DEVICE_COLUMNS); ``widths`` says which fit."""
+        self.widths: dict[str, int] = {}
+        """Column key → width, for the columns shown now."""
         self._wake = asyncio.Event()
         self._attempt = 0
         self._events_dirty = False
@@ -312,22 +168,28 @@ class DevicesScreen(Screen[None]):
         self.draw_devices()
 
     def draw_devices(self) -> None:
-        """The devices table with the columns that fit the screen's width, uncut."""
+        """The devices table laid out for the screen's width (tui/table_layout.py)."""
         table = self.query_one("#devices", DataTable)
-        fit = columns_that_fit(self.device_rows, self.size.width - SCROLLBAR)
-        if fit != self.shown_columns:
+        by_column = {
+            key: dict(zip(DEVICE_COLUMNS, cells, strict=True))
+            for key, cells in self.device_rows.items()
+        }
+        in_order = [[row[c.key] for c in DEVICE_LAYOUT] for row in by_column.values()]
+        fit = column_widths(DEVICE_LAYOUT, in_order, self.size.width - SCROLLBAR)
+        widths = {name: fit[name] for name in DEVICE_COLUMNS if name in fit}
+        if widths != self.widths:
             table.clear(columns=True)
-            table.add_columns(*((DEVICE_COLUMNS[i], DEVICE_COLUMNS[i]) for i in fit))
-            self.shown_columns = fit
-        shown = {key: tuple(cells[i] for i in fit) for key, cells in self.device_rows.items()}
-        sync_table(table, shown, [DEVICE_COLUMNS[i] for i in fit])
+            for name, width in widths.items():
+                table.add_column(name, key=name, width=width)
+            self.widths = widths
+        sync_table(table, {key: {c: row[c] for c in widths} for key, row in by_column.items()})
 
     @on(DataTable.RowSelected, "#devices")
     def _row_chosen(self, event: DataTable.RowSelected) -> None:
         record = self.records.get(str(event.row_key.value))
         if record is None:
             return
-        name = str(record.get("name") or record.get("device_id") or record.get("id") or "?")
+        name = driver_name(record) if "driver" in record else str(record.get("name") or "?")
         self.app.push_screen(RowDetail(name, record_text(record)))
 
     # --- devices and drivers: fetched on a beat, on events, and on request -------------------
@@ -380,14 +242,12 @@ class DevicesScreen(Screen[None]):
         self.draw_devices()
         self.query_one("#machine", Static).update(machine_text(machine))
         names = {str(d.get("id")): str(d.get("name")) for d in devices}
-        names.update({str(r.get("device_id")): str(r.get("name")) for r in records})
+        names.update({str(r.get("device_id")): driver_name(r) for r in records})
         if names != self.names:
             self.names = names
             self._events_changed()
         self.counts = (
-            f"{len(devices)} device{'s' * (len(devices) != 1)}, "
-            f"{len(records)} driver record{'s' * (len(records) != 1)} · "
-            f"updated {datetime.fromtimestamp(now):%H:%M:%S}"
+            f"{counted(devices, records)} · updated {datetime.fromtimestamp(now):%H:%M:%S}"
         )
 
     # --- the event ring: followed live, resumed after the last id on reconnect ---------------

@@ -76,7 +76,7 @@ def addressed(line: str) -> tuple[str, str] | None:
 
 class InboxScreen(Screen[None]):
     DEFAULT_CSS = """
-    InboxScreen #status { height: 1; padding: 0 1; color: $text-muted; }
+    InboxScreen #status { height: auto; padding: 0 1; color: $text-muted; }
     InboxScreen #status.problem { height: auto; color: $error; }
     InboxScreen #conversations { height: 1fr; min-height: 4; }
     InboxScreen #thread {

@@ -100,7 +100,7 @@ class MapScreen(Screen[None]):
     MapScreen #side Label { color: $text-muted; padding: 0 1; }
     MapScreen #markers { height: 1fr; border: none; }
     MapScreen #note { height: auto; max-height: 8; padding: 0 1; color: $text-muted; }
-    MapScreen #where { height: 1; padding: 0 1; background: $panel; }
+    MapScreen #where { height: auto; padding: 0 1; background: $panel; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("plus,equals_sign", "zoom(2)", "Zoom in", id="map_zoom_in"),

@@ -81,8 +81,8 @@ def detail_text(fact_id: str, trail: Sequence[Mapping[str, Any]]) -> Text:
 
 class MemoryScreen(Screen[None]):
     DEFAULT_CSS = """
-    MemoryScreen #status { height: 1; padding: 0 1; color: $text-muted; }
-    MemoryScreen #status.problem { height: auto; color: $error; }
+    MemoryScreen #status { height: auto; padding: 0 1; color: $text-muted; }
+    MemoryScreen #status.problem { color: $error; }
     MemoryScreen #facts { height: 1fr; min-height: 4; }
     MemoryScreen #detail {
         height: auto; max-height: 9; padding: 0 1; border-top: solid $primary;

@@ -41,14 +41,14 @@ from textual.widgets.option_list import Option
 
 from tui.conversations import Conversation, matching
 from tui.guidance import can_call_tools, model_words
+from tui.tables import clip
 
 COPY_BINDING = Binding("c", "copy", "Copy", id="copy_message")
 PREVIEW_CHARS = 300
 
 
 def shorten(text: str, limit: int = PREVIEW_CHARS) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clip(text.strip(), limit)
 
 
 class CopyRequested(Message):
@@ -234,32 +234,52 @@ class FollowupChips(Horizontal):
             self.post_message(self.Picked(event.button.text))
 
 
-def status_text(
-    health: Mapping[str, Any] | None, problem: str, usage: Mapping[str, int], total: int
-) -> Text:
-    """The bottom line: which model answers, tools on/off, tokens; or why there is no hub."""
+SEPARATOR = Text(" · ")
+
+
+def status_parts(health: Mapping[str, Any] | None, problem: str) -> list[Text]:
+    """What the bottom line must say: which model answers and whether it calls tools, or why
+    there is no hub."""
     if problem:
-        return Text(f"⚠ {shorten(problem, 76)}", style="bold red")
+        return [Text(f"⚠ {shorten(problem, 76)}", style="bold red")]
     if health is None:
-        return Text("connecting to the hub…", style="dim")
+        return [Text("connecting to the hub…", style="dim")]
     model = health.get("model") or {}
-    parts: list[Text] = []
     if can_call_tools(model):
-        parts.append(Text(model_words(model)))
-    else:  # what limits the companion most: said first, in the warning's colour
-        parts.append(Text(f"⚠ {model_words(model)}", style="bold yellow"))
+        return [Text(model_words(model))]
+    # what limits the companion most: said first, in the warning's colour
+    return [Text(f"⚠ {model_words(model)}", style="bold yellow")]
+
+
+def usage_parts(usage: Mapping[str, int], total: int) -> list[Text]:
+    """What the bottom line says when there is room: the tokens of the last turn and chat."""
+    parts: list[Text] = []
     if usage:
         parts.append(Text(f"last {usage.get('inputTokens', 0)}→{usage.get('outputTokens', 0)} tok"))
     if total:
         parts.append(Text(f"chat {total} tok"))
-    return Text(" · ").join(parts)
+    return parts
+
+
+def fitted(needed: Sequence[Text], extras: Sequence[Text], width: int) -> Text:
+    """``needed`` then as many of ``extras`` (in order) as fit ``width`` cells, joined by
+    " · ": an extra that does not fit is left out whole, never cut off at the edge; what is
+    needed and still does not fit wraps (the line grows a row)."""
+    shown = list(needed)
+    for extra in extras:
+        if SEPARATOR.join([*shown, extra]).cell_len <= width:
+            shown.append(extra)
+    return SEPARATOR.join(shown)
 
 
 class StatusLine(Static):
-    """Model, tools, token usage, or the offline/unreachable warning. Set its attributes."""
+    """Model, tools, token usage, or the offline/unreachable warning. Set its attributes.
+
+    At its width it says what it must and adds the token counts that fit; nothing is cut at
+    the edge: what it must say and cannot fit in one row takes a second one."""
 
     DEFAULT_CSS = """
-    StatusLine { height: 1; padding: 0 1; background: $panel; }
+    StatusLine { height: auto; max-height: 3; padding: 0 1; background: $panel; }
     """
 
     health: reactive[dict[str, Any] | None] = reactive(None)
@@ -267,8 +287,19 @@ class StatusLine(Static):
     usage: reactive[dict[str, int]] = reactive(dict)
     total_tokens: reactive[int] = reactive(0)
 
+    def needed(self) -> list[Text]:
+        """What the line must say, most important first."""
+        return status_parts(self.health, self.problem)
+
+    def extras(self) -> list[Text]:
+        """What it adds when there is room, in the order it is given room."""
+        if self.problem or self.health is None:
+            return []
+        return usage_parts(self.usage, self.total_tokens)
+
     def render(self) -> Text:
-        return status_text(self.health, self.problem, self.usage, self.total_tokens)
+        width = self.content_size.width or 10_000  # not laid out yet: all of it
+        return fitted(self.needed(), self.extras(), width)
 
     @property
     def plain(self) -> str:

@@ -18,7 +18,7 @@ from strands.models import Model
 from strands.types.tools import AgentTool
 
 from hub import contracts as c
-from hub.agent import bundled_models
+from hub.agent import bundled_models, small_tools
 from hub.agent.attachments import Attachment, take_in
 from hub.agent.embedded import EmbeddedModel, cached_embed
 from hub.agent.mcp import plan_for_turn
@@ -99,6 +99,7 @@ async def compose_turn(
         # The runner keeps what it read: the tiny's lasting prompt leads, this turn's sections
         # follow the tools (see EmbeddedModel), so the next turn does not read them again.
         model.remembered, model.matched = tuple(newest), tuple(matches)
+        model.families = small_tools.families_of(mounted.tools) if mounted else {}
         model.turn_note = turn_sections(metadata=metadata, related=related.tinys, hub_url=hub_url)
         prompt = lasting_prompt(tiny, override=override)
     else:

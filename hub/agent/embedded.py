@@ -17,7 +17,7 @@ import json
 import logging
 import threading
 import uuid
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -30,11 +30,12 @@ from strands.types.streaming import StreamEvent
 from strands.types.tools import ToolSpec
 
 from hub.agent import small_tools
-from hub.agent.prompt import MATCHED_HEADER, oldest_first, remembered_note, without_fact_ids
+from hub.agent.prompt import MATCHED_HEADER, oldest_first, remembered_note
 from hub.agent.runner import protocol as p
 from hub.agent.runner.process import Generation
 from hub.agent.runner.protocol import STOP_CANCELLED
 from hub.agent.runner.supervisor import RunnerSupervisor
+from hub.agent.small_prompt import after_tool_result, flatten_messages, last_user_text
 from hub.agent.small_tools import Embed
 from hub.memory.graph import Fact
 
@@ -62,102 +63,6 @@ def bundled_gguf() -> Path | None:
         for candidate in sorted(Path(location).glob("*.gguf")):
             return candidate
     return None
-
-
-RESULT_CHARS = 1500
-
-
-def result_text(result: Mapping[str, Any]) -> str:
-    """A tool result as one plain string: its text, which the tool writes for the model; its
-    JSON (written for clients: ids, timestamps, every field) only when there is no text. The
-    small model reads every token of it, and answers better from the sentence."""
-    content = result.get("content", [])
-    parts = [str(item["text"]) for item in content if "text" in item]
-    if not any(p.strip() for p in parts):
-        parts = [
-            json.dumps(item["json"], ensure_ascii=False, default=str)
-            for item in content
-            if "json" in item
-        ]
-    text = " ".join(parts).strip() or str(result.get("status", ""))
-    return text[:RESULT_CHARS]
-
-
-def block_text(block: Mapping[str, Any], names: dict[str, str]) -> str:
-    if "text" in block:
-        return str(block["text"])
-    if "toolUse" in block:
-        use = block["toolUse"]
-        names[str(use.get("toolUseId", ""))] = str(use["name"])
-        arguments = json.dumps(use.get("input", {}), ensure_ascii=False)
-        return f"{CALLED}{use['name']} with {arguments}.)"
-    if "toolResult" in block:
-        result = block["toolResult"]
-        name = names.get(str(result.get("toolUseId", "")), "the tool")
-        return f"What the tool {name} returned: {without_fact_ids(result_text(result))}"
-    return ""
-
-
-CALLED = "(I called the tool "
-# Spoken to the person: told only to answer from the result, the 1.5B wrote about "the user"
-# ("The tool learned that the user's sister is called Ana").
-ANSWER_FROM_RESULT = (
-    "Answer me in one short sentence from this result, quoting its numbers and names and "
-    'speaking to me as "you".'
-)
-
-
-def flatten_messages(
-    messages: Messages, system_prompt: str | None, lasting_note: str = "", turn_note: str = ""
-) -> list[dict[str, str]]:
-    """Strands messages → chat-template messages whose content is one string.
-
-    A tool's result is folded into the question it answers, as plain text, with the ask to
-    answer from it: small models ground their answer on a result in the user's own message far
-    better than on a turn of its own (see :mod:`hub.agent.small_tools`). A history that holds
-    tool blocks from an earlier turn on another model renders the same way.
-
-    The order keeps what stays the same first, so the runner's cache serves it (see
-    ``runner/prefix_cache.py``): the system prompt (the template renders the tools right after
-    it), then ``lasting_note`` (what changes rarely: the person's remembered facts, oldest
-    first, so a new one joins the end), then the conversation, and ``turn_note`` (what this
-    message brings: memories that match it, related tinys) as a system message right before the
-    question.
-    """
-    flat: list[dict[str, str]] = []
-    if system_prompt:
-        flat.append({"role": "system", "content": system_prompt})
-    if lasting_note:
-        flat.append({"role": "system", "content": lasting_note})
-    names: dict[str, str] = {}
-    called = False  # the message before ended with a call
-    for message in messages:
-        parts = [block_text(block, names) for block in message["content"]]
-        content = "\n".join(p for p in parts if p)
-        results = all("toolResult" in b for b in message["content"]) and message["content"]
-        if results and len(flat) >= 2 and called:
-            flat.pop()  # the call (and any words before it) becomes the question's answer
-            if flat[-1]["role"] == "user":
-                question = flat.pop()["content"]
-                content = f"{question}\n\n{content}\n\n{ANSWER_FROM_RESULT}"
-        flat.append({"role": message["role"], "content": content})
-        called = bool(message["content"]) and "toolUse" in message["content"][-1]
-    if turn_note and flat and flat[-1]["role"] == "user":
-        flat.insert(len(flat) - 1, {"role": "system", "content": turn_note})
-    return flat
-
-
-def after_tool_result(messages: Messages) -> bool:
-    return bool(messages) and any("toolResult" in b for b in messages[-1]["content"])
-
-
-def last_user_text(messages: Messages) -> str:
-    for message in reversed(messages):
-        if message["role"] == "user":
-            texts = [b["text"] for b in message["content"] if "text" in b]
-            if texts:
-                return " ".join(texts)
-    return ""
 
 
 class EmbeddedModel(Model):
@@ -189,6 +94,8 @@ class EmbeddedModel(Model):
         # What else the system prompt would say about this turn (related tinys, the client's
         # metadata): shown with the matches, right before the question (see flatten_messages).
         self.turn_note = ""
+        # Each mounted tool's family (``small_tools.families_of``): offered whole, read ahead.
+        self.families: dict[str, str] = {}
 
     def update_config(self, **model_config: Any) -> None:
         self.config.update(model_config)
@@ -245,17 +152,35 @@ class EmbeddedModel(Model):
             warmed.append(await self._runner.warm(asking))
         return warmed
 
+    async def warm_families(
+        self, system_prompt: str, tool_specs: list[ToolSpec], message: str = "hello"
+    ) -> list[Generation]:
+        """Read each tool family's offer ahead (see ``small_tools.by_family``): a message about
+        that family then reads only itself."""
+        messages: Messages = [{"role": "user", "content": [{"text": message}]}]
+        warmed = []
+        for tools in small_tools.family_offers(tool_specs, self.families):
+            offer = small_tools.Offer(tools, ())
+            offer, chat = await self._prepared(messages, tool_specs, system_prompt, offer)
+            warmed.append(await self._runner.warm(chat, self._fields(offer)))
+        return warmed
+
     async def _prepared(
-        self, messages: Messages, specs: list[ToolSpec], system_prompt: str | None
+        self,
+        messages: Messages,
+        specs: list[ToolSpec],
+        system_prompt: str | None,
+        offer: small_tools.Offer | None = None,
     ) -> tuple[small_tools.Offer, list[dict[str, str]]]:
-        """The tools offered for the last message, and the chat the runner is sent."""
-        offer = await self._offer(messages, specs)
+        """The tools offered for the last message (or ``offer``), and the chat the runner is
+        sent."""
+        offer = offer or await self._offer(messages, specs)
         self.last_offer = [spec["name"] for spec in offer.tools]
         lasting = remembered_note(oldest_first(self.remembered)) if self.remembered else ""
         matched = remembered_note(self.matched, MATCHED_HEADER) if self.matched else ""
         turn_note = "\n\n".join(p for p in (matched, self.turn_note) if p)
-        if offer.tools:
-            system_prompt = "\n\n".join(p for p in (system_prompt, small_tools.TOOLS_GUIDE) if p)
+        guide = small_tools.TOOLS_GUIDE if offer.tools else ""
+        system_prompt = "\n\n".join(p for p in (system_prompt, guide) if p)
         return offer, flatten_messages(messages, system_prompt or None, lasting, turn_note)
 
     def _fields(self, offer: small_tools.Offer) -> dict[str, Any]:
@@ -282,7 +207,11 @@ class EmbeddedModel(Model):
         if not specs:
             return small_tools.Offer([], ())
         return await asyncio.to_thread(
-            small_tools.choose, specs, last_user_text(messages), self._embed
+            small_tools.choose,
+            specs,
+            last_user_text(messages),
+            self._embed,
+            families=self.families,
         )
 
     async def _pieces(

@@ -29,10 +29,10 @@ import aiohttp
 import httpcore
 import httpx
 from aiohttp.abc import AbstractResolver, ResolveResult
-from yarl import URL
 
 from hub.config import Settings
 from hub.core.netguard import Allowance, HostRefused, LookupFailed, resolve_checked
+from hub.core.urls import UrlRefused, canonical_url
 
 __all__ = [
     "GuardedBackend",
@@ -55,9 +55,14 @@ class ModelUrlRefused(Exception):
     """A model base URL the guard does not let the hub dial; the message says why."""
 
 
-def _normal(url: str) -> str:
+def _normal(url: str) -> str | None:
+    """The URL in canonical form (``hub.core.urls``), so that a URL is judged as it will be
+    dialled; None when it has no single reading."""
     text = url.strip().rstrip("/")
-    return text if "://" in text else f"http://{text}"
+    try:
+        return str(canonical_url(text if "://" in text else f"http://{text}")).rstrip("/")
+    except UrlRefused:
+        return None
 
 
 def is_configured_url(url: str, settings: Settings) -> bool:
@@ -66,7 +71,8 @@ def is_configured_url(url: str, settings: Settings) -> bool:
     if not url.strip():
         return True
     configured = {_normal(u) for u in (settings.model_base_url, settings.ollama_host) if u}
-    return _normal(url) in configured
+    given = _normal(url)
+    return given is not None and given in configured
 
 
 def guard_for(url: str, settings: Settings) -> Allowance | None:
@@ -79,10 +85,11 @@ def guard_for(url: str, settings: Settings) -> Allowance | None:
 async def check_url(url: str, allowance: Allowance) -> None:
     """Refuse a URL that is not http(s) or whose host is not allowed, before a turn starts,
     so the caller gets a clear 400 instead of an error inside the stream."""
+    text = url.strip()
     try:
-        parsed = URL(_normal(url))
-    except (ValueError, TypeError) as exc:
-        raise ModelUrlRefused(f"model base URL {url!r} is not a URL ({exc})") from None
+        parsed = canonical_url(text if "://" in text else f"http://{text}")
+    except UrlRefused as exc:
+        raise ModelUrlRefused(f"model base URL refused: {exc}") from None
     if parsed.scheme not in ("http", "https") or not parsed.raw_host:
         raise ModelUrlRefused(f"model base URL {url!r} must be an http(s) URL with a host")
     port = parsed.port or (443 if parsed.scheme == "https" else 80)

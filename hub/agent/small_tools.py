@@ -341,6 +341,13 @@ def offered_schema(
         if isinstance(prop, Mapping)
         and (name in required or (plain(prop) and name not in withheld))
     }
+    if withheld and len(kept) == 1 and not required:
+        # Withholding left one argument: it is what the call says, never nothing (unlearn's
+        # "about": the 1.5B sent "" for "forget everything you know about me").
+        [(name, prop)] = kept.items()
+        required = [name]
+        if prop.get("type") == "string":
+            kept[name] = {**prop, "minLength": 1}
     return {**schema, "properties": kept, "required": required}
 
 
@@ -373,11 +380,12 @@ def tools_prompt(functions: Sequence[Mapping[str, Any]]) -> str:
     )
 
 
-# Said in the system prompt, before the tools, when tools are offered: the same every turn.
+# Said in the system prompt, before the tools (the remembered facts follow them), when tools
+# are offered: the same every turn.
 TOOLS_GUIDE = (
-    "When what you remember about the user already answers the message, answer from it. "
-    "Call a tool only when the message needs one; otherwise answer in plain words. Speak to "
-    'the user as "you".'
+    "The hub's tools most related to the user's message are offered here. When what you "
+    "remember about the user (listed below) already answers the message, answer from it. Call "
+    "a tool only when the message needs one; otherwise answer in plain words."
 )
 
 
@@ -416,27 +424,101 @@ class Offer:
 
 
 def choose(
-    specs: Sequence[ToolSpec], message: str, embed: Embed, at_most: int = OFFERED_AT_MOST
+    specs: Sequence[ToolSpec],
+    message: str,
+    embed: Embed,
+    at_most: int = OFFERED_AT_MOST,
+    families: Mapping[str, str] | None = None,
 ) -> Offer:
     """``learn`` and the tools nearest ``message`` that are related enough, in mount order;
-    all of them when few."""
+    all of them when few. With ``families`` (each tool's family), whole families instead (see
+    :func:`by_family`)."""
     if not specs:
         return Offer([], ())
     scores = relevance(specs, message, embed)
     ranked = np.argsort(-scores).tolist()
     nearest = tuple(specs[i]["name"] for i in ranked[:NEAREST])
     keep = set(range(len(specs)))
-    if len(specs) > at_most:
+    if len(specs) > at_most and families:
+        keep = by_family(specs, scores, ranked, families)
+    elif len(specs) > at_most:
         keep = {i for i, s in enumerate(specs) if s["name"] in ALWAYS_OFFERED}
         for i in ranked:
             if len(keep) >= at_most:
                 break
-            if scores[i] >= RELATED_AT_LEAST_FOR.get(specs[i]["name"], RELATED_AT_LEAST):
+            if related_enough(specs[i], float(scores[i])):
                 keep.add(i)
     kept = [i for i in range(len(specs)) if i in keep]
     return Offer(
         [specs[i] for i in kept], nearest, {specs[i]["name"]: float(scores[i]) for i in kept}
     )
+
+
+def related_enough(spec: ToolSpec, score: float) -> bool:
+    return score >= RELATED_AT_LEAST_FOR.get(spec["name"], RELATED_AT_LEAST)
+
+
+# A family of tools is offered whole, so the offers for different messages about the same
+# thing are the same (the runner reads each once, and the hub reads each family's ahead: see
+# ``hub/agent/warmup.py``): the family of the most related tool, and a second one whose best
+# tool is within this of it ("list the tinys I can talk to": the tinys' and the universe's
+# tools score 0.93 alike).
+SECOND_FAMILY_WITHIN = 0.1
+# A family larger than this offers only its members related to the message.
+FAMILY_AT_MOST = 6
+
+
+def by_family(
+    specs: Sequence[ToolSpec],
+    scores: npt.NDArray[np.float32],
+    ranked: Sequence[int],
+    families: Mapping[str, str],
+) -> set[int]:
+    """The tools always offered, and the whole families of the tools most related to the
+    message (one, or two when the second is about as near)."""
+    keep = {i for i, s in enumerate(specs) if s["name"] in ALWAYS_OFFERED}
+    related = [i for i in ranked if i not in keep and related_enough(specs[i], float(scores[i]))]
+    if not related:
+        return keep
+    family = families.get
+    first = related[0]
+    chosen = [family(specs[first]["name"], specs[first]["name"])]
+    for i in related[1:]:
+        near = float(scores[i]) >= float(scores[first]) - SECOND_FAMILY_WITHIN
+        other = family(specs[i]["name"], specs[i]["name"])
+        if near and other not in chosen:
+            chosen.append(other)
+            break
+    for name in chosen:
+        members = [i for i, s in enumerate(specs) if family(s["name"], s["name"]) == name]
+        if len(members) > FAMILY_AT_MOST:
+            members = [i for i in members if i in related][:FAMILY_AT_MOST]
+        keep.update(members)
+    return keep
+
+
+def families_of(tools: Sequence[Any]) -> dict[str, str]:
+    """Each tool's family: the module that defines it (the tools a module defines are about one
+    thing: memory, a driver's device, the machine's senses); a tool made at run time (a forged
+    tool, an MCP server's) is a family of its own kind."""
+    return {
+        tool.tool_name: str(getattr(tool, "__module__", "") or type(tool).__module__)
+        for tool in tools
+    }
+
+
+def family_offers(specs: Sequence[ToolSpec], families: Mapping[str, str]) -> list[list[ToolSpec]]:
+    """The offers a message about one family gets, one per family small enough to be offered
+    whole, in mount order: what the hub reads ahead."""
+    always = [s for s in specs if s["name"] in ALWAYS_OFFERED]
+    grouped: dict[str, list[ToolSpec]] = {}
+    for spec in specs:
+        grouped.setdefault(families.get(spec["name"], spec["name"]), []).append(spec)
+    offers = []
+    for members in grouped.values():
+        if len(members) <= FAMILY_AT_MOST:
+            offers.append([*always, *(s for s in members if s not in always)])
+    return offers
 
 
 def asked_in_so_many_words(message: str, offered: Sequence[str]) -> str:
@@ -551,17 +633,17 @@ def leftover(text: str) -> str:
 
 
 def with_answer(offered: Sequence[ToolSpec]) -> list[ToolSpec]:
-    """The offered tools with ``answer`` (unless a mounted tool already has that name), in the
-    order that keeps the tools block's beginning the same from message to message: the tools
-    always offered, then ``answer``, then the rest in mount order. The runner then reads only
-    the tools that changed (see ``runner/prefix_cache.py``)."""
-    tools = list(offered)
-    if not any(spec["name"] == ANSWER for spec in tools):
-        tools.append(ANSWER_SPEC)
-    first = [spec for spec in tools if spec["name"] in ALWAYS_OFFERED]
-    answer = [spec for spec in tools if spec["name"] == ANSWER]
-    rest = [spec for spec in tools if spec not in first and spec not in answer]
-    return [*first, *answer, *rest]
+    """The offered tools with ``answer`` last (unless a mounted tool already has that name),
+    the tools always offered first: the tools blocks for different messages begin the same, so
+    the runner reads only where they differ (see ``runner/prefix_cache.py``). Offered second,
+    ``answer`` drew replies in words for requests a device's tool serves ("is my Flipper
+    charged?" answered with a made-up battery)."""
+    first = [spec for spec in offered if spec["name"] in ALWAYS_OFFERED]
+    rest = [spec for spec in offered if spec["name"] not in ALWAYS_OFFERED]
+    tools = [*first, *rest]
+    if any(spec["name"] == ANSWER for spec in tools):
+        return tools
+    return [*tools, ANSWER_SPEC]
 
 
 def answer_text(reply: str, call: Call | None) -> str | None:

@@ -33,6 +33,7 @@ from hub.agent.attachments import Attachment
 from hub.agent.mcp import McpPlan, mcp_session, notice_event
 from hub.agent.stream import Event, StreamNormaliser, error_event
 from hub.agent.tool_configs import keep_tool_configs
+from hub.agent.tool_results import outgoing_result
 
 log = logging.getLogger(__name__)
 
@@ -239,6 +240,7 @@ class _ToolCallHooks(HookProvider):
         self._queue.put_nowait(("event", self._normaliser.before_tool(event.tool_use)))
 
     def _after(self, event: AfterToolCallEvent) -> None:
+        event.result = outgoing_result(event.result)  # to the model and the stream alike
         out = self._normaliser.after_tool(event.tool_use, event.result, event.exception)
         self._queue.put_nowait(("event", out))
 

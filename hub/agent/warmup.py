@@ -3,7 +3,10 @@
 When the model that answers by default is the embedded one, the hub joins and checks its file,
 loads it in the runner and has the runner read what every turn begins with — the owner's
 default tiny's prompt and the tools offered for small talk, and the examples of the yes/no
-checks — while the person is still opening the chat. Each step shows in ``/api/health``
+checks — while the person is still opening the chat; then each family of tools as it is
+offered (a message about the Flipper meets the Flipper's tools whole), so that later turns
+read only what is new in them. What it read is kept on disk: the next start reads none of it
+again. Each step shows in ``/api/health``
 (``embedded.preparing``) and the log. A message sent meanwhile waits only for the step under
 way, and takes what is ready; a step that fails is logged and the first turn tries again, as
 it would have without this.
@@ -24,6 +27,7 @@ from hub.runtime.hub import Hub
 log = logging.getLogger(__name__)
 
 READING = "reading the system prompt and tools"
+READING_FAMILIES = "reading each family of tools ahead"
 # What the warm-up composes a turn for: the offer for small talk begins every offer.
 SMALL_TALK = "hello"
 
@@ -48,10 +52,13 @@ async def _read_beginnings(hub: Hub, runner: RunnerSupervisor) -> None:
     turn = await compose_turn(hub, hub.owner, [ChatMessage("user", (SMALL_TALK,))], {})
     if not isinstance(turn.model, EmbeddedModel):
         return
+    specs = [t.tool_spec for t in turn.tools]
     runner.preparing = READING
     try:
-        warmed = await turn.model.warm(turn.system_prompt, [t.tool_spec for t in turn.tools])
+        warmed = await turn.model.warm(turn.system_prompt, specs)
+        runner.preparing = READING_FAMILIES
+        warmed += await turn.model.warm_families(turn.system_prompt, specs)
     finally:
         runner.preparing = ""
     read = sum(w.prompt_evaluated for w in warmed)
-    log.info("embedded model read %d prompt tokens ahead of the first turn", read)
+    log.info("embedded model read %d prompt tokens ahead of the turns", read)

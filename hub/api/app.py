@@ -37,6 +37,8 @@ from hub.api.busy import busy_middleware
 from hub.api.errors import error_middleware
 from hub.api.keys import HUB, LISTENING, PARTS
 from hub.api.limits import GUARD, Guard, Limits, body_middleware, rate_limit_middleware
+from hub.api.quotas import QUOTAS, Quotas
+from hub.api.sites import site_middleware
 from hub.mcp_server import http as mcp_http
 from hub.process.parts import Listening, Parts, running
 from hub.runtime.hub import Hub
@@ -51,20 +53,26 @@ def create_app(
     limits = limits or Limits()
     app = web.Application(
         # Outermost first: errors become JSON; a caller over its rate (or declaring too big a
-        # body) is refused before anything else; then who may call; then the body is read. A
-        # busy database is a 503 with Retry-After wherever it happens.
+        # body) is refused before anything else; then a request a web page sent (another
+        # site's, a rebound host name, a form body); then who may call; then the body is read.
+        # A busy database is a 503 with Retry-After wherever it happens.
         middlewares=[
             completions.openai_errors,  # on /v1 only: errors in OpenAI's shape
             error_middleware,
             busy_middleware,
             rate_limit_middleware,
+            site_middleware,
             auth_middleware,
             body_middleware,
         ],
         client_max_size=limits.max_body_bytes,
+        # A compressed body is inflated by hub.api.limits.read_body, off the event loop and
+        # against a cap on inflated bytes, not by the protocol as its bytes arrive.
+        handler_args={"auto_decompress": False},
     )
     app[HUB] = hub
     app[GUARD] = Guard(limits)
+    app[QUOTAS] = Quotas()
     app.add_routes(health.routes)
     app.add_routes(chat.routes)
     app.add_routes(completions.routes)

@@ -22,10 +22,46 @@ from hub.api.auth import Access, access, signed_in
 from hub.api.body import read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
-from hub.api.spec import BOOLEAN, OK, STRING, Operation, array, documented, obj
-from hub.archives.store import ArchiveStore, restore_messages
+from hub.api.spec import (
+    BOOLEAN,
+    OK,
+    STRING,
+    TEXT,
+    Operation,
+    array,
+    closed,
+    documented,
+    obj,
+)
+from hub.archives.store import (
+    ARCHIVE_ROLES,
+    MAX_MESSAGES,
+    MAX_TITLE_CHARS,
+    ArchiveStore,
+    restore_messages,
+)
 
 routes = web.RouteTableDef()
+_BLOCKS = array(obj(text=STRING))
+_MESSAGE = obj(
+    {"role": {"enum": list(ARCHIVE_ROLES)}},
+    content={"anyOf": [{"type": "null"}, STRING, _BLOCKS]},
+)
+CONVERSATION = obj(
+    {"messages": {**array(_MESSAGE), "minItems": 1, "maxItems": MAX_MESSAGES}},
+    title={"type": "string", "maxLength": MAX_TITLE_CHARS},
+)
+# A share keeps user and assistant text only, so it needs some.
+SHAREABLE = {
+    **CONVERSATION,
+    "properties": {
+        **CONVERSATION["properties"],
+        "messages": {
+            **CONVERSATION["properties"]["messages"],
+            "contains": obj({"role": {"enum": ["user", "assistant"]}, "content": TEXT}),
+        },
+    },
+}
 ID_ANSWER = obj({"ok": BOOLEAN, "id": STRING})
 
 
@@ -46,7 +82,7 @@ async def _body(request: web.Request) -> Any:
     Operation(
         "keep a private snapshot of a conversation",
         answers={201: ID_ANSWER},
-        body=obj(),
+        body=CONVERSATION,
         errors=(404,),
     )
 )
@@ -100,7 +136,7 @@ async def delete_archive(request: web.Request) -> web.Response:
     Operation(
         "a public, sanitised copy of an archive or a conversation",
         answers={201: obj({"id": STRING, "url": STRING})},
-        body=obj(archiveId=STRING),
+        body={"anyOf": [closed({"archiveId": STRING}), SHAREABLE]},
         errors=(404,),
     )
 )

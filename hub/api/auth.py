@@ -23,6 +23,7 @@ from aiohttp import web
 from hub.api.errors import Handler, json_error
 from hub.api.keys import HUB
 from hub.contracts import SESSION_COOKIE
+from hub.mcp_server.clients import McpClients
 from hub.people.identity import User
 
 _CALLER: web.RequestKey[User | None] = web.RequestKey("caller")
@@ -31,6 +32,7 @@ _CALLER: web.RequestKey[User | None] = web.RequestKey("caller")
 _PRESENTED: web.RequestKey[tuple[str | None, User | None]] = web.RequestKey("presented caller")
 _ACCESS_ATTR = "__tiny_hub_access__"
 _LOOPBACK_ANONYMOUS_ATTR = "__tiny_hub_loopback_anonymous__"
+_CLIENT_TOKENS_ATTR = "__tiny_hub_client_tokens__"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -55,6 +57,15 @@ def access(level: Access) -> Callable[[F], F]:
         return handler
 
     return mark
+
+
+def client_tokens(handler: F) -> F:
+    """Mark a route that also takes a token the owner issued to a named client (``tiny-hub mcp
+    token add NAME``): the client acts for the owner, as it does on ``/mcp``, and removing the
+    client revokes it. The OpenAI-compatible routes take them, so an editor or a chat app gets a
+    token of its own instead of the owner's."""
+    setattr(handler, _CLIENT_TOKENS_ATTR, True)
+    return handler
 
 
 def loopback_anonymous(handler: F) -> F:
@@ -132,6 +143,8 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     ):
         return await handler(request)
     token, user = presented_caller(request)
+    if token and user is None and _takes_client_tokens(request):
+        user = _client_owner(request, token)
     if token is not None and user is None:
         return json_error(401, "invalid token: sign in again or use the token in owner.token")
     request[_CALLER] = user
@@ -151,6 +164,17 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     if needed is Access.OWNER and not user.is_owner:  # type: ignore[union-attr]
         return json_error(403, "only the hub's owner may do this")
     return await handler(request)
+
+
+def _takes_client_tokens(request: web.Request) -> bool:
+    route = request.match_info.handler
+    return request.match_info.http_exception is None and getattr(route, _CLIENT_TOKENS_ATTR, False)
+
+
+def _client_owner(request: web.Request, token: str) -> User | None:
+    """The owner, when ``token`` is a named client's (the client acts for them); else None."""
+    hub = request.app[HUB]
+    return hub.owner if McpClients(hub.db).resolve(token) is not None else None
 
 
 def _refuses_lan_anonymous(request: web.Request, route: Callable[..., Any]) -> bool:

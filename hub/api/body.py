@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 import re
+import sys
 from typing import Any
 
 from aiohttp import web
@@ -14,39 +16,82 @@ from hub.contracts import MAX_CHAT_BODY_BYTES
 
 MAX_JSON_BODY_BYTES = MAX_CHAT_BODY_BYTES
 
-JSON_TYPES = ("application/json", "application/x-www-form-urlencoded", "")
+
+def is_json_type(content_type: str) -> bool:
+    """``application/json`` or a ``+json`` type: the only bodies the hub takes. A form or
+    ``text/plain`` body is what a web page may send to any site without asking first (a CORS
+    "simple request"), so taking those as JSON would let any page the owner visits act here."""
+    kind = content_type.split(";", 1)[0].strip().lower()
+    return kind == "application/json" or (
+        kind.startswith("application/") and kind.endswith("+json")
+    )
+
+
+def content_type_problem(request: web.Request) -> str | None:
+    """Why the request's body is not labelled JSON, or None when it is."""
+    declared = request.headers.get("Content-Type")
+    if declared is not None and is_json_type(declared):
+        return None
+    came = f"it came as {declared[:80]}" if declared else "it came without a Content-Type"
+    return f"body must be JSON sent with Content-Type: application/json ({came})"
 
 
 async def read_json_body(request: web.Request, max_bytes: int = MAX_JSON_BODY_BYTES) -> Any:
-    """The body as JSON: 400 when it claims JSON and is not, 415 when it is something else,
-    413 above ``max_bytes`` (the application's own cap is the largest route's), 408 when the
-    body does not arrive within the read deadline (usually already read by the body middleware).
-
-    ``curl -d`` labels JSON as a form, so a form type that parses as JSON is accepted.
-    """
+    """The body as JSON: 400 when it is not, 415 when it is not labelled JSON, 413 above
+    ``max_bytes`` (the application's own cap is the largest route's), 408 when the body does
+    not arrive within the read deadline (usually already read by the body middleware)."""
     if (request.content_length or 0) > max_bytes:
         raise _too_large(max_bytes, request.content_length or 0)
+    if (problem := content_type_problem(request)) is not None:
+        raise http_error(web.HTTPUnsupportedMediaType, problem)
     raw = await read_body(request)
     if len(raw) > max_bytes:
         raise _too_large(max_bytes, len(raw))
+    return parse_json(raw)
+
+
+def parse_json(raw: bytes) -> Any:
+    """``raw`` as a JSON value, or a 400 saying what is wrong with it: not UTF-8, not JSON,
+    nested too deeply, a number too long to read or too large for a float, a lone surrogate."""
     try:
-        value = json.loads(raw)
-        if (where := _lone_surrogate(value)) is not None:
-            raise http_error(
-                web.HTTPBadRequest,
-                f"body is not valid JSON text: {where} holds a lone UTF-16 surrogate (\\ud800-"
-                "\\udfff without its pair), which is no character",
-            )
-        return value
+        value = json.loads(raw, parse_float=_finite, parse_constant=_no_constant)
     except RecursionError:
         raise http_error(web.HTTPBadRequest, "body is nested too deeply") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        if request.content_type.lower() in JSON_TYPES or request.content_type.endswith("+json"):
-            raise http_error(web.HTTPBadRequest, f"body is not valid JSON: {exc}") from None
+    except UnicodeDecodeError:
+        raise http_error(web.HTTPBadRequest, "body is not valid JSON: it is not UTF-8") from None
+    except json.JSONDecodeError as exc:
+        raise http_error(web.HTTPBadRequest, f"body is not valid JSON: {exc}") from None
+    except ValueError as exc:  # an integer past Python's digit limit, or _finite's refusal
+        problem = _number_problem(exc)
+        raise http_error(web.HTTPBadRequest, f"body is not usable JSON: {problem}") from None
+    if (where := _lone_surrogate(value)) is not None:
         raise http_error(
-            web.HTTPUnsupportedMediaType,
-            f"body must be JSON (application/json), not {request.content_type}",
-        ) from None
+            web.HTTPBadRequest,
+            f"body is not valid JSON text: {where} holds a lone UTF-16 surrogate (\\ud800-"
+            "\\udfff without its pair), which is no character",
+        )
+    return value
+
+
+class _NumberRefused(ValueError):
+    pass
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise _NumberRefused(f"the number {text[:20]}... is too large")
+    return value
+
+
+def _no_constant(text: str) -> float:
+    raise _NumberRefused(f"{text} is not a JSON number")
+
+
+def _number_problem(exc: ValueError) -> str:
+    if isinstance(exc, _NumberRefused):
+        return str(exc)
+    return f"a number has more than {sys.get_int_max_str_digits()} digits"
 
 
 def _lone_surrogate(value: Any) -> str | None:

@@ -30,16 +30,38 @@ from hub.api.auth import Access, access, caller, loopback_anonymous
 from hub.api.body import read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
-from hub.api.spec import ANY, EVENT_STREAM, JSON, STRING, Operation, array, documented, obj
+from hub.api.quotas import QUOTAS, person_of
+from hub.api.spec import (
+    EVENT_STREAM,
+    JSON,
+    STRING,
+    TEXT,
+    Operation,
+    array,
+    closed,
+    documented,
+    obj,
+)
 from hub.community.allowance import OverAllowance
 from hub.payments.ledger import require_paid_message
 
 log = logging.getLogger(__name__)
 routes = web.RouteTableDef()
-CHAT_BODY = obj(
-    messages=array(obj({"role": {"enum": ["user", "assistant"]}}, content=ANY)),
-    prompt=STRING,
+TEXT_BLOCK = closed({"text": TEXT}, type={"const": "text"})
+CHAT_MESSAGE = obj(
+    {
+        "role": {"enum": list(c.CHAT_ROLES)},
+        "content": {"anyOf": [TEXT, {**array(TEXT_BLOCK), "minItems": 1}]},
+    }
 )
+# {messages} (the last one the person's: a rule JSON Schema cannot state), or {prompt} (the
+# hub as an endpoint device, for a signed-in caller).
+CHAT_BODY = {
+    "anyOf": [
+        obj({"messages": {**array(CHAT_MESSAGE), "minItems": 1}}),
+        closed({"prompt": TEXT}),
+    ]
+}
 
 
 class Frames(Protocol):
@@ -155,8 +177,17 @@ async def chat(request: web.Request) -> web.StreamResponse:
     if isinstance(body, dict) and "prompt" in body and "messages" not in body:
         return await endpoint_chat(request, body)
     messages = parse_messages(body)
-    turn = await admit_turn(request, messages, request.headers)
-    return await stream_turn(request, turn, ContractFrames())
+    with stream_quota(request):
+        turn = await admit_turn(request, messages, request.headers)
+        return await stream_turn(request, turn, ContractFrames())
+
+
+def stream_quota(request: web.Request) -> contextlib.AbstractContextManager[None]:
+    """One of the caller's open streams (``quotas.open_streams``) for as long as the turn's
+    stream is open; over the quota, a 429."""
+    settings, user = request.app[HUB].settings, caller(request)
+    who = person_of(request, user.id if user is not None else None)
+    return request.app[QUOTAS].stream(who, settings.quota_open_streams)
 
 
 async def admit_turn(

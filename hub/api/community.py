@@ -18,12 +18,29 @@ from hub.api.auth import Access, access, caller, signed_in
 from hub.api.body import query_int, read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
-from hub.api.spec import BOOLEAN, INTEGER, STRING, Operation, array, closed, documented, obj
+from hub.api.spec import (
+    BOOLEAN,
+    INTEGER,
+    LOGIN,
+    STRING,
+    TINY_NAME,
+    Operation,
+    array,
+    closed,
+    documented,
+    obj,
+)
 from hub.community.follows import ACTIONS, CommunityRefused
 from hub.community.trust import MAX_RANKED
 
 routes = web.RouteTableDef()
-FOLLOW_BODY = closed({}, action={"enum": list(ACTIONS)}, login=STRING, tiny=STRING)
+ACTION = {"enum": list(ACTIONS)}
+FOLLOW_BODY = {  # exactly one of login and tiny
+    "oneOf": [
+        closed({"login": LOGIN}, action=ACTION),
+        closed({"tiny": TINY_NAME}, action=ACTION),
+    ]
+}
 STANDING = obj({"score": INTEGER, "breakdown": obj()})
 
 
@@ -76,7 +93,7 @@ async def follow(request: web.Request) -> web.Response:
     Operation(
         "a view of a tiny's page: its owner hears someone is there (throttled)",
         answers={200: obj({"tiny": STRING, "notified": BOOLEAN})},
-        body=closed({"tiny": STRING}),
+        body=closed({"tiny": TINY_NAME}),
         errors=(404,),
     )
 )
@@ -121,7 +138,7 @@ async def community(request: web.Request) -> web.Response:
     Operation(
         "a person's reputation: score and per-kind breakdown (yours without login)",
         answers={200: obj({"login": STRING, "score": INTEGER, "breakdown": obj()})},
-        query={"login": STRING},
+        query={"login": LOGIN},
         errors=(404,),
     )
 )
@@ -142,7 +159,7 @@ async def reputation(request: web.Request) -> web.Response:
     Operation(
         "a builder's public page: standing, followers, public tinys",
         answers={200: obj({"login": STRING, "name": STRING, "reputation": STANDING})},
-        query={"login": STRING},
+        query={"login": LOGIN},
         required_query=("login",),
         errors=(404,),
     )

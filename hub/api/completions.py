@@ -19,9 +19,9 @@ from multidict import CIMultiDict
 
 from hub import contracts as c
 from hub.agent.turn import Turn, run_turn, time_limit_message
-from hub.api.auth import Access, access, caller, loopback_anonymous
+from hub.api.auth import Access, access, caller, client_tokens, loopback_anonymous
 from hub.api.body import read_json_body
-from hub.api.chat import admit_turn, stream_turn
+from hub.api.chat import admit_turn, stream_quota, stream_turn
 from hub.api.errors import Handler
 from hub.api.keys import HUB
 from hub.api.spec import (
@@ -81,6 +81,7 @@ COMPLETION = obj(
 @routes.get("/v1/models")
 @access(Access.ANONYMOUS)
 @loopback_anonymous
+@client_tokens
 @documented(
     Operation(
         "the tinys the caller can chat with as OpenAI models: tiny and tiny/<name> of their own",
@@ -97,6 +98,7 @@ async def list_models(request: web.Request) -> web.Response:
 @routes.get("/v1/models/{model:.+}")
 @access(Access.ANONYMOUS)
 @loopback_anonymous
+@client_tokens
 @documented(
     Operation(
         "one model: a tiny the caller may chat with",
@@ -114,6 +116,7 @@ async def get_model(request: web.Request) -> web.Response:
 @routes.post("/v1/chat/completions")
 @access(Access.ANONYMOUS)
 @loopback_anonymous
+@client_tokens
 @documented(
     Operation(
         "one chat turn in OpenAI's chat-completions shape: a chat.completion, or "
@@ -134,19 +137,20 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     headers[c.H_NAME] = _tiny_named(asked.model)
     # the tiny is checked before the allowance is spent: a request refused for it costs nothing
     request.app[HUB].tinys.resolve(headers[c.H_NAME], caller(request), headers.get(c.H_KEY))
-    turn = await admit_turn(
-        request,
-        asked.messages,
-        headers,
-        client_tools=[client_tool(spec) for spec in asked.tools],
-        sampling=asked.sampling,
-        app_tools=False,  # it sees none of the hub's tool calls, so it can run none of them
-    )
-    completion = Completion(asked.model, frozenset(spec.name for spec in asked.tools))
-    if asked.stream:
-        frames = ChunkFrames(completion, include_usage=asked.include_usage)
-        return await stream_turn(request, turn, frames)
-    return await _answer(turn, completion)
+    with stream_quota(request):
+        turn = await admit_turn(
+            request,
+            asked.messages,
+            headers,
+            client_tools=[client_tool(spec) for spec in asked.tools],
+            sampling=asked.sampling,
+            app_tools=False,  # it sees none of the hub's tool calls, so it can run none of them
+        )
+        completion = Completion(asked.model, frozenset(spec.name for spec in asked.tools))
+        if asked.stream:
+            frames = ChunkFrames(completion, include_usage=asked.include_usage)
+            return await stream_turn(request, turn, frames)
+        return await _answer(turn, completion)
 
 
 async def _answer(turn: Turn, completion: Completion) -> web.Response:

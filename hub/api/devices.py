@@ -12,8 +12,9 @@ from hub.api.auth import Access, access, signed_in
 from hub.api.dial_in import devices_of, json_object, run
 from hub.api.errors import http_error
 from hub.api.lengths import MAX_TEXT
-from hub.api.spec import BOOLEAN, JSON, OK, STRING, Operation, array, documented, obj
+from hub.api.spec import BOOLEAN, JSON, OK, STRING, Operation, array, documented, matching, obj
 from hub.devices.endpoint import check_endpoint_url
+from hub.devices.registry import MAX_CAPABILITIES
 from hub.devices.service import DeviceAnswer
 
 routes = web.RouteTableDef()
@@ -26,11 +27,15 @@ routes = web.RouteTableDef()
         "enroll a device",
         answers={200: obj({"ok": BOOLEAN, "device_id": STRING})},
         body=obj(
-            {"name": STRING, "kind": {"enum": ["endpoint", "daemon", "browser", "cli"]}},
-            platform=STRING,
-            capabilities=array(STRING),
-            url=STRING,
-            secret=STRING,
+            {
+                "name": matching(r"^[\w .'-]{1,64}$"),
+                "kind": {"enum": ["daemon", "browser", "cli"]},  # endpoint: its url and secret
+            },
+            platform={"type": "string", "maxLength": 64},
+            capabilities={
+                **array({"type": "string", "minLength": 1, "maxLength": 64}),
+                "maxItems": MAX_CAPABILITIES,
+            },
         ),
         errors=(409, 502),
     )

@@ -39,7 +39,10 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
             405: f"method {request.method} not allowed on {request.path}",
             413: f"body too large (limit {MAX_REQUEST_BYTES} bytes)",
         }.get(exc.status, exc.reason)
-        return json_error(exc.status, message)
+        answer = json_error(exc.status, message)
+        if "Allow" in exc.headers:  # a 405 says which methods the path does serve
+            answer.headers["Allow"] = exc.headers["Allow"]
+        return answer
     except Exception:
         log.exception("unhandled error on %s %s", request.method, request.path)
         return json_error(500, "internal error (the hub's log has the details)")

@@ -15,6 +15,7 @@ from hub.api.body import query_int
 from hub.api.dial_in import DIAL_IN, devices_of, dial_in, once
 from hub.api.errors import http_error
 from hub.api.keys import HUB, PARTS
+from hub.api.quotas import QUOTAS, person_of
 from hub.api.spec import ANY, EVENT_STREAM, INTEGER, STRING, Operation, bounded, documented, obj
 from hub.devices.events import RingEvent
 from hub.devices.reports import accepted_kinds, check_fits, finish_task, publish_event, task_detail
@@ -35,15 +36,20 @@ routes = web.RouteTableDef()
 async def events(request: web.Request) -> web.StreamResponse:
     """The caller's event ring as SSE: what is stored after ``?after=``, then live events."""
     after = query_int(request, "after", 0, 0, 2**62)
-    response = web.StreamResponse(
-        headers={"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache"}
-    )
-    await response.prepare(request)
-    ring = devices_of(request).events
-    with contextlib.suppress(ConnectionResetError):
-        async for event in ring.follow(signed_in(request).id, after):
-            await response.write(_frame(event))
-    return response
+    me, most = signed_in(request).id, request.app[HUB].settings.quota_open_streams
+    with request.app[QUOTAS].stream(person_of(request, me), most):
+        response = web.StreamResponse(
+            headers={
+                "Content-Type": "text/event-stream; charset=utf-8",
+                "Cache-Control": "no-cache",
+            }
+        )
+        await response.prepare(request)
+        ring = devices_of(request).events
+        with contextlib.suppress(ConnectionResetError):
+            async for event in ring.follow(me, after):
+                await response.write(_frame(event))
+        return response
 
 
 def _frame(event: RingEvent) -> bytes:

@@ -30,19 +30,86 @@ from hub.api.spec import (
     bounded,
     closed,
     documented,
+    matching,
     obj,
+    text,
 )
-from hub.contracts import MAX_ENTRIES
+from hub.contracts import MAX_ENTRIES, MAX_ENTRY_CHARS
 from hub.memory.graph import KINDS, MemoryRefused, parse_ids, parse_links
-from hub.memory.sync import SYNC_PAGE, parse_changes
+from hub.memory.model import LINK_RELS, MAX_SCOPE_CHARS, SUPERSEDES
+from hub.memory.sync import (
+    MAX_SYNC_EDGES,
+    MAX_SYNC_FACTS,
+    MAX_SYNC_SOCIAL,
+    MAX_WEIGHT,
+    SYNC_PAGE,
+    parse_changes,
+)
+from hub.tinys.social import SOCIAL_RELS
 
 routes = web.RouteTableDef()
 LEARN_BODY = closed(
-    {"fact": STRING},
-    supersedes=array(STRING),
-    links=array(obj({"rel": STRING, "dst": STRING}, scope=STRING)),
+    {"fact": text(MAX_ENTRY_CHARS)},
+    supersedes=array({"type": "string", "minLength": 1}),
+    links=array(
+        obj(
+            {"rel": {"enum": list(LINK_RELS)}, "dst": {"type": "string", "minLength": 1}},
+            scope={"type": "string", "maxLength": MAX_SCOPE_CHARS},
+        )
+    ),
     visibility={"enum": ["private", "public"]},
     kind={"enum": list(KINDS)},
+)
+# A pushed page, as hub.memory.sync reads it; a close (valid_to, never before valid_from) is
+# taken too, which JSON Schema cannot compare, so this document lists open items only.
+_SYNC_ID = matching(r"^[A-Za-z0-9_.:-]{1,100}$")
+_WHEN = {"type": "string", "format": "date-time", "maxLength": 40}
+_NODE = {
+    "anyOf": [
+        {"const": "self"},
+        matching(r"^@[a-z0-9][a-z0-9_-]{0,38}$"),
+        matching(r"^tiny:[a-z0-9][a-z0-9-]{1,39}$"),
+    ]
+}
+SYNC_BODY = closed(
+    facts={
+        **array(
+            closed(
+                {"id": _SYNC_ID, "fact": text(MAX_ENTRY_CHARS), "valid_from": _WHEN},
+                kind={"enum": list(KINDS)},
+                visibility={"enum": ["private", "public"]},
+            )
+        ),
+        "maxItems": MAX_SYNC_FACTS,
+    },
+    edges={
+        **array(
+            closed(
+                {
+                    "src": _SYNC_ID,
+                    "rel": {"enum": [*LINK_RELS, SUPERSEDES]},
+                    "dst": _SYNC_ID,
+                    "valid_from": _WHEN,
+                },
+                scope={"type": "string", "maxLength": MAX_SCOPE_CHARS},
+            )
+        ),
+        "maxItems": MAX_SYNC_EDGES,
+    },
+    social={
+        **array(
+            closed(
+                {
+                    "src": _NODE,
+                    "rel": {"enum": list(SOCIAL_RELS)},
+                    "dst": _NODE,
+                    "valid_from": _WHEN,
+                },
+                weight={"type": "number", "exclusiveMinimum": 0, "maximum": MAX_WEIGHT},
+            )
+        ),
+        "maxItems": MAX_SYNC_SOCIAL,
+    },
 )
 T = TypeVar("T")
 
@@ -179,7 +246,7 @@ async def undo(request: web.Request) -> web.Response:
     Operation(
         "the supersedes trail through a fact",
         answers={200: obj({"history": array(obj({"id": STRING}))})},
-        query={"userId": STRING, "id": STRING},
+        query={"userId": STRING, "id": {"type": "string", "minLength": 1}},
         required_query=("id",),
         errors=(404,),
     )
@@ -238,7 +305,7 @@ async def changes(request: web.Request) -> web.Response:
                 }
             )
         },
-        body=obj({"facts": array(obj()), "edges": array(obj())}, social=array(obj())),
+        body=SYNC_BODY,
         query={"userId": STRING},
     )
 )

@@ -4,7 +4,10 @@ The hub listens on the LAN, so anything that can reach it may send too much, too
 slowly. Three rules, each a JSON error a client can act on:
 
 - **Size**: a declared ``Content-Length`` above the cap is a 413 before a byte of the body is
-  read; a chunked body is counted as it arrives and refused the moment it passes the cap.
+  read; a chunked body is counted as it arrives and refused the moment it passes the cap. A
+  compressed body (``Content-Encoding: gzip`` or ``deflate``) is inflated in a worker thread,
+  never on the event loop, and the same cap holds for its inflated bytes; a truncated stream
+  is a 400.
 - **Rate**: a token bucket per caller. A request that presents a token naming a user is charged
   to that token (a signed-in person gets more room); anything else — anonymous callers, dial-in
   devices (their token is in the body) and tokens that name nobody — is charged to the peer
@@ -25,6 +28,7 @@ import hashlib
 import json
 import math
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -162,11 +166,16 @@ async def rate_limit_middleware(request: web.Request, handler: Handler) -> web.S
 
 
 async def read_body(request: web.Request) -> bytes:
-    """The whole body within the size cap and the read deadline, read once (aiohttp caches
-    it, so a later ``request.read()`` is free); a JSON 413 or 408 ``HTTPException`` else."""
+    """The whole body within the size cap and the read deadline, inflated when it came with a
+    ``Content-Encoding``, read once and kept on the request: the one way every route (and the
+    MCP bridge) reads a body. A JSON 413, 408, 415 or 400 ``HTTPException`` otherwise."""
+    kept: bytes | None = request.get(_BODY)
+    if kept is not None:
+        return kept
     guard = request.app.get(GUARD)
     limits = guard.limits if guard is not None else Limits()
     cap = min(limits.max_body_bytes, request.client_max_size or limits.max_body_bytes)
+    encoding = _content_encoding(request)
     try:
         async with asyncio.timeout(limits.body_read_timeout_s):
             raw = await request.read()
@@ -174,14 +183,86 @@ async def read_body(request: web.Request) -> bytes:
         raise _timed_out(limits.body_read_timeout_s) from None
     except web.HTTPRequestEntityTooLarge:
         raise _too_large(cap, cap + 1) from None
-    except RequestPayloadError as exc:  # e.g. content-encoding gzip on bytes that are not gzip
+    except RequestPayloadError as exc:  # e.g. a chunked body whose framing is broken
         # The body is over: else aiohttp drains it after the answer, meets the same error again
         # and logs it as an unhandled exception.
         request.content.feed_eof()
         raise _unreadable(exc) from None
     if len(raw) > cap:
         raise _too_large(cap, len(raw))
+    if encoding is not None:
+        raw = await _inflated(raw, encoding, cap)
+    request[_BODY] = raw
     return raw
+
+
+_BODY: web.RequestKey[bytes] = web.RequestKey("body")
+# What zlib's wbits must be for each Content-Encoding the hub takes (gzip's header and
+# trailer; deflate is zlib-wrapped, RFC 9110).
+_INFLATE_WBITS = {"gzip": 31, "x-gzip": 31, "deflate": 15}
+
+
+def _content_encoding(request: web.Request) -> str | None:
+    """The body's one Content-Encoding the hub can inflate, None for none; a 415 otherwise."""
+    declared = request.headers.get("Content-Encoding", "").strip().lower()
+    if declared in ("", "identity"):
+        return None
+    if declared not in _INFLATE_WBITS:
+        error = web.HTTPUnsupportedMediaType(
+            text=json.dumps(
+                {
+                    "error": f"Content-Encoding {declared[:40]!r} is not taken: send gzip, "
+                    "deflate or none"
+                }
+            ),
+            content_type="application/json",
+            headers={"Accept-Encoding": "gzip, deflate"},
+        )
+        error.force_close()
+        raise error
+    return declared
+
+
+class _Uninflatable(Exception):
+    """The compressed body cannot be inflated; ``too_large``: it inflates past the cap."""
+
+    def __init__(self, message: str, *, too_large: bool = False) -> None:
+        super().__init__(message)
+        self.too_large = too_large
+
+
+async def _inflated(raw: bytes, encoding: str, cap: int) -> bytes:
+    """``raw`` inflated, in a worker thread (inflating megabytes holds the CPU for a while, and
+    the event loop serves everyone), stopping one byte past ``cap`` of inflated bytes: a small
+    body that would inflate to gigabytes costs what ``cap`` costs, no more."""
+    try:
+        return await asyncio.to_thread(_inflate, raw, encoding, cap)
+    except _Uninflatable as exc:
+        if exc.too_large:
+            error = _too_large(cap, cap + 1)
+            error.text = json.dumps({"error": f"body too large once inflated (limit {cap} bytes)"})
+            raise error from None
+        error = web.HTTPBadRequest(
+            text=json.dumps({"error": f"the body is not in its Content-Encoding: {exc}"}),
+            content_type="application/json",
+        )
+        error.force_close()
+        raise error from None
+
+
+def _inflate(raw: bytes, encoding: str, cap: int) -> bytes:
+    inflater = zlib.decompressobj(_INFLATE_WBITS[encoding])
+    try:
+        inflated = inflater.decompress(raw, cap + 1)
+    except zlib.error as exc:
+        raise _Uninflatable(f"not {encoding} data ({exc})") from None
+    if len(inflated) > cap:
+        raise _Uninflatable("too large", too_large=True)
+    if not inflater.eof:
+        raise _Uninflatable(f"the {encoding} stream is cut short (truncated)")
+    if inflater.unused_data:
+        raise _Uninflatable(f"bytes follow the end of the {encoding} stream")
+    return inflated
 
 
 @web.middleware

@@ -9,6 +9,8 @@ from aiohttp import web
 
 from hub.api.auth import Access, access, signed_in
 from hub.api.dial_in import DIAL_IN, devices_of, dial_in, once, run
+from hub.api.keys import HUB
+from hub.api.quotas import QUOTAS, person_of
 from hub.api.spec import ANY, STRING, Operation, documented, obj
 
 routes = web.RouteTableDef()
@@ -43,6 +45,10 @@ async def media(request: web.Request) -> web.Response:
 )
 async def upload(request: web.Request) -> web.Response:
     device, body = await dial_in(request)
+    size = len(body["data"]) if isinstance(body.get("data"), str) else 0
+    per_minute = request.app[HUB].settings.quota_media_mb_per_minute * 1024 * 1024
+    who = person_of(request, device.owner)  # one person's devices share the quota
+    request.app[QUOTAS].spend("media", who, size, per_minute, f"this upload of {size} bytes")
     media = devices_of(request).media
 
     def work() -> dict[str, Any]:

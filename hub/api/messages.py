@@ -15,6 +15,7 @@ from hub.api.auth import Access, access, signed_in
 from hub.api.body import query_int, read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
+from hub.api.quotas import QUOTAS, person_of
 from hub.api.spec import (
     BOOLEAN,
     INTEGER,
@@ -24,8 +25,10 @@ from hub.api.spec import (
     bounded,
     closed,
     documented,
+    matching,
     nullable,
     obj,
+    text,
 )
 from hub.messages.delivery import peer, send_message
 from hub.messages.store import MAX_LIST, MAX_TEXT, Inbox
@@ -44,7 +47,7 @@ MESSAGE = obj(
     }
 )
 CONVERSATION = obj({"with": STRING, "name": STRING, "unread": INTEGER, "last": MESSAGE})
-SEND_BODY = closed({"to": STRING, "text": {"type": "string", "maxLength": MAX_TEXT}})
+SEND_BODY = closed({"to": matching(r"^@?[a-z0-9][a-z0-9_-]{0,38}$"), "text": text(MAX_TEXT)})
 
 
 @routes.get("/api/messages")
@@ -91,10 +94,8 @@ async def conversation(request: web.Request) -> web.Response:
     limit = query_int(request, "limit", 50, 1, MAX_LIST)
     before = query_int(request, "before", 2**62, 1, 2**62)
     inbox = Inbox(hub.db)
-    messages = inbox.conversation(user.id, other.id, limit + 1, before)
-    more = len(messages) > limit
+    page, more = inbox.page(user.id, other.id, limit, before)
     marked = inbox.mark_read(user.id, other.id)
-    page = messages[1:] if more else messages
     return web.json_response(
         {
             "with": f"@{other.login}",
@@ -119,7 +120,11 @@ async def conversation(request: web.Request) -> web.Response:
 async def send(request: web.Request) -> web.Response:
     body = await read_json_body(request)
     fields = _send_fields(body)
-    message = send_message(request.app[HUB], signed_in(request), *fields)
+    sender = signed_in(request)
+    per_minute = request.app[HUB].settings.quota_messages_per_minute
+    who = person_of(request, sender.id)
+    request.app[QUOTAS].spend("messages", who, 1, per_minute, "this message")
+    message = send_message(request.app[HUB], sender, *fields)
     return web.json_response({"ok": True, "message": message.as_json()}, status=201)
 
 

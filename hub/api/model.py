@@ -63,7 +63,7 @@ async def get_model(request: web.Request) -> web.Response:
         "save your model choice",
         answers={200: obj({"saved": nullable(obj())})},
         body=closed(
-            {"provider": STRING},
+            {"provider": {"enum": [*c.LOCAL_PROVIDERS, *c.CLOUD_PROVIDERS]}},
             id=STRING,
             baseUrl=STRING,
             maxTokens={"type": "integer", "minimum": 1},

@@ -154,7 +154,9 @@ def _query_parameters(declared: Operation) -> list[dict[str, Any]]:
 
 def _responses(declared: Operation, *, has_path_parameters: bool) -> dict[str, Any]:
     answers: dict[str, Any] = {
-        str(status): {
+        str(status): {"description": declared.summary}
+        if schema is None
+        else {
             "description": declared.summary,
             "content": {
                 kind: {"schema": schema if kind == JSON else {}} for kind in declared.content_types

@@ -13,9 +13,10 @@ from hub.api.auth import Access, access, signed_in
 from hub.api.body import read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
-from hub.api.spec import OK, STRING, Operation, array, documented, obj
+from hub.api.spec import OK, STRING, Operation, array, documented, matching, obj
 from hub.lan.pairing import (
     MAX_PAIR_BODY_BYTES,
+    PLATFORMS,
     Pairing,
     PairingLocked,
     make_offer,
@@ -54,7 +55,13 @@ async def offer(request: web.Request) -> web.Response:
     Operation(
         "a phone pairs with a code",
         answers={200: obj({"token": STRING, "deviceId": STRING}, accountToken=STRING)},
-        body=obj({"code": STRING, "name": STRING}, platform=STRING),
+        body=obj(
+            {
+                "code": matching(r"^[0-9]{6}$"),
+                "name": matching(r"^[\w.'-][\w .'-]{0,63}$"),
+                "platform": {"enum": list(PLATFORMS)},
+            }
+        ),
     )
 )
 async def pair(request: web.Request) -> web.Response:
@@ -88,7 +95,7 @@ async def list_tokens(request: web.Request) -> web.Response:
     Operation(
         "revoke a paired phone's token",
         answers={200: OK},
-        query={"id": STRING},
+        query={"id": {"type": "string", "minLength": 1}},
         required_query=("id",),
         errors=(404,),
     )

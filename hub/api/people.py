@@ -10,11 +10,22 @@ from aiohttp import web
 from hub.api.auth import Access, access
 from hub.api.body import read_json_body
 from hub.api.keys import HUB
-from hub.api.spec import OK, STRING, Operation, array, closed, documented, obj
+from hub.api.spec import (
+    LOGIN,
+    OK,
+    STRING,
+    Operation,
+    array,
+    closed,
+    documented,
+    obj,
+)
 from hub.lan.pairing import make_offer
 from hub.people.household import People, PeopleError
 
 routes = web.RouteTableDef()
+# 1-64 printable characters once trimmed (hub.people.check_name); printable as ASCII says it
+PERSON_NAME = {"type": "string", "pattern": "^ *[!-~][ -~]{0,62}[!-~]? *$", "maxLength": 64}
 
 #: A request about one person is a few short fields.
 MAX_PEOPLE_BODY_BYTES = 4096
@@ -63,7 +74,7 @@ async def list_people(request: web.Request) -> web.Response:
     Operation(
         "add a person; a pairing code for their phone (or a token) is shown once",
         answers={200: obj({"person": PERSON}, pairing=obj(), token=STRING)},
-        body=closed({"name": STRING}, login=STRING, **{"with": {"enum": list(CREDENTIALS)}}),
+        body=closed({"name": PERSON_NAME}, login=LOGIN, **{"with": {"enum": list(CREDENTIALS)}}),
         errors=(409,),
     )
 )
@@ -88,7 +99,7 @@ async def add_person(request: web.Request) -> web.Response:
         "a new pairing code (or a token) for a person, shown once",
         answers={200: obj(pairing=obj(), token=STRING)},
         body=closed({"with": {"enum": list(CREDENTIALS)}}),
-        errors=(404,),
+        errors=(404, 409),
     )
 )
 async def person_credential(request: web.Request) -> web.Response:
@@ -102,7 +113,7 @@ async def person_credential(request: web.Request) -> web.Response:
     Operation(
         "rename a person",
         answers={200: obj({"person": PERSON})},
-        body=closed({"name": STRING}),
+        body=closed({"name": PERSON_NAME}),
         errors=(404,),
     )
 )

@@ -17,7 +17,7 @@ from aiohttp import web
 from hub.api.app import create_app
 from hub.api.connection import HubRunner
 from hub.api.keys import PARTS
-from hub.lan.address import lan_address
+from hub.lan.address import dialable, lan_address
 from hub.lan.advertise import hub_name
 from hub.process.parts import Listening, Parts
 from hub.runtime.hub import Hub
@@ -46,16 +46,14 @@ class RunningServer:
         """Where local clients (the TUI, ``chat``) call: plain HTTP on loopback under TLS."""
         if self.hub.lan.loopback_url:
             return self.hub.lan.loopback_url
-        host = "127.0.0.1" if self.host in ("0.0.0.0", "", "::") else self.host
-        return f"http://{host}:{self.port}"
+        return f"http://{dialable(self.host)}:{self.port}"
 
     @property
     def main_url(self) -> str:
         """The main listener as a URL that works when pasted on this machine (a wildcard
         address is not one a client can dial)."""
-        host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "[::1]"}.get(self.host, self.host)
         scheme = "https" if self.hub.lan.fingerprint else "http"
-        return f"{scheme}://{host}:{self.port}"
+        return f"{scheme}://{dialable(self.host)}:{self.port}"
 
     @property
     def lan_url(self) -> str | None:
@@ -67,10 +65,13 @@ class RunningServer:
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
-    """Listen on host:port (0 picks a free port); StartError when that is impossible."""
+    """Listen on host:port (0 picks a free port); StartError when that is impossible. ``::``
+    (every IPv6 address) takes IPv4 too where the system can, as ``0.0.0.0`` and ``::``
+    together would: phones dial the hub's IPv4 LAN address."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    both = host == "::" and socket.has_dualstack_ipv6()
     try:
-        return socket.create_server((host, port), family=family, backlog=128)
+        return socket.create_server((host, port), family=family, backlog=128, dualstack_ipv6=both)
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
             raise StartError(

@@ -25,6 +25,23 @@ BOOLEAN: Schema = {"type": "boolean"}
 NUMBER: Schema = {"type": "number"}
 ANY: Schema = {}
 OK: Schema = {"type": "object", "required": ["ok"], "properties": {"ok": {"const": True}}}
+# A string with something in it besides whitespace: what "non-empty" means to the handlers.
+TEXT: Schema = {"type": "string", "pattern": "\\S"}
+
+
+def text(max_chars: int) -> Schema:
+    """A non-blank string of at most ``max_chars`` characters."""
+    return {**TEXT, "maxLength": max_chars}
+
+
+def matching(pattern: str) -> Schema:
+    """A string the handler's own regular expression accepts (written here as it is there)."""
+    return {"type": "string", "pattern": pattern}
+
+
+# A person's @login and a tiny's name, as hub.identity and hub.tinys.records check them.
+LOGIN = matching(r"^@?[a-z0-9][a-z0-9_-]{0,38}$")
+TINY_NAME = matching(r"^[a-z0-9][a-z0-9-]{1,39}$")
 
 
 def obj(required: Mapping[str, Schema] | None = None, **optional: Schema) -> Schema:
@@ -55,11 +72,12 @@ def bounded(low: int, high: int) -> Schema:
 
 @dataclass(frozen=True)
 class Operation:
-    """One route's shape. ``answers``: success status → JSON schema of the body;
+    """One route's shape. ``answers``: success status → JSON schema of the body (None: the
+    answer has no body);
     ``errors``: the statuses only this route answers, beyond the ones every route may."""
 
     summary: str
-    answers: Mapping[int, Schema] = field(default_factory=lambda: {200: obj()})
+    answers: Mapping[int, Schema | None] = field(default_factory=lambda: {200: obj()})
     body: Schema | None = None
     query: Mapping[str, Schema] = field(default_factory=dict)
     required_query: tuple[str, ...] = ()

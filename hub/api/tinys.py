@@ -15,18 +15,37 @@ from hub.api.auth import Access, access, caller, signed_in
 from hub.api.body import query_int, read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
-from hub.api.spec import ANY, INTEGER, STRING, Operation, array, bounded, closed, documented, obj
-from hub.tinys.records import MAX_LIST, TEXT_LIMITS, Tiny
+from hub.api.spec import (
+    INTEGER,
+    STRING,
+    TINY_NAME,
+    Operation,
+    Schema,
+    array,
+    bounded,
+    closed,
+    documented,
+    obj,
+)
+from hub.tinys.records import MAX_LIST, MAX_URL_CHARS, TEXT_LIMITS, URL_FIELDS, Tiny
 
 routes = web.RouteTableDef()
+# a URL field holds an http(s) URL (or, for worker, a schema written inline)
+_TEXTS: dict[str, Schema] = {
+    field: {"type": "string", "maxLength": limit}
+    if field not in URL_FIELDS
+    else {"type": "string", "pattern": "^https?://", "maxLength": min(limit, MAX_URL_CHARS)}
+    for field, limit in TEXT_LIMITS.items()
+}
 TINY_FIELDS = closed(
-    name=STRING,
-    chips=array(STRING),
-    skills=array(ANY),
-    mcpServers=array(ANY),
+    name=TINY_NAME,
+    chips={**array({"type": "string", "maxLength": 80}), "maxItems": 6},
+    skills={**array(obj({"name": STRING})), "maxItems": 50},
+    mcpServers=array(obj()),
     visibility={"enum": ["public", "private"]},
-    **{field: STRING for field in TEXT_LIMITS},
+    **_TEXTS,
 )
+NEW_TINY = {**TINY_FIELDS, "required": ["name"]}
 
 
 @routes.get("/api/tinys")
@@ -91,7 +110,7 @@ async def _object_body(request: web.Request) -> dict[str, Any]:
     Operation(
         "create a tiny",
         answers={201: obj({"tiny": obj({"name": STRING})}, key=STRING)},
-        body=TINY_FIELDS,
+        body=NEW_TINY,
         errors=(409,),
     )
 )

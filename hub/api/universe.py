@@ -17,7 +17,17 @@ from hub.api.auth import Access, access
 from hub.api.body import query_int
 from hub.api.errors import http_error
 from hub.api.keys import HUB
-from hub.api.spec import INTEGER, STRING, Operation, array, bounded, documented, nullable, obj
+from hub.api.spec import (
+    INTEGER,
+    STRING,
+    TINY_NAME,
+    Operation,
+    array,
+    bounded,
+    documented,
+    nullable,
+    obj,
+)
 from hub.runtime.hub import Hub
 from hub.tinys.records import MAX_LIST, NAME_PATTERN, Tiny
 from hub.tinys.universe import TOP_K, tiny_url
@@ -49,7 +59,7 @@ def described(hub: Hub, tiny: Tiny) -> dict[str, Any]:
                 }
             )
         },
-        query={"limit": bounded(1, MAX_LIST), "offset": bounded(0, 10**9), "cursor": STRING},
+        query={"limit": bounded(1, MAX_LIST), "offset": bounded(0, 10**9), "cursor": TINY_NAME},
     )
 )
 async def list_universe(request: web.Request) -> web.Response:

@@ -2,9 +2,10 @@
 
 An archive is owner-private and full-fidelity: every field a client sends (tool calls, tool
 results, usage, model ids, metadata) is kept, after credentials are redacted. Clients redact
-before sending; the hub redacts again (defence in depth), so a key pasted into a chat or left in
-a header copy never reaches the database. A share is the public, sanitised counterpart: the title
-and the user/assistant text only, readable by anyone who has its id.
+before sending; the hub redacts again (defence in depth, with ``hub.core.redaction``), so a
+key pasted into a chat or left in a header copy never reaches the database. A share is the
+public, sanitised counterpart: the title and the user/assistant text only, readable by anyone
+who has its id.
 
 Limits: at most ``MAX_MESSAGES`` messages, a title of at most ``MAX_TITLE_CHARS`` characters (a
 longer explicit title is refused with a 400 rather than silently cut; only the default title,
@@ -15,7 +16,6 @@ taken from the first user message, is cut, to ``DEFAULT_TITLE_CHARS``), and at m
 from __future__ import annotations
 
 import json
-import re
 import secrets
 import time
 from collections.abc import Mapping
@@ -24,6 +24,7 @@ from typing import Any
 
 from hub.contracts import CHAT_ROLES, MAX_CHAT_BODY_BYTES
 from hub.core.errors import Refused
+from hub.core.redaction import redact
 from hub.people.identity import User
 from hub.store.db import Database
 
@@ -34,36 +35,8 @@ DEFAULT_TITLE = "Untitled conversation"
 MAX_BODY_BYTES = MAX_CHAT_BODY_BYTES
 MAX_DEPTH = 64
 ARCHIVE_ROLES = (*CHAT_ROLES, "tool")
-REDACTED = "[redacted]"
 ARCHIVE_PREFIX = "ar_"
 SHARE_PREFIX = "sh_"
-
-# A key whose value is a credential, wherever it appears in the body (headers, tool inputs...).
-_SECRET_KEY = re.compile(
-    r"api[_-]?key|apikey|token|secret|password|passwd|authorization|cookie|private[_-]?key"
-    r"|x-tiny-model-api-key|x-tiny-key",
-    re.IGNORECASE,
-)
-# Usage counters talk about tokens without holding one ("inputTokens", "max_tokens",
-# "token_count"): these parts of a key name are ignored before looking for a credential word.
-_COUNTER_PART = re.compile(r"tokens|token[_-]?(?:count|usage|limit|budget)|tokeni[sz]er", re.I)
-
-# Credentials inside free text. A bearer token must look like one (8+ characters with a digit or
-# punctuation, or 20+ letters), so "the bearer of bad news" is left alone.
-_SECRET_TEXT: tuple[tuple[re.Pattern[str], str], ...] = (
-    (
-        re.compile(
-            r"\b(bearer)\s+(?:(?=[A-Za-z]*[0-9_\-.~+/])[A-Za-z0-9_\-.~+/]{8,}=*|[A-Za-z]{20,}=*)",
-            re.IGNORECASE,
-        ),
-        rf"\1 {REDACTED}",
-    ),
-    (re.compile(r"\bsk[-_][A-Za-z0-9_\-]{16,}"), REDACTED),  # OpenAI, Anthropic, Stripe...
-    (re.compile(r"\bth_[A-Za-z0-9_\-]{20,}"), REDACTED),  # this hub's own tokens
-    (re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"), REDACTED),
-    (re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"), REDACTED),  # Slack
-    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), REDACTED),  # AWS access key ids
-)
 
 
 class ArchiveError(Refused):
@@ -81,35 +54,6 @@ class ArchiveTooLarge(ArchiveError):
 
 
 # --- Redaction and reshaping (pure functions) --------------------------------------------------
-
-
-def is_secret_key(key: str) -> bool:
-    return _SECRET_KEY.search(_COUNTER_PART.sub(" ", key)) is not None
-
-
-def redact_text(text: str) -> str:
-    for pattern, replacement in _SECRET_TEXT:
-        text = pattern.sub(replacement, text)
-    return text
-
-
-def redact(value: Any) -> Any:
-    """A copy of a JSON value with credentials replaced by ``"[redacted]"``.
-
-    The value of any key that names a credential is replaced whole (whatever its type); every
-    other string has bearer tokens, ``sk-`` keys, hub tokens, GitHub and Slack tokens and AWS
-    access key ids replaced in place. Keys themselves are kept.
-    """
-    if isinstance(value, str):
-        return redact_text(value)
-    if isinstance(value, dict):
-        return {
-            key: REDACTED if is_secret_key(str(key)) else redact(item)
-            for key, item in value.items()
-        }
-    if isinstance(value, list):
-        return [redact(item) for item in value]
-    return value
 
 
 def message_text(message: Mapping[str, Any]) -> str:

@@ -17,13 +17,17 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from hub import contracts as c
 from hub.cli.answers import ask_each
-from hub.cli.common import CliError, local_url, pin, settings_of, token
+from hub.cli.common import CliError, is_terminal, local_url, pin, settings_of, token
+from hub.cli.word_wrap import WordWrap, terminal_width
 from hub.config import Settings, setting_sources
 from hub.core.logs import setup_logging
+
+if TYPE_CHECKING:
+    from hub.cli.progress_line import ProgressLine
 
 PROMPT = ">>> "
 LISTEN = ("host", "port")
@@ -170,8 +174,9 @@ async def stream_reply(
     reply: Reply | None = None,
     err: TextIO | None = None,
 ) -> Reply:
-    """Stream one turn's text to ``out``, and on a terminal what the turn is doing meanwhile
-    to ``err`` (standard error); errors are kept on the reply, not raised."""
+    """Stream one turn's text to ``out`` (on a terminal, broken between words at its width),
+    and on a terminal what the turn is doing meanwhile to ``err`` (standard error); errors are
+    kept on the reply, not raised."""
     from hub.cli.progress_line import progress_line
     from hub.client.http import HubError
     from hub.client.proposals import proposal_of
@@ -179,25 +184,56 @@ async def stream_reply(
     reply = reply if reply is not None else Reply()
     try:
         async with progress_line(err or sys.stderr, out) as progress:
-            async for event in client.stream_chat(messages, model_headers(args)):
-                progress.seen(event)
-                if event.get("type") == c.EV_BLOCK_DELTA and c.DELTA_TEXT in event:
-                    progress.text(event[c.DELTA_TEXT])
-                    reply.text += event[c.DELTA_TEXT]
-                    out.write(event[c.DELTA_TEXT])
-                    out.flush()
-                elif event.get("type") == c.EV_ERROR:
-                    reply.error = str(event.get("error"))
-                elif event.get("type") == c.EV_AFTER_TOOL:
-                    proposal = proposal_of(event.get("toolResult") or {})
-                    if proposal is not None:
-                        reply.proposals.append(proposal)
+            answer = AnswerText(out, progress)
+            try:
+                async for event in client.stream_chat(messages, model_headers(args)):
+                    is_text = event.get("type") == c.EV_BLOCK_DELTA and c.DELTA_TEXT in event
+                    if not is_text:
+                        answer.pause()  # before a tool's line, the word so far
+                    progress.seen(event)
+                    if is_text:
+                        reply.text += event[c.DELTA_TEXT]
+                        answer.write(event[c.DELTA_TEXT])
+                    elif event.get("type") == c.EV_ERROR:
+                        reply.error = str(event.get("error"))
+                    elif event.get("type") == c.EV_AFTER_TOOL:
+                        proposal = proposal_of(event.get("toolResult") or {})
+                        if proposal is not None:
+                            reply.proposals.append(proposal)
+            finally:
+                answer.end()
     except HubError as exc:
         reply.error = str(exc)
     if reply.text:
         out.write("\n")
         out.flush()
     return reply
+
+
+class AnswerText:
+    """The answer as it streams to ``out``: on a terminal broken between words at its width
+    (word_wrap.py), and the progress line told before each write, so it makes way."""
+
+    def __init__(self, out: TextIO, progress: ProgressLine) -> None:
+        self.out, self.progress = out, progress
+        self.wrap = WordWrap(terminal_width(out)) if is_terminal(out) else None
+
+    def write(self, fragment: str) -> None:
+        self._show(self.wrap.feed(fragment) if self.wrap else fragment)
+
+    def pause(self) -> None:
+        if self.wrap:
+            self._show(self.wrap.flush())
+
+    def end(self) -> None:
+        if self.wrap:
+            self._show(self.wrap.end())
+
+    def _show(self, text: str) -> None:
+        if text:
+            self.progress.text(text)
+            self.out.write(text)
+            self.out.flush()
 
 
 def model_headers(args: argparse.Namespace) -> dict[str, str]:

@@ -6,9 +6,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+from typing import TextIO
 
 from hub.cli.parser import TOKEN_ENV
 from hub.config import Settings, load_settings
+from hub.lan.address import dialable
 
 EXIT_USAGE = 2
 
@@ -28,9 +30,8 @@ def settings_of(args: argparse.Namespace) -> Settings:
 def local_url(settings: Settings, url: str | None) -> str:
     if url:
         return url.rstrip("/")
-    host = "127.0.0.1" if settings.host in ("0.0.0.0", "", "::") else settings.host
     scheme = "https" if settings.lan_tls else "http"
-    return f"{scheme}://{host}:{settings.port}"
+    return f"{scheme}://{dialable(settings.host)}:{settings.port}"
 
 
 def pin(settings: Settings, url: str) -> str | None:
@@ -48,3 +49,11 @@ def token(settings: Settings, given: str | None) -> str | None:
     with contextlib.suppress(OSError):
         return settings.owner_token_path.read_text(encoding="utf-8").strip() or None
     return None
+
+
+def is_terminal(stream: TextIO | None) -> bool:
+    """Whether ``stream`` is a terminal (a person reads it and types into it)."""
+    try:
+        return stream is not None and stream.isatty()
+    except (AttributeError, ValueError):  # closed, or no file behind it
+        return False

@@ -76,6 +76,7 @@ def run_checks(settings: Settings, config_error: str = "") -> Iterator[Check]:
     yield _guarded("ollama", lambda: check_ollama(probe))
     yield _guarded("chat model", lambda: check_chat_model(settings, probe))
     yield _guarded("embedded model", lambda: check_embedded_model(settings))
+    yield _guarded("prompt cache", lambda: check_prompt_cache(settings))
     yield _guarded("embedding model", check_embedding_model)
     yield _guarded("serial ports", check_serial_ports)
     yield _guarded("bluetooth", check_bluetooth)
@@ -211,6 +212,27 @@ def check_embedded_model(settings: Settings) -> Check:
             result.fix or "install Ollama and pull a model (ollama pull qwen3)",
         )
     return Check("OK", name, f"{what}: {result.detail}")
+
+
+def check_prompt_cache(settings: Settings) -> Check:
+    """How much the embedded model may keep of prompts it read, and what it keeps on disk."""
+    from hub.agent.models import ModelUnavailable, embedded_spec
+
+    name = "prompt cache"
+    if settings.embedded_prompt_cache_mb == 0:
+        return Check("OK", name, "off (embedded.prompt_cache_mb = 0): every prompt is read whole")
+    try:
+        folder = Path(embedded_spec(settings).cache_dir)
+    except ModelUnavailable:
+        return Check("OK", name, "no embedded model to keep prompts for")
+    files = list(folder.glob("*.kv")) if folder.is_dir() else []
+    kept = sum(f.stat().st_size for f in files)
+    return Check(
+        "OK",
+        name,
+        f"up to {settings.embedded_prompt_cache_mb} MB in RAM and on disk; {len(files)} "
+        f"state(s), {kept / 1e6:.0f} MB, kept in {folder}",
+    )
 
 
 def check_embedding_model() -> Check:

@@ -115,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     confirm = sub.add_parser(
         "confirm",
-        parents=[common],
+        parents=[common, listen],
         help="answer what a chat turn asked to do that only you may (forget facts, delete a job)",
         description="With no ID, list what a chat turn proposed that waits for your answer: "
         "forgetting facts, deleting a job, a forged tool or a Telegram bot. With an ID, confirm "

@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import signal
+import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 from hub import __version__
 from hub.api.server import RunningServer, bind_socket, start_server
-from hub.cli.common import local_url, pin, settings_of, token
+from hub.cli.common import CliError, is_terminal, local_url, pin, settings_of, token
 from hub.config import Settings
 from hub.core.logs import setup_logging
 from hub.runtime.hub import Hub
@@ -24,13 +25,28 @@ def serve_command(args: argparse.Namespace) -> int:
 
 
 def tui_command(args: argparse.Namespace) -> int:
+    need_a_terminal("tiny-hub tui")
     settings = settings_of(args)
     url = local_url(settings, args.url)
     return run_tui(url, token(settings, args.token), settings.home, args.pin or pin(settings, url))
 
 
 def hub_with_tui(args: argparse.Namespace) -> int:
+    need_a_terminal("tiny-hub")
     return run_hub_with_tui(settings_of(args))
+
+
+def need_a_terminal(command: str) -> None:
+    """The terminal UI reads keys from standard input and draws on standard output: without a
+    terminal on both it would wait for keys that never come. Said before anything starts."""
+    named = {"standard input": sys.stdin, "standard output": sys.stdout}
+    missing = [name for name, stream in named.items() if not is_terminal(stream)]
+    if missing:
+        what = " and ".join(missing) + (" are not terminals" if len(missing) > 1 else " is not one")
+        raise CliError(
+            f"{command} draws its screens on a terminal and {what}; without the UI, "
+            'tiny-hub serve runs the hub and tiny-hub chat "…" sends one message'
+        )
 
 
 async def serve(settings: Settings, hardware: dict[str, Any] | None = None) -> int:

@@ -254,6 +254,11 @@ def _validate(settings: Settings, path: Path, env: Mapping[str, str]) -> None:
         fail("header_timeout_s", "must be more than 0 seconds")
     if not 0.05 <= settings.scheduler_tick_s <= 60:
         fail("scheduler_tick_s", "must be 0.05 to 60 seconds")
+    if settings.memory_max_facts < 1:
+        fail("memory_max_facts", "must be at least 1 fact")
+    for name in ("quota_media_mb_per_minute", "quota_open_streams", "quota_messages_per_minute"):
+        if getattr(settings, name) < 0:
+            fail(name, "must be 0 (no limit) or more")
     for name in ("anonymous_daily_chats", "member_daily_chats"):
         if getattr(settings, name) < 0:
             fail(name, "must be 0 or more chat requests a day")

@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import platformdirs
 
-from hub.contracts import CLOUD_PROVIDERS, LOCAL_PROVIDERS
+from hub.contracts import CLOUD_PROVIDERS, LOCAL_PROVIDERS, MAX_ENTRIES
 
 CONFIG_FILE_NAME: Final = "config.toml"
 HOME_ENV: Final = "TINY_HUB_HOME"
@@ -145,7 +145,7 @@ class Settings:
         "embedded",
         "prompt_cache_mb",
         "TINY_HUB_EMBEDDED_PROMPT_CACHE_MB",
-        512,
+        1024,
         "RAM for the model's states after prompts it read, so a prompt that begins like an "
         "earlier one is not read again (about 28 KB a token for the 1.5B); 0 turns it off",
     )
@@ -182,6 +182,14 @@ class Settings:
         30.0,
         "days a forgotten fact can be brought back (recently forgotten, tiny-hub memory undo) "
         "before it is deleted for good; 0 deletes it at the next housekeeping (within a minute)",
+    )
+    memory_max_facts: int = _setting(
+        "memory",
+        "max_facts",
+        "TINY_HUB_MEMORY_MAX_FACTS",
+        MAX_ENTRIES,
+        "current facts one person may keep; a full memory refuses the write, never evicts. "
+        f"The cloud's limit is {MAX_ENTRIES}: memory synced with a cloud stays within it",
     )
     devices_allow_private: tuple[str, ...] = _setting(
         "devices",
@@ -371,6 +379,23 @@ class Settings:
         "let anyone on the LAN chat without a token (with the owner's model and tools); "
         "off means anonymous chat from this machine only",
     )
+    allowed_hosts: tuple[str, ...] = _setting(
+        "access",
+        "allowed_hosts",
+        "TINY_HUB_ALLOWED_HOSTS",
+        (),
+        "more host names the hub answers to (a reverse proxy's, a tunnel's; * for any); IP "
+        "addresses, localhost, one-word names, the home network's (.local, .home.arpa, "
+        ".internal, .lan) and lan.url's host always work",
+    )
+    allowed_origins: tuple[str, ...] = _setting(
+        "access",
+        "allowed_origins",
+        "TINY_HUB_ALLOWED_ORIGINS",
+        (),
+        "web pages (origins, e.g. https://dash.example) allowed to call the hub from a browser; "
+        "a request from any other page is refused",
+    )
     turn_timeout_s: float = _setting(
         "access",
         "turn_timeout_s",
@@ -384,6 +409,30 @@ class Settings:
         "TINY_HUB_HEADER_TIMEOUT_S",
         10.0,
         "seconds a connection may take to send a complete request head before it is closed",
+    )
+    # --- what one person may use at once (see docs/security.md) ---------------------------------
+    quota_media_mb_per_minute: int = _setting(
+        "quotas",
+        "media_mb_per_minute",
+        "TINY_HUB_QUOTA_MEDIA_MB_PER_MINUTE",
+        64,
+        "megabytes of media one person's devices may upload in a minute (the base64 text "
+        "counted); over it is a 429 with Retry-After; 0 means no limit",
+    )
+    quota_open_streams: int = _setting(
+        "quotas",
+        "open_streams",
+        "TINY_HUB_QUOTA_OPEN_STREAMS",
+        16,
+        "streams one person (or one address, anonymous) may hold open at once: event streams "
+        "and chat turns; 0 means no limit",
+    )
+    quota_messages_per_minute: int = _setting(
+        "quotas",
+        "messages_per_minute",
+        "TINY_HUB_QUOTA_MESSAGES_PER_MINUTE",
+        30,
+        "messages one person may send to people in a minute; 0 means no limit",
     )
     # --- jobs and alerts (see docs/scheduler.md) ------------------------------------------------
     scheduler_tick_s: float = _setting(

@@ -1,7 +1,9 @@
 """Logging for the hub: stderr when headless, a file when the TUI owns the terminal.
 
 The file rotates by size (:data:`MAX_LOG_BYTES`, :data:`KEPT_LOGS` old files), so a hub left
-running for months, or a caller provoking errors on purpose, cannot fill the disk.
+running for months, or a caller provoking errors on purpose, cannot fill the disk. Every line,
+tracebacks included, has credentials redacted (``hub.core.redaction``) as it is written: a log is
+pasted into bug reports.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import logging.handlers
 import os
 from pathlib import Path
 
+from hub.core.redaction import redact_text
+
 FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
 QUIET = ("httpx", "httpcore", "chromadb", "urllib3", "strands", "aiohttp.access")
 MAX_LOG_BYTES = 5 * 1024 * 1024
@@ -20,12 +24,19 @@ KEPT_LOGS = 3
 
 def setup_logging(level: str, file: Path | None = None) -> None:
     handler = _file_handler(file) if file else logging.StreamHandler()
-    handler.setFormatter(logging.Formatter(FORMAT, datefmt="%H:%M:%S"))
+    handler.setFormatter(RedactingFormatter(FORMAT, datefmt="%H:%M:%S"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     for name in QUIET:
         logging.getLogger(name).setLevel(max(logging.WARNING, root.level))
+
+
+class RedactingFormatter(logging.Formatter):
+    """The usual line, with credentials replaced by ``[redacted]``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact_text(super().format(record))
 
 
 def _file_handler(file: Path) -> logging.Handler:

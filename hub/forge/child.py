@@ -21,6 +21,7 @@ import json
 import os
 import re
 import resource
+import secrets
 import sys
 import threading
 import time
@@ -30,13 +31,14 @@ from py_mini_racer import (
     DEFAULT_V8_FLAGS,
     JSEvalException,
     JSOOMException,
+    JSParseException,
     JSPromiseError,
     MiniRacer,
     init_mini_racer,
     mini_racer,
 )
-from yarl import URL
 
+from hub.core.urls import canonical_url
 from hub.forge import protocol as p
 from hub.forge.prelude import PRELUDE
 
@@ -83,7 +85,7 @@ class Fetcher:
         options = json.loads(str(options_json))
         if not isinstance(options, dict):
             raise ValueError("fetch options must be an object")
-        target = URL(str(url))
+        target = canonical_url(str(url))  # hub.core.urls: the URL checked is the URL fetched
         if target.scheme.lower() not in self.policy.schemes:
             allowed = ", ".join(f"{s}://" for s in self.policy.schemes)
             raise ValueError(f"{url} is refused: a tool may only fetch {allowed} URLs")
@@ -118,8 +120,34 @@ class Fetcher:
 
 def _wrapped(source: str) -> str:
     """The tool's source as the value of a strict function called without a receiver, so an
-    arrow function's ``this`` is undefined, never the global object."""
-    return f'(function () {{ "use strict"; return (\n{source}\n); }}).call(undefined)'
+    arrow function's ``this`` is undefined, never the global object. Only ever evaluated once
+    :func:`_parses_alone` has passed: text that closes the wrapper early is refused before
+    it can run outside it."""
+    return f'"use strict"; (function () {{ return (\n{source}\n); }}).call(undefined)'
+
+
+def _parse_only(source: str, mark: str) -> str:
+    """A script V8 compiles whole (a syntax error anywhere is found) and whose first statement
+    throws ``mark``, so nothing in it ever runs. The source sits in parentheses at the top
+    level: a ``)`` or ``}`` that would close :func:`_wrapped`'s function early has nothing to
+    close here, and is a syntax error."""
+    return f'"use strict"; throw "{mark}";\n(\n{source}\n);'
+
+
+async def _parses_alone(mr: MiniRacer, source: str) -> None:
+    """Stopped unless ``source`` parses, in strict mode, as expressions inside one pair of
+    parentheses, before any of it runs (``isOneArrow`` then holds it to one arrow function)."""
+    mark = f"tiny-hub-parsed-{secrets.token_hex(8)}"
+    try:
+        await mr.eval_cancelable(_parse_only(source, mark))
+    except JSParseException as exc:
+        first = str(exc).strip().splitlines()[-1] if str(exc).strip() else "a syntax error"
+        raise Stopped(p.KIND_SOURCE, f"the source does not parse: {first}") from None
+    except JSEvalException as exc:
+        if mark in str(exc).splitlines()[0]:
+            return
+        raise
+    raise Stopped(p.KIND_SOURCE, "the source must be exactly one arrow function")
 
 
 async def _in_context(mr: MiniRacer, request: dict[str, Any], limits: p.Limits) -> Any:
@@ -128,6 +156,7 @@ async def _in_context(mr: MiniRacer, request: dict[str, Any], limits: p.Limits) 
     async with mr.wrap_py_function(fetcher) as js_fetch:
         setup: Any = await mr.eval_cancelable(PRELUDE)
         helpers: Any = await setup.cancelable()(js_fetch)
+        await _parses_alone(mr, source)
         tool = await mr.eval_cancelable(_wrapped(source))
         if not await helpers["isOneArrow"].cancelable()(tool, source):
             raise Stopped(p.KIND_SOURCE, "the source must be exactly one arrow function")

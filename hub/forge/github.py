@@ -14,11 +14,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote
 
 from yarl import URL
 
 from hub.core.netguard import is_localhost_name, literal_address
+from hub.core.urls import UrlRefused, canonical_url
 from hub.forge.store import ForgedDraft, ForgedTool, ForgeRefused, ForgeStore, sha256
 from hub.tinys.guarded import SendFailed, SendRefused, send
 
@@ -30,13 +30,15 @@ _COMMIT = re.compile(r"[0-9a-f]{40}")
 
 @dataclass(frozen=True)
 class RawLocation:
-    owner: str
+    owner: str  # lower case, as the allowlist compares it
     repo: str
     commit: str
-    path: str
+    path: str  # decoded segments joined by /
 
     def url(self, base: str, ref: str | None = None) -> str:
-        return f"{base.rstrip('/')}/{self.owner}/{self.repo}/{ref or self.commit}/{self.path}"
+        """The file's URL at ``ref`` (its pinned commit by default), percent-encoded."""
+        segments = (self.owner, self.repo, ref or self.commit, *self.path.split("/"))
+        return str(canonical_url(base).joinpath(*segments))
 
 
 def is_loopback_base(base: str) -> bool:
@@ -47,19 +49,32 @@ def is_loopback_base(base: str) -> bool:
 
 
 def locate(url: str, base: str) -> RawLocation:
-    """Where `url` points under `base`; refuses anything but a file at a full commit SHA."""
-    prefix = base.rstrip("/") + "/"
-    if not url.strip().startswith(prefix):
-        raise ForgeRefused(f"install_tool takes {prefix}<owner>/<repo>/<commit>/<path> URLs")
-    rest = url.strip()[len(prefix) :]
-    if "?" in rest or "#" in rest or "\\" in rest:
-        raise ForgeRefused(f"{url} has a query, a fragment or a backslash; give the file's URL")
-    parts = rest.split("/")
-    if len(parts) < 4 or not all(parts):
-        raise ForgeRefused(f"{url} is not {prefix}<owner>/<repo>/<commit>/<path>")
-    # A dot segment would be resolved away before the request, to another owner's file.
-    if any(unquote(part) in (".", "..") for part in parts):
-        raise ForgeRefused(f"{url} has a . or .. segment; give the file's own URL")
+    """Where ``url`` points under ``base``; refuses anything but a file at a full commit SHA.
+
+    Decided on the canonical URL (``hub.core.urls``), never on the text as given: the text a check
+    reads and the URL a request fetches must be the same one. Fetch ``place.url(base)``."""
+    shape = f"{base.rstrip('/')}/<owner>/<repo>/<commit>/<path>"
+    try:
+        target, root = canonical_url(url), canonical_url(base)
+    except UrlRefused as exc:
+        raise ForgeRefused(f"install_tool takes {shape} URLs: {exc}") from None
+    if not target.absolute or (target.scheme, target.host, target.port) != (
+        root.scheme,
+        root.host,
+        root.port,
+    ):
+        raise ForgeRefused(f"install_tool takes {shape} URLs")
+    if target.raw_query_string or target.raw_fragment or "?" in url or "#" in url:
+        raise ForgeRefused(f"{url} has a query or a fragment; give the file's URL")
+    prefix = tuple(part for part in root.parts if part != "/")
+    parts = tuple(part for part in target.parts if part != "/")
+    if parts[: len(prefix)] != prefix:
+        raise ForgeRefused(f"install_tool takes {shape} URLs")
+    parts = parts[len(prefix) :]
+    if len(parts) < 4 or not all(parts) or target.raw_path.endswith("/"):
+        raise ForgeRefused(f"{url} is not {shape}")
+    if any("/" in part or part in (".", "..") for part in parts):
+        raise ForgeRefused(f"{url} has an encoded / or a dot segment; give the file's own URL")
     owner, repo, commit, path = parts[0], parts[1], parts[2], "/".join(parts[3:])
     if not _COMMIT.fullmatch(commit.lower()):
         raise ForgeRefused(

@@ -93,6 +93,16 @@ def lan_address(
     return ranked[0] if ranked else None
 
 
+def dialable(host: str) -> str:
+    """``host`` as this machine dials it in a URL: a wildcard address becomes loopback (IPv4
+    for 0.0.0.0, IPv6 for ::), an IPv6 address gets its brackets."""
+    if host in ("0.0.0.0", ""):
+        return "127.0.0.1"
+    if host == "::":
+        return "[::1]"
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
 def is_loopback_host(host: str) -> bool:
     if host.lower() == "localhost":
         return True

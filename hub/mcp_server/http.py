@@ -20,16 +20,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import AsyncIterator, MutableMapping
 from typing import Any
 
 from aiohttp import web
 
 from hub.api.auth import Access, access
+from hub.api.body import read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
-from hub.api.spec import ANY, Operation, documented
+from hub.api.limits import read_body
+from hub.api.spec import ANY, TEXT, Operation, documented, obj
 from hub.mcp_server.clients import OWNER_CLIENT, McpClient, McpClients
 from hub.runtime.hub import Hub
 
@@ -38,6 +39,8 @@ routes = web.RouteTableDef()
 PATH = "/mcp"
 REALM = "tiny-hub"
 PROTOCOL_VERSION_HEADER = "MCP-Protocol-Version"
+# One JSON-RPC request or notification (the protocol has had no batches since 2025-06-18).
+JSONRPC = obj({"jsonrpc": {"const": "2.0"}, "method": TEXT}, id={"type": ["string", "integer"]})
 ASGIMessage = MutableMapping[str, Any]
 
 
@@ -152,8 +155,8 @@ def protocol_version_problem(request: web.Request) -> str | None:
 @documented(
     Operation(
         "the hub's MCP server: one JSON-RPC message in, its answer out (streamable HTTP)",
-        answers={200: ANY, 202: ANY},
-        body=ANY,
+        answers={200: ANY, 202: None},  # 202: a notification, answered with no body
+        body=JSONRPC,
         errors=(405, 406),
     )
 )
@@ -168,9 +171,11 @@ async def serve_mcp(request: web.Request) -> web.StreamResponse:
 
     if (problem := protocol_version_problem(request)) is not None:
         raise http_error(web.HTTPBadRequest, problem)
-    body = await request.read()
-    if (problem := jsonrpc_problem(body)) is not None:
+    # The hub's one body reader (inflated, capped, parsed with the hub's answers to bad JSON);
+    # the package parses the same bytes again itself.
+    if (problem := jsonrpc_problem(await read_json_body(request))) is not None:
         raise http_error(web.HTTPBadRequest, problem)
+    body = await read_body(request)
     bridge = _AsgiBridge(request, body)
     await manager.handle_request(
         bridge.scope(CLIENT_SCOPE_KEY, client), bridge.receive, bridge.send
@@ -178,14 +183,11 @@ async def serve_mcp(request: web.Request) -> web.StreamResponse:
     return await bridge.finish()
 
 
-def jsonrpc_problem(body: bytes) -> str | None:
-    """Why ``body`` is not a JSON-RPC 2.0 message (or a batch of them), in the hub's words; None
-    when it is one. The MCP package would answer a JSON-RPC error object instead, which no
-    client of the hub's other routes expects for a body that is not JSON-RPC at all."""
-    try:
-        message = json.loads(body)
-    except (UnicodeDecodeError, ValueError):
-        return "the body must be a JSON-RPC 2.0 message (JSON)"
+def jsonrpc_problem(message: Any) -> str | None:
+    """Why the JSON ``message`` is not a JSON-RPC 2.0 message (or a batch of them), in the
+    hub's words; None when it is one. The MCP package would answer a JSON-RPC error object
+    instead, which no client of the hub's other routes expects for a body that is not JSON-RPC
+    at all."""
     messages = message if isinstance(message, list) else [message]
     if not messages or not all(isinstance(m, dict) and m.get("jsonrpc") == "2.0" for m in messages):
         return 'the body must be a JSON-RPC 2.0 message: an object with "jsonrpc": "2.0"'
@@ -213,10 +215,9 @@ class _AsgiBridge:
             "raw_path": request.rel_url.raw_path.encode("latin-1"),
             "query_string": request.rel_url.raw_query_string.encode("latin-1"),
             "root_path": "",
-            "headers": [
-                (name.lower().encode("latin-1"), value.encode("latin-1"))
-                for name, value in request.headers.items()
-            ],
+            # As they came: a value the hub has checked is UTF-8 (hub.api.auth) need not be
+            # Latin-1, so decoded values cannot be encoded back that way.
+            "headers": [(name.lower(), value) for name, value in request.raw_headers],
             "client": (request.remote or "", 0),
             "server": None,
             "state": {},

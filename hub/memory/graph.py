@@ -90,10 +90,15 @@ class MemoryStore:
     """One person's facts never reach another: every method takes the owner and checks it."""
 
     def __init__(
-        self, db: Database, vectors: VectorIndex, grace_s: float = DEFAULT_GRACE_DAYS * DAY_S
+        self,
+        db: Database,
+        vectors: VectorIndex,
+        grace_s: float = DEFAULT_GRACE_DAYS * DAY_S,
+        capacity: int = MAX_ENTRIES,
     ) -> None:
         self._db = db
         self.grace_s = grace_s  # how long a forgetting can be undone
+        self.capacity = capacity  # current facts a person may hold (memory.max_facts)
         # Orders vector bookkeeping against a rebuild; taken before the connection's turn,
         # never while holding it.
         self._index_lock = threading.RLock()
@@ -133,9 +138,9 @@ class MemoryStore:
             for link in links:
                 self._existing(owner, link.dst, "links dst")
             count = self.count(owner)
-            if count - len(closing) >= MAX_ENTRIES:
+            if count - len(closing) >= self.capacity:
                 raise MemoryFull(
-                    f"memory full ({count}/{MAX_ENTRIES}): unlearn stale facts or consolidate "
+                    f"memory full ({count}/{self.capacity}): unlearn stale facts or consolidate "
                     "several into one before adding more"
                 )
             self._insert(Fact(fact_id, owner, kind, fact_text, visibility, stamp, None), rev)
@@ -441,7 +446,7 @@ class MemoryStore:
         the community (``hub.community.sync``), merged in the same transaction."""
         report, fresh, stale = MergeReport(), list[Fact](), list[str]()
         with self._db.atomic():
-            room = MAX_ENTRIES - self.count(owner)
+            room = self.capacity - self.count(owner)
             for fact in (replace(f, owner=owner) for f in facts):
                 room -= self._merge_fact(owner, fact, room, report, fresh, stale)
             for edge in edges:
@@ -478,7 +483,7 @@ class MemoryStore:
         ).fetchone()
         if row is None:
             if fact.current and room <= 0:
-                report.refused.append({"id": fact.id, "error": f"memory full ({MAX_ENTRIES})"})
+                report.refused.append({"id": fact.id, "error": f"memory full ({self.capacity})"})
                 return 0
             self._insert(fact, self._merge_rev(report))
             report.added += 1
@@ -702,8 +707,10 @@ class MemoryStore:
         """The SQL owner check: keeps the vector order, drops anything not this owner's."""
         if not ids:
             return []
+        # By the primary key: the unary + keeps SQLite from walking the owner's whole index
+        # instead (123 ms a recall at 100,000 facts).
         rows = self._db.execute(
-            f"SELECT {_FACT_COLUMNS} FROM entity WHERE owner = ? AND valid_to IS NULL"
+            f"SELECT {_FACT_COLUMNS} FROM entity WHERE +owner = ? AND valid_to IS NULL"
             f" AND id IN ({','.join('?' * len(ids))})",
             [owner, *ids],
         )

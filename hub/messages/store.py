@@ -131,6 +131,18 @@ class Inbox:
     ) -> list[Message]:
         """The newest ``limit`` messages between the two (before message id ``before``),
         oldest first, as a conversation reads."""
+        return self._newest(user_id, peer_id, min(max(limit, 1), MAX_LIST), before)
+
+    def page(
+        self, user_id: str, peer_id: str, limit: int = 50, before: int | None = None
+    ) -> tuple[list[Message], bool]:
+        """:meth:`conversation`, and whether older messages remain (one more is read to
+        know, also at the largest page)."""
+        limit = min(max(limit, 1), MAX_LIST)
+        found = self._newest(user_id, peer_id, limit + 1, before)
+        return found[-limit:], len(found) > limit
+
+    def _newest(self, user_id: str, peer_id: str, limit: int, before: int | None) -> list[Message]:
         rows = self._db.execute(
             _MESSAGE + " WHERE m.id IN ("
             " SELECT id FROM messages WHERE recipient_id = ? AND sender_id = ? AND id < ?"
@@ -140,7 +152,7 @@ class Inbox:
             [
                 *(user_id, peer_id, before or 2**62),
                 *(peer_id, user_id, before or 2**62),
-                min(max(limit, 1), MAX_LIST),
+                limit,
             ],
         ).fetchall()
         return [Message(*row) for row in rows]

@@ -43,6 +43,12 @@ class PersonTaken(PeopleError):
     status = 409
 
 
+class PersonRemoved(PeopleError):
+    """The person was removed: what is asked of them conflicts with that, not a bad request."""
+
+    status = 409
+
+
 class PurgeRefused(PeopleError):
     """The database kept a purged person's rows (something still points at them)."""
 
@@ -164,7 +170,7 @@ class People:
         """A person who may still be given a pairing code or a token."""
         person = self.get(login)
         if person.removed_at is not None:
-            raise PeopleError(f"@{person.user.login} was removed; add them again instead")
+            raise PersonRemoved(f"@{person.user.login} was removed; add them again instead")
         return person.user
 
     def remove(self, login: str, data: Any) -> Removal:

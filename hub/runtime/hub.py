@@ -3,6 +3,7 @@ start and held by every part that runs (``hub/process/``) and every request (``h
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -69,6 +70,10 @@ class Hub:
         options): the seams through which emulated hardware enters, the same ones the real
         hardware uses.
         """
+        # What the hub makes while it runs (Chroma's segments, SQLite's -wal and -shm, media)
+        # is its own, whatever umask it was started with: restrict_data_dir repairs only what
+        # exists at start.
+        os.umask(os.umask(0o077) | 0o077)
         # Made private before anything writes in them (chroma only when it is embedded).
         embedded_chroma = () if settings.memory_chroma_url else (settings.chroma_path,)
         for private in (settings.home, settings.media_path, *embedded_chroma):
@@ -79,7 +84,12 @@ class Hub:
         tinys = TinyStore(db)
         tinys.ensure_default(owner)
         vectors = VectorIndex(settings.chroma_path, settings.memory_chroma_url)
-        memory = MemoryStore(db, vectors, settings.memory_forget_grace_days * DAY_S)
+        memory = MemoryStore(
+            db,
+            vectors,
+            settings.memory_forget_grace_days * DAY_S,
+            capacity=settings.memory_max_facts,
+        )
         universe = Universe(tinys, db, vectors, _universe_collection(settings))
         tinys.on_change.append(universe.changed)
         devices = Devices(

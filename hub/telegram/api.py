@@ -13,10 +13,12 @@ import asyncio
 import re
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import aiohttp
 
 from hub.core.errors import Refused
+from hub.core.redaction import redact_text
 
 TOKEN = re.compile(r"^\d{3,15}:[A-Za-z0-9_-]{20,100}$")
 METHOD = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,63}$")
@@ -55,7 +57,12 @@ def mask(token: str) -> str:
 
 
 def redact(text: str, token: str) -> str:
-    return text.replace(token, mask(token)) if token else text
+    """``text`` with the bot's token masked however it is echoed (as it is, URL-encoded, in
+    another case), and any other credential redacted (``hub.core.redaction``)."""
+    if token:
+        for form in {token, quote(token, safe="")}:
+            text = re.sub(re.escape(form), mask(token), text, flags=re.IGNORECASE)
+    return redact_text(text)
 
 
 @dataclass(frozen=True)

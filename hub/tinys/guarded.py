@@ -25,6 +25,7 @@ from aiohttp.abc import ResolveResult
 from yarl import URL
 
 from hub.core.netguard import Allowance, HostRefused, LookupFailed, PinnedResolver, resolve_checked
+from hub.core.urls import UrlRefused, canonical_url
 
 __all__ = ["ALLOW_HINT", "Exchange", "SendFailed", "SendRefused", "send"]
 
@@ -96,9 +97,9 @@ class Exchange:
 
 def _target(url: str | URL) -> URL:
     try:
-        parsed = url if isinstance(url, URL) else URL(url.strip())
-    except (ValueError, TypeError) as exc:
-        reason = f"not a valid URL ({exc})"
+        parsed = canonical_url(url)  # the URL the host check reads is the one connected to
+    except UrlRefused as exc:
+        reason = f"not a URL the hub reads one way only: {exc}"
         raise SendFailed(f"{url} is {reason}", reason=reason, subject=url) from exc
     if parsed.scheme.lower() not in ("http", "https"):
         shown = f"{parsed.scheme}: URLs" if parsed.scheme else "relative URLs"

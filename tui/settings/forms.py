@@ -8,9 +8,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from textual import work
 from textual.binding import Binding, BindingType
 from textual.screen import ModalScreen
-from textual.widgets import (
-    Static,
-)
+from textual.widgets import Select, Static
 
 from hub.client.http import HubError
 
@@ -32,9 +30,13 @@ class FormModal(ModalScreen[Answer | None], Generic[DraftT]):
     FormModal .row { height: 1; margin-top: 1; }
     FormModal .row Label { width: 12; }
     FormModal .row Input, FormModal .row Select { width: 1fr; }
+    FormModal Select > SelectOverlay.-textual-compact {
+        border: round $accent !important; background: $panel;
+    }
+    FormModal.-choosing .note { visibility: hidden; }
     FormModal TextArea { height: 8; background: $boost; }
     FormModal #error { color: $error; margin-top: 1; }
-    FormModal .note { color: $text-muted; margin-top: 1; }
+    FormModal .note { width: 1fr; color: $text-muted; margin-top: 1; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+s", "save", "Save", id="settings_save"),
@@ -44,6 +46,15 @@ class FormModal(ModalScreen[Answer | None], Generic[DraftT]):
     def __init__(self, submit: Callable[[DraftT], Awaitable[Answer]]) -> None:
         super().__init__()
         self.submit = submit
+
+    def on_mount(self) -> None:
+        for select in self.query(Select):
+            self.watch(select, "expanded", self._choosing, init=False)
+
+    def _choosing(self) -> None:
+        """While a list is open over the form, the notes it covers in part are hidden: the
+        list is framed on a blank form, not laid over the ends of their lines."""
+        self.set_class(any(select.expanded for select in self.query(Select)), "-choosing")
 
     def draft(self) -> DraftT:
         """The form's values; ValueError for what can be said before asking the hub."""

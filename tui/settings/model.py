@@ -110,17 +110,20 @@ def find_listed(models: list[Answer], model_id: str) -> Answer | None:
     return None
 
 
-def ollama_unlisted(listed: Answer | HubError | None) -> str:
+def ollama_unlisted(listed: Answer | HubError | None, said: str = "") -> str:
     """Why no Ollama model can be listed ("" when some can): asking, the hub's sentence, or
-    Ollama's state as the hub saw it."""
+    Ollama's state as the hub saw it — its error only when ``said`` (the lines above) does not
+    hold it already."""
     if listed is None:
         return ASKING_OLLAMA
     if isinstance(listed, HubError):
         return str(listed)
     ollama = listed.get("ollama") or {}
     if not ollama.get("answering"):
+        error = str(ollama.get("error") or "?")
+        why = "see why above" if error in said else error
         return (
-            f"Ollama: not answering at {ollama.get('host', '?')} ({ollama.get('error', '?')}); "
+            f"Ollama: not answering at {ollama.get('host', '?')} ({why}); "
             f"install it and run: {FULL_AGENT_COMMAND}"
         )
     if not ollama.get("models"):
@@ -128,10 +131,10 @@ def ollama_unlisted(listed: Answer | HubError | None) -> str:
     return ""
 
 
-def models_lines(listed: Answer | HubError | None) -> list[str]:
+def models_lines(listed: Answer | HubError | None, said: str = "") -> list[str]:
     """What there is to choose from: Ollama's models, each with tools on or off (or why there
-    are none), then the embedded model."""
-    reason = ollama_unlisted(listed)
+    are none, without repeating an error ``said`` above), then the embedded model."""
+    reason = ollama_unlisted(listed, said)
     if not isinstance(listed, dict):
         return [reason]
     if reason:

@@ -273,7 +273,8 @@ class SettingsScreen(Screen[None]):
         self.show("#model", lines, failed)
         # An unreachable hub is said once, in the line above.
         self.query_one("#models").display = not (failed and isinstance(listed, HubError))
-        self.show("#models", models_lines(listed), isinstance(listed, HubError))
+        said = "\n".join(lines)  # the hub's reason may hold Ollama's error already
+        self.show("#models", models_lines(listed, said), isinstance(listed, HubError))
         self.show("#status", status_lines(health, self.client.url), failed)
         self.fill_phones(phones, failed)
         self.fill_people(people, failed)

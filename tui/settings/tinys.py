@@ -20,6 +20,7 @@ from textual.widgets import (
 )
 
 from tui.settings.forms import Answer, FormModal
+from tui.tables import clip
 
 PROMPT_PREVIEW_CHARS = 44
 
@@ -46,7 +47,7 @@ class TinyDraft:
 def prompt_preview(prompt: str) -> str:
     """The first non-empty line of a prompt, cut to fit one table row at 80 columns."""
     line = next((ln.strip() for ln in prompt.splitlines() if ln.strip()), "")
-    return line if len(line) <= PROMPT_PREVIEW_CHARS else line[: PROMPT_PREVIEW_CHARS - 1] + "…"
+    return clip(line, PROMPT_PREVIEW_CHARS)
 
 
 class TinyForm(FormModal[TinyDraft]):

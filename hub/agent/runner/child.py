@@ -28,6 +28,10 @@ from typing import Any, BinaryIO
 from hub.agent.runner import call_grammar
 from hub.agent.runner import protocol as p
 
+# How long a runner told to stop spends writing what its prompt cache keeps (the hub waits a
+# little longer before it kills it).
+FLUSH_BUDGET_S = 5.0
+
 
 class Output:
     """The protocol's write end: whole lines, one ``write`` each, never interleaved."""
@@ -180,6 +184,8 @@ def generate(llama: Any, request: dict[str, Any], cancelled: set[int], out: Outp
     started = time.perf_counter()
     completion, stop = 0, p.STOP_END
     llama.begin()
+    if warming:
+        llama.keep_on_disk_next()
     try:
         chunks = llama.create_chat_completion(
             **tool_arguments(llama, request),
@@ -261,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         if fault and not fault.endswith("@start"):
             strike(fault)
         generate(llama, request, cancelled, out)
+    llama.prompt_cache.flush(FLUSH_BUDGET_S)
     llama.prompt_cache.close()
     return 0
 

@@ -35,6 +35,7 @@ class CacheSeam(BaseLlamaCache):
     def __init__(self, cache: PrefixCache) -> None:
         super().__init__(cache.capacity_bytes)
         self.cache = cache
+        self.persist_next = False  # the next state kept goes to the folder at once
 
     @property
     def cache_size(self) -> int:
@@ -58,7 +59,8 @@ class CacheSeam(BaseLlamaCache):
         return self.cache.best(key)[0] is not None
 
     def __setitem__(self, key: Sequence[int], value: LlamaState) -> None:
-        self.cache.put(key, value.llama_state, value.seed)
+        self.cache.put(key, value.llama_state, value.seed, persist=self.persist_next)
+        self.persist_next = False
 
 
 class KeptLlama(Llama):
@@ -72,9 +74,16 @@ class KeptLlama(Llama):
         self.prompt_cache = PrefixCache(cache_bytes, folder)
         self.prompt_evaluated: int | None = None
         self.prompt_length = 0
+        self.seam: CacheSeam | None = None
         if cache_bytes > 0:
             self.prompt_cache.take_back()
-            self.set_cache(CacheSeam(self.prompt_cache))
+            self.seam = CacheSeam(self.prompt_cache)
+            self.set_cache(self.seam)
+
+    def keep_on_disk_next(self) -> None:
+        """The state after the next generation is written to the cache's folder at once."""
+        if self.seam is not None:
+            self.seam.persist_next = True
 
     def identity(self) -> str:
         """What a kept state is only valid for: this model file, this llama.cpp build, this

@@ -15,11 +15,13 @@ state only, counts every byte, and drops the least recently used entries past it
 entry whose tokens begin another entry's is dropped when the longer one arrives: restoring the
 longer state and cutting it back serves every prompt the shorter one served.
 
-The cache also outlives its runner: with a folder (:class:`EntryFolder`), each entry is
-written there as it is kept (by a thread of its own, off the turn's path) and removed when it
-is dropped, and a new runner (after an idle release, a crash or a restart of the hub) takes
-back those made with the same model, llama.cpp build and context size, so it does not read
-the system prompt and the tools again.
+The cache also outlives its runner: with a folder (:class:`EntryFolder`), what the runner
+read ahead of the turns (the beginnings the hub warms at start) is written there at once, by a
+thread of its own, and everything else it keeps when it stops (released after being idle, or
+with the hub), newest first within a time budget; a file goes when its entry is dropped. The
+next runner takes back the entries made with the same model, llama.cpp build and context size,
+so it does not read the system prompt and the tools again. Nothing is written during a turn:
+a state is tens of megabytes, and a turn makes two or three.
 
 It knows nothing of llama.cpp: the runner hands it bytes.
 """
@@ -30,6 +32,7 @@ import hashlib
 import logging
 import os
 import struct
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -91,12 +94,15 @@ class CacheStats:
 
 
 class PrefixCache:
-    """States by their tokens, least recently used dropped first past ``capacity_bytes``."""
+    """States by their tokens, least recently used dropped first past ``capacity_bytes`` — a
+    turn's own before what was read ahead."""
 
     def __init__(self, capacity_bytes: int, folder: EntryFolder | None = None) -> None:
         self.capacity_bytes = max(0, capacity_bytes)
         self.folder = folder
         self._entries: OrderedDict[bytes, Entry] = OrderedDict()
+        self._on_disk: set[bytes] = set()
+        self._read_ahead: set[bytes] = set()  # kept with ``persist``: dropped last
         self._used = 0
         self._hits = 0
         self._misses = 0
@@ -124,8 +130,11 @@ class PrefixCache:
         self._hits += 1
         return self._entries[found], longest
 
-    def put(self, tokens: Sequence[int] | Tokens, state: bytes, seed: int = 0) -> bool:
-        """Keep ``state`` as the state after ``tokens``; False when it alone is over capacity."""
+    def put(
+        self, tokens: Sequence[int] | Tokens, state: bytes, seed: int = 0, persist: bool = False
+    ) -> bool:
+        """Keep ``state`` as the state after ``tokens`` (with ``persist``, written to the
+        folder now); False when it alone is over capacity."""
         entry = Entry(as_tokens(tokens), state, seed)
         if not len(entry.tokens) or entry.size > self.capacity_bytes:
             return False
@@ -134,11 +143,30 @@ class PrefixCache:
         key = entry.tokens.tobytes()
         self._entries[key] = entry
         self._used += entry.size
+        if persist:
+            self._read_ahead.add(key)
         while self._used > self.capacity_bytes and self._entries:
-            self._drop(next(iter(self._entries)))
-        if self.folder is not None and key in self._entries:
+            self._drop(self._least_wanted())
+        if persist and self.folder is not None and key in self._entries:
             self.folder.write(entry)
+            self._on_disk.add(key)
         return True
+
+    def flush(self, budget_s: float) -> int:
+        """Write the entries the folder does not hold yet, most recently used first, until
+        ``budget_s`` has passed; the number written."""
+        if self.folder is None:
+            return 0
+        deadline = time.monotonic() + budget_s
+        written = 0
+        for key in reversed(list(self._entries)):
+            if time.monotonic() > deadline:
+                break
+            if key not in self._on_disk:
+                self.folder.write_now(self._entries[key])
+                self._on_disk.add(key)
+                written += 1
+        return written
 
     def take_back(self) -> int:
         """The entries the folder holds for this model, oldest first, as capacity allows (the
@@ -147,9 +175,12 @@ class PrefixCache:
             return 0
         found = self.folder.entries()
         for entry in found:
-            self._take(entry)
+            self.put(entry.tokens, entry.state, entry.seed)
+            self._read_ahead.add(entry.tokens.tobytes())
         for entry in found:
-            if entry.tokens.tobytes() not in self._entries:
+            if entry.tokens.tobytes() in self._entries:
+                self._on_disk.add(entry.tokens.tobytes())
+            else:
                 self.folder.remove(entry)
         return len(self._entries)
 
@@ -177,18 +208,20 @@ class PrefixCache:
         n = len(old.tokens)
         return len(new.tokens) >= n and common_prefix(new.tokens, old.tokens) == n
 
-    def _take(self, entry: Entry) -> None:
-        """Keep an entry read back from the folder (without writing it again)."""
-        folder, self.folder = self.folder, None
-        try:
-            self.put(entry.tokens, entry.state, entry.seed)
-        finally:
-            self.folder = folder
+    def _least_wanted(self) -> bytes:
+        """The entry to drop first: the least recently used of a turn's own, and only when none
+        is left, of what was read ahead (each serves every later turn that begins like it)."""
+        for key in self._entries:
+            if key not in self._read_ahead:
+                return key
+        return next(iter(self._entries))
 
     def _drop(self, key: bytes) -> None:
+        self._read_ahead.discard(key)
         entry = self._entries.pop(key)
         self._used -= entry.size
-        if self.folder is not None:
+        if key in self._on_disk and self.folder is not None:
+            self._on_disk.discard(key)
             self.folder.remove(entry)
 
 
@@ -221,6 +254,10 @@ class EntryFolder:
 
     def write(self, entry: Entry) -> None:
         self._writer.submit(self._write, entry)
+
+    def write_now(self, entry: Entry) -> None:
+        """Write in this thread, after what the writer still has to do."""
+        self._writer.submit(self._write, entry).result()
 
     def remove(self, entry: Entry) -> None:
         self._writer.submit(self._remove, entry)

@@ -4,7 +4,7 @@ model works on this machine, and how fast."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hub.agent.runner.process import Generation, RunnerError, RunnerExited, RunnerSpec
 from hub.agent.runner.supervisor import RunnerSupervisor
@@ -32,8 +32,9 @@ class ProbeResult:
 
 
 async def decode_probe(spec: RunnerSpec, max_tokens: int = PROBE_TOKENS) -> ProbeResult:
-    """Start a runner, decode once, stop it; a crash is a failed result, never an exception."""
-    runner = RunnerSupervisor(spec, keep_alive_s=-1)
+    """Start a runner, decode once, stop it; a crash is a failed result, never an exception.
+    The prompt cache is off: the prompt must be read, through llama.cpp's batched kernels."""
+    runner = RunnerSupervisor(replace(spec, cache_mb=0, cache_dir=""), keep_alive_s=-1)
     usage = Generation()
     started = time.perf_counter()
     first = last = 0.0

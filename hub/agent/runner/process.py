@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 
 EXIT = "exit"  # the protocol's own end-of-events marker, never sent by the runner
 STDERR_LINES_KEPT = 20
+# A runner told to stop writes its prompt cache for up to 5 s (child.FLUSH_BUDGET_S) first.
+STOP_WAIT_S = 8.0
 
 
 class RunnerExited(Exception):
@@ -335,8 +337,9 @@ class RunnerProcess:
                 self._transport.kill()
         self._exited = True
 
-    async def stop(self, wait_s: float = 2.0) -> None:
-        """Close its stdin (the runner ends on EOF); kill it if it lingers."""
+    async def stop(self, wait_s: float = STOP_WAIT_S) -> None:
+        """Close its stdin (the runner ends on EOF, once it has written what its prompt cache
+        keeps); kill it if it lingers."""
         if self._transport is None:
             return
         self.killed_by_us = True

@@ -109,13 +109,15 @@ async def install_tool(url: str, tool_context: StrandsToolContext) -> dict[str, 
     try:
         place = github.locate(url, settings.tool_raw_base_url)
         github.check_owner(place, settings.tool_repo_allowlist, store.trusted(ctx.caller.id))
-        draft = await github.fetch_pinned(url.strip(), settings.tool_raw_base_url, store)
+        # The URL the checks read, not the text as given (hub.core.urls says why).
+        source = place.url(settings.tool_raw_base_url)
+        draft = await github.fetch_pinned(source, settings.tool_raw_base_url, store)
     except ForgeRefused as exc:
         return failed(str(exc))
     existing = store.named(ctx.caller.id, draft.name)
     if existing is not None and not github.same_file(existing, place, settings.tool_raw_base_url):
         return _taken(existing)
-    return await _save(ctx, ctx.caller, draft, source_url=url.strip())
+    return await _save(ctx, ctx.caller, draft, source_url=source)
 
 
 def _taken(existing: ForgedTool) -> dict[str, Any]:
