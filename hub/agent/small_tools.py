@@ -636,7 +636,7 @@ def with_answer(offered: Sequence[ToolSpec]) -> list[ToolSpec]:
     """The offered tools with ``answer`` last (unless a mounted tool already has that name),
     the tools always offered first: the tools blocks for different messages begin the same, so
     the runner reads only where they differ (see ``runner/prefix_cache.py``). Offered second,
-    ``answer`` drew replies in words for requests a device's tool serves ("is my Flipper
+    ``answer`` drew replies in words for requests a device's tool serves ("is my board
     charged?" answered with a made-up battery)."""
     first = [spec for spec in offered if spec["name"] in ALWAYS_OFFERED]
     rest = [spec for spec in offered if spec["name"] not in ALWAYS_OFFERED]
