@@ -16,7 +16,7 @@ from fakes.ollama import FakeOllama, Reply
 from hub.api.limits import GUARD
 from hub.api.server import RunningServer
 from hub.client.http import HubClient
-from tests.conftest import StartHub, owner_headers
+from tests.conftest import StartHub, error_message, owner_headers
 from tests.test_hardening import ROOMY
 from tests.test_route_policy import app_routes, concrete
 
@@ -120,7 +120,7 @@ async def test_every_state_changing_route_takes_json_only(server: RunningServer)
         status, answer, _ = await send(server, method, concrete(path), headers, body)
         refused[f"{method} {path}"] = status
         assert status == 415, (method, path, answer)
-        assert "Content-Type: application/json" in answer["error"]
+        assert "Content-Type: application/json" in error_message(answer)
     assert len(refused) >= 40
 
 

@@ -32,6 +32,7 @@ from hub.api.spec import (
     JSON,
     NUMBER,
     STRING,
+    TEXT,
     Operation,
     array,
     documented,
@@ -47,24 +48,38 @@ from hub.openai_compat.models import (
     owner_login,
     tiny_of,
 )
-from hub.openai_compat.request import BadCompletionRequest, parse_completion
+from hub.openai_compat.request import (
+    MAX_STOPS,
+    MAX_TOOLS,
+    ROLES,
+    TOOL_NAME,
+    BadCompletionRequest,
+    parse_completion,
+)
 
 routes = web.RouteTableDef()
 
 PREFIX = "/v1/"
 OPENAI_ERROR = "OpenAIError"  # the OpenAPI document's name for OpenAI's error object
 MODEL = obj({"id": STRING, "object": {"const": "model"}}, created=INTEGER, owned_by=STRING)
-MESSAGE = obj({"role": {"enum": ["system", "developer", "user", "assistant", "tool"]}})
+MESSAGE = obj({"role": {"enum": list(ROLES)}})
+STOP = {"type": "string", "minLength": 1}
+FUNCTION = obj(
+    {"name": {"type": "string", "pattern": TOOL_NAME.pattern}},
+    description=STRING,
+    parameters=obj(type={"const": "object"}),
+)
+TOOL = obj({"function": FUNCTION}, type={"const": "function"})
 COMPLETION_BODY = obj(
-    {"model": STRING, "messages": array(MESSAGE)},
-    stream=BOOLEAN,
-    stream_options=nullable(obj(include_usage=BOOLEAN)),
-    temperature=nullable(NUMBER),
-    top_p=nullable(NUMBER),
-    max_tokens=nullable(INTEGER),
-    max_completion_tokens=nullable(INTEGER),
-    stop=ANY,
-    tools=array(obj({"type": {"const": "function"}, "function": obj({"name": STRING})})),
+    {"model": TEXT, "messages": {**array(MESSAGE), "minItems": 1}},
+    stream=nullable(BOOLEAN),
+    stream_options=nullable(obj(include_usage=nullable(BOOLEAN))),
+    temperature=nullable({**NUMBER, "minimum": 0, "maximum": 2}),
+    top_p=nullable({**NUMBER, "minimum": 0, "maximum": 1}),
+    max_tokens=nullable({**INTEGER, "minimum": 1}),
+    max_completion_tokens=nullable({**INTEGER, "minimum": 1}),
+    stop=nullable({"anyOf": [STOP, {**array(STOP), "maxItems": MAX_STOPS}]}),
+    tools=nullable({**array(TOOL), "maxItems": MAX_TOOLS}),
     tool_choice=ANY,
     n=nullable({"const": 1}),
 )

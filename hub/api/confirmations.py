@@ -14,7 +14,7 @@ from aiohttp import web
 from hub.api.auth import signed_in
 from hub.api.body import read_json_body
 from hub.api.keys import HUB
-from hub.api.spec import BOOLEAN, STRING, Operation, array, closed, documented, obj
+from hub.api.spec import BOOLEAN, STRING, TEXT, Operation, array, closed, documented, obj
 from hub.confirmations import actions
 from hub.core.errors import Refused
 
@@ -52,7 +52,7 @@ async def waiting(request: web.Request) -> web.Response:
     Operation(
         "carry out your pending action, once (a repeat does nothing)",
         answers={200: obj({"confirmation": PENDING, "carriedOut": BOOLEAN, "result": obj()})},
-        body=closed({"id": STRING}),
+        body=closed({"id": TEXT}),
         errors=(404, 410),
     )
 )
@@ -73,7 +73,7 @@ async def confirm(request: web.Request) -> web.Response:
     Operation(
         "decline your pending action: nothing happens",
         answers={200: obj({"confirmation": PENDING})},
-        body=closed({"id": STRING}),
+        body=closed({"id": TEXT}),
         errors=(404, 410),
     )
 )

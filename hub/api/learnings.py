@@ -25,6 +25,7 @@ from hub.api.spec import (
     INTEGER,
     OK,
     STRING,
+    TEXT,
     Operation,
     array,
     bounded,
@@ -226,7 +227,7 @@ async def forgotten(request: web.Request) -> web.Response:
     Operation(
         "bring back what one forgetting closed: the facts return, found by recall again",
         answers={200: obj({"ok": BOOLEAN, "restored": array(obj({"id": STRING}))})},
-        body=closed({"id": STRING}),
+        body=closed({"id": TEXT}),
         query={"userId": STRING},
         errors=(404, 409),
     )

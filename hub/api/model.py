@@ -91,6 +91,8 @@ async def put_model(request: web.Request) -> web.Response:
             raise http_error(web.HTTPBadRequest, f"{field} must be a string")
     check_lengths(body, MODEL_MAX_CHARS)
     max_tokens = body.get("maxTokens")
+    if isinstance(max_tokens, float) and max_tokens.is_integer():
+        max_tokens = body["maxTokens"] = int(max_tokens)  # 5881.0 is a whole number in JSON
     if max_tokens is not None and (
         isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
     ):

@@ -86,6 +86,8 @@ def _sampling(body: dict[str, Any]) -> Sampling:
     top_p = _number(body, "top_p", 0.0, 1.0)
     limit = body.get("max_completion_tokens", body.get("max_tokens"))
     where = "max_completion_tokens" if "max_completion_tokens" in body else "max_tokens"
+    if isinstance(limit, float) and limit.is_integer():
+        limit = int(limit)  # 256.0 is a whole number in JSON
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise BadCompletionRequest(f"{where} must be a whole number of at least 1", where)
     return Sampling(temperature, top_p, limit, _stops(body.get("stop")))
