@@ -111,10 +111,14 @@ def test_an_import_inside_a_function_is_read(tmp_path: Path) -> None:
     assert {"drivers.base", "drivers.base.Driver", "media.audio"} <= imported(module, "late")
 
 
+# How many modules each package has at least: a graph that reads too few found nothing.
+AT_LEAST = {"hub": 100, "drivers": 20, "media": 4, "tui": 20, "firmware_bridges": 10}
+
+
 @pytest.mark.parametrize("package", PACKAGES)
 def test_no_package_has_an_import_cycle(package: str) -> None:
     edges = graph(package)
-    assert len(edges) >= 5
+    assert len(edges) >= AT_LEAST[package]
     assert cycles(edges) == []
 
 
