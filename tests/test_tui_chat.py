@@ -858,6 +858,15 @@ def test_start_up_repairs_show_while_they_run() -> None:
     assert repairs_note(None) == ""
 
 
+def test_the_model_getting_ready_shows_what_it_does() -> None:
+    from tui.chat import preparing_note
+
+    joining = {"state": "starting", "preparing": "joining the model file: 40%"}
+    assert preparing_note(joining) == "⟳ the model is getting ready: joining the model file: 40%"
+    assert preparing_note({"state": "ready"}) == ""
+    assert preparing_note(None) == ""
+
+
 def test_an_embedded_model_switched_off_shows_why() -> None:
     from tui.chat import embedded_warning
 
