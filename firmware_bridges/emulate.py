@@ -34,7 +34,8 @@ class Emulation:
     def next_step(self, env: str) -> str:
         """What to run once the board is served (``{path}`` is filled in by the board)."""
         return (
-            f"now run the hub on it, in another terminal:  {env}={{path}} tiny-hub   "
+            "a hub running as this user finds it by itself within a second; to point one at "
+            f"this port instead:  {env}={{path}} tiny-hub   "
             f"(or drivers.{self.driver}.port in config.toml)"
         )
 

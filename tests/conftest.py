@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,9 @@ StartHub = Callable[..., Awaitable[RunningServer]]
 # (and the `tiny-hub` processes the tests start, which inherit this) would each start a runner.
 # The tests of the warm-up turn it on.
 os.environ["TINY_HUB_EMBEDDED_WARM_AT_START"] = "false"
+# Boards a test serves announce their ports here (drivers/transports/announced.py): one place
+# per test process, so the hubs of other processes, and the person's own, never see them.
+os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="tiny-hub-run-")
 
 
 @pytest.fixture

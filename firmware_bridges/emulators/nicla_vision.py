@@ -70,6 +70,7 @@ from typing import Literal
 import cv2
 import numpy as np
 
+from drivers.base import PortInfo
 from firmware_bridges.emulators.usb_pty import PtyDevice, PtyPort, Unplugged
 from media.audio import AudioError, read_wav, resample, to_float_mono
 
@@ -413,6 +414,18 @@ class NiclaVisionEmulator(PtyDevice[_VcpSlave]):
             ("status", self._status),
         ):
             self._handlers[_hash(name)] = (name, handler)
+
+    def usb_descriptor(self, path: str) -> PortInfo:
+        """OpenMV's firmware on the Nicla Vision: Arduino's vendor id, OpenMV's product id."""
+        return PortInfo(
+            device=path,
+            vid=0x2341,
+            pid=0x055F,
+            serial_number="EMULATED-NICLA-VISION",
+            manufacturer="OpenMV",
+            product="OpenMV Virtual Comm Port in FS Mode",
+            description="OpenMV Virtual Comm Port in FS Mode",
+        )
 
     def _new_port(self) -> _VcpSlave:
         """Each plug-in (start, replug) is a new RPC slave on a new pty, over this one board."""
