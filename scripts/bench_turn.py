@@ -33,6 +33,7 @@ async def _turn_overhead(runs: int) -> list[Figure]:
     import aiohttp
 
     from fakes.ollama import FakeOllama
+    from hub.core.collector import settle
 
     fake = FakeOllama()
     arrivals: list[float] = []
@@ -45,6 +46,7 @@ async def _turn_overhead(runs: int) -> list[Figure]:
     fake._chat = stamped  # type: ignore[method-assign]
     await fake.start()
     async with running_hub(ollama_host=fake.url) as server, aiohttp.ClientSession() as http:
+        settle()  # as `tiny-hub serve` does once it serves
         headers = owner_headers(server)
         gaps, tools = [], 0
         for _ in range(runs + 5):  # five warm-up turns

@@ -14,6 +14,7 @@ from hub import __version__
 from hub.api.server import RunningServer, bind_socket, start_server
 from hub.cli.common import CliError, is_terminal, local_url, pin, settings_of, token
 from hub.config import Settings
+from hub.core.collector import settle
 from hub.core.logs import setup_logging
 from hub.runtime.hub import Hub
 
@@ -63,6 +64,9 @@ async def serve(settings: Settings, hardware: dict[str, Any] | None = None) -> i
         )
         for line in where_to_reach(server):
             print(line, flush=True)
+        # What the start made (stores, the embedder, the tools) lives as long as the process:
+        # frozen with the code, so a full collection during a turn walks only what came after.
+        settle()
         await stop.wait()
         await server.stop()
     finally:

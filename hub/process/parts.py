@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -83,21 +82,7 @@ async def running(hub: Hub, parts: Parts, listening: Listening | None) -> AsyncI
         # Jobs and alerts: started last, so a job's turn finds every part it may use; stopped
         # first, so no run starts while the others stop.
         parts.scheduler = await stack.enter_async_context(running_loop(open_scheduler(hub)))
-        stack.enter_context(settled_heap())
         yield parts
-
-
-@contextlib.contextmanager
-def settled_heap() -> Iterator[None]:
-    """What the start made lives as long as the hub: frozen out of the collector's sight, so a
-    full collection during a turn walks only what came after (without it one such pass over the
-    loaded libraries stalls a turn by ~70 ms). Unfrozen at stop, so what the hub held can go."""
-    gc.collect()
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
 
 
 @contextlib.asynccontextmanager
