@@ -35,13 +35,14 @@ from hub.lan.advertise import (
     SERVICE_TYPE,
     Advertiser,
     advertised_addresses,
-    hub_id,
     hub_name,
     txt_record,
 )
+from hub.lan.hub_id import hub_id
 from hub.lan.tls import ensure_certificate
+from hub.listen_socket import bind_socket
 from hub.runtime import Hub
-from hub.server import RunningServer, bind_socket, start_server
+from hub.server import RunningServer, start_server
 from tests.conftest import StartHub, settings_for
 
 SCRIPT = Path(sys.executable).with_name("tiny-hub")

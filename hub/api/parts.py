@@ -28,7 +28,8 @@ from hub.cloud.link import CloudLink
 from hub.cloud.memory_sync import MemorySync
 from hub.confirmations.actions import pending_of
 from hub.lan.address import is_loopback_host, lan_url
-from hub.lan.advertise import Advertiser, hub_id, hub_name
+from hub.lan.advertise import Advertiser, hub_name
+from hub.lan.hub_id import hub_id
 from hub.runtime import Hub
 from hub.scheduler.runner import Scheduler
 from hub.tasks import cancel_all

@@ -61,7 +61,7 @@ def load(target: str) -> Callable[..., int]:
 # Errors a person can fix: one line, no traceback.
 USER_ERRORS = (
     ("hub.config", "ConfigError"),
-    ("hub.server", "StartError"),
+    ("hub.listen_socket", "StartError"),
     ("hub.store.migrations", "MigrationError"),
     ("hub.cli.common", "CliError"),
 )

@@ -13,9 +13,10 @@ from typing import Any
 from hub import __version__
 from hub.cli.common import CliError, is_terminal, local_url, pin, settings_of, token
 from hub.config import Settings
+from hub.listen_socket import bind_socket
 from hub.logs import setup_logging
 from hub.runtime import Hub
-from hub.server import RunningServer, bind_socket, start_server
+from hub.server import RunningServer, start_server
 
 
 def serve_command(args: argparse.Namespace) -> int:
