@@ -174,7 +174,9 @@ async def test_health_shows_lan_url(start_hub: StartHub, http: aiohttp.ClientSes
     """On loopback only there is no LAN (null) and no advertisement; lan.url is shown as set."""
     server: RunningServer = await start_hub()
     async with http.get(f"{server.url}/api/health") as response:
-        assert (await response.json())["lanUrl"] is None
+        health = await response.json()
+    assert health["lanUrl"] is None
+    assert health["id"] == hub_id(server.hub.settings.home), "the id its mDNS record carries"
     assert server.parts.advertiser is None
     named = await start_hub(lan_url="http://hub.home.arpa:8765")
     async with http.get(f"{named.url}/api/health") as response:
