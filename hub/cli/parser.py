@@ -79,11 +79,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="an https hub's certificate fingerprint (SHA-256 hex, as `tiny-hub discover` and "
         "the pairing QR show it): trust that hub by it (default: the local hub's own)",
     )
-    sub.add_parser(
+    doctor = sub.add_parser(
         "doctor",
         parents=[common, listen],
         help="check this machine, one line per check",
-        description="Check Python, dependencies, models, devices, data dir and port.",
+        description="Check Python, dependencies, models, devices, data dir and port: what is "
+        "installed, what answers and what is free, in a second or two.",
+    )
+    doctor.add_argument(
+        "--model",
+        action="store_true",
+        help="also load what the hub runs: import every dependency (native code included) and "
+        "decode a prompt with the embedded model (several seconds more)",
     )
     sub.add_parser(
         "config",
