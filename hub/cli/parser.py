@@ -7,9 +7,15 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from hub.cli.hand_parsers import (
+    TOKEN_ENV,
+    add_jobs_parser,
+    add_telegram_parser,
+    add_tools_parser,
+)
 from hub.mcp_server.command import add_mcp_parser
 
-TOKEN_ENV = "TINY_HUB_TOKEN"
+__all__ = ["TOKEN_ENV", "build_parser", "shared_options"]
 
 
 def shared_options(default: Any) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
@@ -211,6 +217,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cloud_parser(sub, [common, listen])
     _add_people_parser(sub, [common, listen])
     add_mcp_parser(sub, [common, listen])
+    add_jobs_parser(sub, [common, listen])
+    add_telegram_parser(sub, [common, listen])
+    add_tools_parser(sub, [common, listen])
     sub.add_parser(
         "version",
         parents=[common, listen],
