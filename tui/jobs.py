@@ -1,10 +1,12 @@
 """The jobs screen: your scheduled jobs and pending alerts, with next and last run, kept live.
 
-Jobs are made by talking to the companion (its ``schedule`` and ``schedule_alert`` tools); this
-screen shows them as ``GET /api/jobs`` gives them and deletes one with ``d``
-(``DELETE /api/jobs/{id}``, after a yes). Times are shown on this machine's clock with UTC
-beside them, because a daily job's time is UTC. It re-fetches on a beat, on ``r`` and when a
-notice arrives (a job ran, an alert fired); a hub that is away is said in one line.
+Jobs are made by talking to the companion (its ``schedule`` and ``schedule_alert`` tools) or
+here by hand: ``a`` opens a form (``tui/job_form.py``) that saves with ``POST /api/jobs``, the
+same store and rules as the tool. The screen shows them as ``GET /api/jobs`` gives them and
+deletes one with ``d`` (``DELETE /api/jobs/{id}``, after a yes). Times are shown on this
+machine's clock with UTC beside them, because a daily job's time is UTC. It re-fetches on a
+beat, on ``r`` and when a notice arrives (a job ran, an alert fired); a hub that is away is said
+in one line.
 """
 
 from __future__ import annotations
@@ -84,6 +86,7 @@ class JobsScreen(Screen[None]):
     JobsScreen #jobs { height: 1fr; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("a", "add", "Add", id="jobs_add"),
         Binding("r", "refresh", "Refresh", id="jobs_refresh"),
         Binding("d", "delete", "Delete", id="jobs_delete"),
     ]
@@ -136,7 +139,7 @@ class JobsScreen(Screen[None]):
             table.add_row(*job_cells(item, now), key=key)
         jobs = sum(1 for item in answer.get("jobs", []) if item.get("nextRun") is not None)
         alerts = len(answer.get("alerts", []))
-        hint = "" if listed else " · ask the companion to schedule one"
+        hint = "" if listed else " · a adds one (or ask the companion)"
         self.say(
             f"{jobs} of {answer.get('limit', '?')} jobs, {alerts} pending alert(s) · "
             f"updated {datetime.now():%H:%M:%S}{hint}"
@@ -146,6 +149,24 @@ class JobsScreen(Screen[None]):
         status = self.query_one("#status", Static)
         status.update(Text(text))
         status.set_class(problem, "problem")
+
+    def action_add(self) -> None:
+        from tui.job_form import JobForm  # the form imports this module's time wording
+
+        self.app.push_screen(JobForm(self._create, self._preview), self._added)
+
+    async def _create(self, draft: Any) -> dict[str, Any]:
+        return await self.client.call("POST", "/api/jobs", body=draft.body())
+
+    async def _preview(self, schedule: dict[str, Any]) -> dict[str, Any]:
+        return await self.client.call("GET", "/api/jobs/preview", params=schedule)
+
+    def _added(self, answer: dict[str, Any] | None) -> None:
+        if answer is None:
+            return
+        job = answer.get("job", {})
+        self.notify(f"{job.get('schedule')}: next {job.get('nextRunText')}", title="job added")
+        self._wake.set()
 
     def action_delete(self) -> None:
         key = cursor_key(self.query_one("#jobs", DataTable))

@@ -1,0 +1,85 @@
+"""By hand in the TUI what the companion's tools set up, driven headless against a real hub:
+a job from the Jobs screen's form, the Telegram bot from the settings screen (against a fake
+Bot API) and a forged tool from the Tools screen; each is what the agent's own tools then see."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Input, Select, Static
+
+from fakes.ollama import FakeOllama
+from fakes.telegram import FakeTelegram
+from hub.agent.tools import schedule
+from hub.server import RunningServer
+from tests.conftest import StartHub, owner_headers
+from tests.toolcall import result_text, use_tool
+from tests.waits import until
+from tui.app import TinyApp
+from tui.client import HubClient
+from tui.config import TuiConfig
+from tui.job_form import JobForm
+from tui.jobs import JobsScreen
+
+
+@pytest.fixture
+async def fake_telegram() -> AsyncIterator[FakeTelegram]:
+    fake = FakeTelegram()
+    await fake.start()
+    yield fake
+    await fake.stop()
+
+
+@pytest.fixture
+async def server(
+    start_hub: StartHub, fake_ollama: FakeOllama, fake_telegram: FakeTelegram
+) -> RunningServer:
+    return await start_hub(
+        ollama_host=fake_ollama.url, telegram_api_url=fake_telegram.url, telegram_long_poll_s=1
+    )
+
+
+def app_for(server: RunningServer, tmp_path: Path) -> TinyApp:
+    token = owner_headers(server)["Authorization"].split()[1]
+    return TinyApp(HubClient(server.url, token), TuiConfig(tmp_path))
+
+
+async def type_into(pilot: Pilot[None], selector: str, text: str) -> None:
+    field = pilot.app.screen.query_one(selector, Input)
+    field.value = text
+    await pilot.pause()
+
+
+async def test_a_job_from_the_jobs_form_is_the_schedule_tools(
+    server: RunningServer, tmp_path: Path
+) -> None:
+    app = app_for(server, tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("f8")
+        assert isinstance(app.screen, JobsScreen)
+        await pilot.press("a")
+        form = app.screen
+        assert isinstance(form, JobForm)
+        preview = form.query_one("#job-preview", Static)
+        await until(lambda: "every 2 hours: next " in str(preview.render()), what="the preview")
+        form.query_one("#job-kind", Select).value = "daily"
+        await type_into(pilot, "#job-value", "07:00")
+        await until(lambda: "daily at 07:00 UTC" in str(preview.render()), what="daily preview")
+        await type_into(pilot, "#job-value", "25:00")
+        await until(
+            lambda: "needs a time from 00:00 to 23:59" in str(preview.render()), what="refusal"
+        )
+        await type_into(pilot, "#job-prompt", "Tell me the weather")
+        await type_into(pilot, "#job-title", "weather")
+        await pilot.press("ctrl+s")
+        error = form.query_one("#error", Static)
+        await until(lambda: "23:59" in str(error.render()), what="the hub's refusal in the form")
+        assert app.screen is form, "a refusal keeps the form open"
+        await type_into(pilot, "#job-value", "07:30")
+        await pilot.press("ctrl+s")
+        await until(lambda: isinstance(app.screen, JobsScreen), what="the form closed")
+    listed = result_text(await use_tool(server, schedule.schedule, action="list"))
+    assert "daily at 07:30 UTC: weather (next " in listed, listed
