@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Input, Select, Static
+from textual.widgets import DataTable, Input, Select, Static
 
 from fakes.ollama import FakeOllama
 from fakes.telegram import FakeTelegram
-from hub.agent.tools import schedule
+from hub.agent.tools import mount_tools, schedule
+from hub.agent.tools.context import ToolContext
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.toolcall import result_text, use_tool
@@ -23,6 +24,9 @@ from tui.client import HubClient
 from tui.config import TuiConfig
 from tui.job_form import JobForm
 from tui.jobs import JobsScreen
+from tui.tables import cursor_key
+from tui.tool_forms import ForgeForm, TryForm
+from tui.tools import ToolsScreen
 
 
 @pytest.fixture
@@ -83,3 +87,41 @@ async def test_a_job_from_the_jobs_form_is_the_schedule_tools(
         await until(lambda: isinstance(app.screen, JobsScreen), what="the form closed")
     listed = result_text(await use_tool(server, schedule.schedule, action="list"))
     assert "daily at 07:30 UTC: weather (next " in listed, listed
+
+
+async def test_a_tool_forged_on_the_tools_screen_is_mounted_and_tried(
+    server: RunningServer, tmp_path: Path
+) -> None:
+    app = app_for(server, tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("f9")
+        screen = app.screen
+        assert isinstance(screen, ToolsScreen)
+        await until(lambda: "learn" in screen.tools, what="the built-in tools listed")
+        assert screen.tools["learn"]["tier"] == "built-in"
+        await pilot.press("f")
+        form = app.screen
+        assert isinstance(form, ForgeForm)
+        await type_into(pilot, "#tool-name", "word_count")
+        await type_into(pilot, "#tool-description", "Count the words of a text.")
+        await pilot.press("ctrl+s")
+        await until(lambda: app.screen is screen, what="the form closed")
+        await until(lambda: "my_word_count" in screen.forged, what="the forged tool listed")
+        assert cursor_key(screen.query_one("#tools", DataTable)) == "my_word_count", "first row"
+
+        await pilot.press("t")
+        trying = app.screen
+        assert isinstance(trying, TryForm)
+        await type_into(pilot, "#tool-input", '{"text": "one two three"}')
+        await pilot.press("ctrl+s")
+        result = trying.query_one("#tool-result", Static)
+        await until(lambda: '✓ {"words": 3}' in str(result.render()), what="the run's result")
+        await pilot.press("escape")
+
+        await pilot.press("space")
+        await until(lambda: screen.tools.get("my_word_count", {}).get("on") is False, what="off")
+    tiny = server.hub.tinys.get("tiny")
+    assert tiny is not None
+    mounted = mount_tools(ToolContext(server.hub, server.hub.owner, tiny))
+    assert mounted.tiers["my_word_count"] == "forged", "the agent's mount list has it"
+    assert "my_word_count" not in mounted.names, "turned off by hand, off for the agent"
