@@ -12,8 +12,8 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Select, Static
 
 from fakes.ollama import FakeOllama
-from fakes.telegram import FakeTelegram
-from hub.agent.tools import mount_tools, schedule
+from fakes.telegram import TOKEN, FakeTelegram
+from hub.agent.tools import mount_tools, schedule, telegram
 from hub.agent.tools.context import ToolContext
 from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
@@ -24,6 +24,7 @@ from tui.client import HubClient
 from tui.config import TuiConfig
 from tui.job_form import JobForm
 from tui.jobs import JobsScreen
+from tui.settings.telegram import NO_BOT, TelegramForm
 from tui.tables import cursor_key
 from tui.tool_forms import ForgeForm, TryForm
 from tui.tools import ToolsScreen
@@ -125,3 +126,32 @@ async def test_a_tool_forged_on_the_tools_screen_is_mounted_and_tried(
     mounted = mount_tools(ToolContext(server.hub, server.hub.owner, tiny))
     assert mounted.tiers["my_word_count"] == "forged", "the agent's mount list has it"
     assert "my_word_count" not in mounted.names, "turned off by hand, off for the agent"
+
+
+async def test_telegram_set_up_on_the_settings_screen_is_the_telegram_tools(
+    server: RunningServer, fake_telegram: FakeTelegram, tmp_path: Path
+) -> None:
+    app = app_for(server, tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("f4")
+        section = app.screen.query_one("#telegram", Static)
+        await until(lambda: str(section.render()) == NO_BOT, what="no bot yet")
+        await pilot.press("t")
+        form = app.screen
+        assert isinstance(form, TelegramForm)
+        await type_into(pilot, "#telegram-token", "123:short")
+        await pilot.press("ctrl+s")
+        error = form.query_one("#error", Static)
+        await until(lambda: "that is not a bot token" in str(error.render()), what="refused")
+        await type_into(pilot, "#telegram-token", TOKEN)
+        await type_into(pilot, "#telegram-chat", "4242")
+        await pilot.press("ctrl+s")
+        await until(lambda: not isinstance(app.screen, TelegramForm), what="the form closed")
+        await until(
+            lambda: "@tiny_test_bot answers as tiny" in str(section.render()), what="the bot"
+        )
+        assert "allowed chats: 4242" in str(section.render())
+        assert TOKEN not in str(section.render()), "the token is shown masked only"
+    assert "getMe" in fake_telegram.calls
+    status = result_text(await use_tool(server, telegram.telegram, action="status"))
+    assert status.startswith("@tiny_test_bot answers as tiny") and "allowed chats: 4242" in status
