@@ -53,14 +53,14 @@ class ForgeForm(FormModal[ToolDraft]):
                     placeholder="word_count (becomes my_word_count)", id="tool-name", compact=True
                 )
             with Horizontal(classes="row"):
-                yield Label("what it does")
+                yield Label("does")
                 yield Input(
                     placeholder="for the model that calls it", id="tool-description", compact=True
                 )
             yield Label("code: one JavaScript arrow function, at most 4 KB", classes="note")
             yield TextArea(EXAMPLE_CODE, id="tool-code", compact=True, language=None)
             with Horizontal(classes="row"):
-                yield Label("input schema")
+                yield Label("input")
                 yield Input(value=EXAMPLE_SCHEMA, id="tool-schema", compact=True)
             yield Static("", id="error", markup=False)
         yield Footer()

@@ -21,19 +21,32 @@ from textual.widgets import DataTable, Header, Static
 
 from tui.client import HubClient, HubError
 from tui.settings.forms import Answer
+from tui.table_layout import CELL_PADDING
 from tui.tables import Cells, cursor_key, one_line
 from tui.tool_forms import ForgeForm, InstallForm, ToolDraft, TryForm
 from tui.widgets import KeysFooter
 
 COLUMNS = ("tool", "tier", "on", "what")
 WHAT_CHARS = 48
+"""The most of a description shown; less where the screen is narrower."""
+SCROLLBAR = 2
 
 
-def tool_cells(tool: dict[str, Any], described: str) -> Cells:
+def tool_cells(tool: dict[str, Any], what_chars: int) -> Cells:
     state = Text("on", style="green") if tool.get("on") else Text("off", style="dim")
     if tool.get("protected"):
         state = Text("on (kept)", style="green")
-    return (str(tool.get("name")), str(tool.get("tier")), state, one_line(described, WHAT_CHARS))
+    described = one_line(str(tool.get("description", "")), what_chars)
+    return (str(tool.get("name")), str(tool.get("tier")), state, described)
+
+
+def what_room(tools: list[dict[str, Any]], width: int) -> int:
+    """How many cells a description may take beside the other columns in ``width``: it ends
+    after its last whole word that fits, never cut at the screen's edge."""
+    names = max([len(COLUMNS[0]), *(len(str(t.get("name"))) for t in tools)])
+    tiers = max([len(COLUMNS[1]), *(len(str(t.get("tier"))) for t in tools)])
+    used = names + tiers + len("on (kept)") + CELL_PADDING * len(COLUMNS) + SCROLLBAR
+    return max(len(COLUMNS[3]), min(WHAT_CHARS, width - used))
 
 
 class ToolsScreen(Screen[None]):
@@ -55,6 +68,7 @@ class ToolsScreen(Screen[None]):
         self.client = client
         self.tools: dict[str, dict[str, Any]] = {}
         self.forged: dict[str, dict[str, Any]] = {}
+        self.answer: Answer | None = None
         self.show_next = ""
         """A tool just forged or installed: the cursor goes to it once it is listed."""
 
@@ -83,7 +97,12 @@ class ToolsScreen(Screen[None]):
             return
         self.show(answer)
 
+    def on_resize(self) -> None:
+        if self.answer is not None:
+            self.show(self.answer)
+
     def show(self, answer: Answer) -> None:
+        self.answer = answer
         self.tools = {str(t["name"]): t for t in answer.get("tools", [])}
         self.forged = {str(t["name"]): t for t in answer.get("forged", [])}
         table = self.query_one("#tools", DataTable)
@@ -92,9 +111,9 @@ class ToolsScreen(Screen[None]):
         table.clear()
         # Your own first: the forged tier, then the rest as the turns mount them.
         ordered = sorted(self.tools.values(), key=lambda t: (t.get("tier") != "forged", t["name"]))
+        room = what_room(ordered, self.size.width)
         for tool in ordered:
-            described = str(self.forged.get(tool["name"], {}).get("description", ""))
-            table.add_row(*tool_cells(tool, described), key=str(tool["name"]))
+            table.add_row(*tool_cells(tool, room), key=str(tool["name"]))
         if kept in self.tools:
             table.move_cursor(row=table.get_row_index(kept))
         off = sum(1 for t in self.tools.values() if not t.get("on"))

@@ -47,7 +47,9 @@ from hub.runtime import Hub
 routes = web.RouteTableDef()
 
 MAX_TOOL_BODY_BYTES = 65_536
-TOOL = obj({"name": STRING, "tier": STRING, "on": BOOLEAN, "protected": BOOLEAN})
+TOOL = obj(
+    {"name": STRING, "tier": STRING, "on": BOOLEAN, "protected": BOOLEAN, "description": STRING}
+)
 
 
 class ToolRefused(Refused):
@@ -62,12 +64,25 @@ def listed(hub: Hub, user: User) -> list[dict[str, Any]]:
     """Every tool this person's turns get with the default tiny, with its tier and whether it
     is on (MCP servers' tools join when a turn starts, so they are not here)."""
     tiny = hub.tinys.resolve(c.DEFAULT_TINY, user, None)
-    mounted = mount_tools(ToolContext(hub, user, tiny))
-    on = set(mounted.names)
+    every = mount_tools(ToolContext(hub, user, tiny), with_off=True)
+    off = disabled_tools(hub.db, user) - c.PROTECTED_TOOLS
     return [
-        {"name": n, "tier": tier, "on": n in on, "protected": n in c.PROTECTED_TOOLS}
-        for n, tier in sorted(mounted.tiers.items())
+        {
+            "name": tool.tool_name,
+            "tier": every.tiers[tool.tool_name],
+            "on": tool.tool_name not in off,
+            "protected": tool.tool_name in c.PROTECTED_TOOLS,
+            "description": first_sentence(str(tool.tool_spec.get("description", ""))),
+        }
+        for tool in sorted(every.tools, key=lambda t: t.tool_name)
     ]
+
+
+def first_sentence(text: str) -> str:
+    """A tool's description up to its first full stop (its arguments follow)."""
+    one = " ".join(text.split())
+    end = one.find(". ")
+    return one[: end + 1] if end >= 0 else one
 
 
 async def _object_body(request: web.Request, fields: tuple[str, ...]) -> dict[str, Any]:
@@ -176,7 +191,8 @@ async def switch_tool(request: web.Request) -> web.Response:
         raise NoSuchTool(f"you have no tool named {name}")
     set_tool_enabled(hub.db, user, name, enabled=wanted)
     now = [tool for tool in listed(hub, user) if tool["name"] == name]
-    shown = now[0] if now else {"name": name, "tier": "", "on": wanted, "protected": False}
+    gone = {"name": name, "tier": "", "on": wanted, "protected": False, "description": ""}
+    shown = now[0] if now else gone  # a forged tool since removed: turned on or off all the same
     return web.json_response(shown)
 
 
