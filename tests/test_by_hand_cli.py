@@ -22,6 +22,7 @@ from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.test_cli import cli_env
 from tests.test_cli_chat import Terminal
+from tests.test_forge import SHA, FakeRaw
 from tests.toolcall import result_text, use_tool
 
 WORD_COUNT = {
@@ -41,11 +42,23 @@ async def fake_telegram() -> AsyncIterator[FakeTelegram]:
 
 
 @pytest.fixture
+async def raw() -> AsyncIterator[FakeRaw]:
+    fake = FakeRaw()
+    await fake.start()
+    yield fake
+    assert fake.runner is not None
+    await fake.runner.cleanup()
+
+
+@pytest.fixture
 async def server(
-    start_hub: StartHub, fake_ollama: FakeOllama, fake_telegram: FakeTelegram
+    start_hub: StartHub, fake_ollama: FakeOllama, fake_telegram: FakeTelegram, raw: FakeRaw
 ) -> RunningServer:
     return await start_hub(
-        ollama_host=fake_ollama.url, telegram_api_url=fake_telegram.url, telegram_long_poll_s=1
+        ollama_host=fake_ollama.url,
+        telegram_api_url=fake_telegram.url,
+        telegram_long_poll_s=1,
+        tool_raw_base_url=raw.url,
     )
 
 
@@ -58,10 +71,12 @@ class ByHand:
         self.env = cli_env(tmp_path / "client-home", closed_port)
         self.where = ["--url", server.url, "--token", token]
 
-    async def run(self, *args: str, typed: tuple[tuple[bytes, bytes], ...] = ()) -> str:
-        return await asyncio.to_thread(self._run, list(args), typed)
+    async def run(
+        self, *args: str, typed: tuple[tuple[bytes, bytes], ...] = (), exits: int = 0
+    ) -> str:
+        return await asyncio.to_thread(self._run, list(args), typed, exits)
 
-    def _run(self, args: list[str], typed: tuple[tuple[bytes, bytes], ...]) -> str:
+    def _run(self, args: list[str], typed: tuple[tuple[bytes, bytes], ...], exits: int) -> str:
         terminal = Terminal([*args, *self.where], self.env, columns=120)
         try:
             for prompt, keys in typed:
@@ -71,7 +86,7 @@ class ByHand:
         finally:
             status = terminal.close()
         text = shown.decode(errors="replace").replace("\r\n", "\n")
-        assert status == 0, text
+        assert status == exits, text
         return text
 
 
@@ -151,3 +166,21 @@ async def test_a_tool_forged_by_hand_is_mounted_for_the_agent(
     turned = await by_hand.run("tools", "disable", "my_word_count")
     assert "my_word_count is off from the next message" in turned
     assert "my_word_count (off)" in await by_hand.run("tools", "list")
+
+
+async def test_a_tool_installed_by_hand_follows_install_tools_rules(
+    by_hand: ByHand, server: RunningServer, raw: FakeRaw
+) -> None:
+    shout = {"description": "Shout a text", "code": "({ text }) => text.toUpperCase()"}
+    untrusted = raw.put(f"mallory/tools/{SHA}/shout.json", name="shout", **shout)
+    refused = await by_hand.run("tools", "install", untrusted, exits=2)
+    assert "mallory is neither in the hub's tool allowlist nor trusted by you" in refused
+    assert raw.requested == [], "refused before anything was fetched"
+    allowed = raw.put(f"strands-agents/tools/{SHA}/tools/shout.json", name="shout", **shout)
+    assert f"installed my_shout from {allowed}" in await by_hand.run("tools", "install", allowed)
+    tried = await by_hand.run("tools", "run", "my_shout", '{"text": "hey"}')
+    assert tried.strip().splitlines()[-1] == '"HEY"'
+    tiny = server.hub.tinys.get("tiny")
+    assert tiny is not None
+    mounted = forge.forged_tools(ToolContext(server.hub, server.hub.owner, tiny))
+    assert [t.tool_name for t in mounted] == ["my_shout"]

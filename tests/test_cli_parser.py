@@ -177,6 +177,8 @@ def test_every_command_in_the_readme_and_docs_parses_as_printed() -> None:
 def test_url_and_token_go_before_or_after_the_action() -> None:
     before = parse(["jobs", "--url", "http://127.0.0.1:1", "list", "--token", "t"])
     after = parse(["tools", "run", "my_x", '{"a": 1}', "--url", "http://127.0.0.1:1"])
+    install = parse(["tools", "install", "https://raw.example/f.json", "--url", "http://h:1"])
+    assert (install.file_url, install.url) == ("https://raw.example/f.json", "http://h:1")
     assert (before.url, before.token, after.url, after.input) == (
         "http://127.0.0.1:1",
         "t",

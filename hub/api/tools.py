@@ -47,6 +47,8 @@ from hub.runtime import Hub
 routes = web.RouteTableDef()
 
 MAX_TOOL_BODY_BYTES = 65_536
+# One tool by name; "install" is the install route's, so a method it lacks is its 405.
+ONE_TOOL = "/api/tools/{name:(?!install$)[^{}/]+}"
 TOOL = obj(
     {"name": STRING, "tier": STRING, "on": BOOLEAN, "protected": BOOLEAN, "description": STRING}
 )
@@ -168,7 +170,7 @@ async def install_tool(request: web.Request) -> web.Response:
         raise ToolRefused(str(exc)) from None
 
 
-@routes.patch("/api/tools/{name}")
+@routes.patch(ONE_TOOL)
 @access(Access.USER)
 @documented(
     Operation(
@@ -196,7 +198,7 @@ async def switch_tool(request: web.Request) -> web.Response:
     return web.json_response(shown)
 
 
-@routes.post("/api/tools/{name}/run")
+@routes.post(ONE_TOOL + "/run")
 @access(Access.USER)
 @documented(
     Operation(

@@ -120,7 +120,9 @@ def add_tools_parser(sub: Any, common: list[argparse.ArgumentParser]) -> None:
     )
     forge.add_argument("file", help="the tool file, or - for standard input")
     install = action("install", "install a tool file from GitHub pinned by commit")
-    install.add_argument("url", help="https://raw.githubusercontent.com/OWNER/REPO/SHA/PATH.json")
+    install.add_argument(
+        "file_url", metavar="URL", help="https://raw.githubusercontent.com/OWNER/REPO/SHA/PATH.json"
+    )
     for verb, what in (("enable", "turn a tool on again"), ("disable", "turn a tool off")):
         action(verb, what).add_argument("name", help="the tool's name, as list shows it")
     run = action("run", "try one of your forged tools with an input")

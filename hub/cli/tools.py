@@ -67,8 +67,8 @@ def tool_file(name: str) -> dict[str, Any]:
 
 
 async def _install(ask: Asker, args: argparse.Namespace) -> int:
-    saved = (await ask("POST", "/api/tools/install", body={"url": args.url}))["tool"]
-    print(f"installed {saved['name']} from {saved.get('sourceUrl', args.url)}")
+    saved = (await ask("POST", "/api/tools/install", body={"url": args.file_url}))["tool"]
+    print(f"installed {saved['name']} from {saved.get('sourceUrl', args.file_url)}")
     return 0
 
 

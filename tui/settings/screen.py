@@ -50,7 +50,7 @@ from tui.settings.people import (
     RemoveQuestion,
 )
 from tui.settings.status import status_lines
-from tui.settings.telegram import NO_BOT, TelegramDraft, TelegramForm, bot_lines, saved_bot
+from tui.settings.telegram import TelegramForm, telegram_section
 from tui.settings.tinys import KeyNotice, TinyDraft, TinyForm, prompt_preview
 from tui.tables import cursor_key
 from tui.widgets import ConfirmScreen, KeysFooter
@@ -94,8 +94,7 @@ class SettingsScreen(Screen[None]):
         self.phones: dict[str, Answer] = {}
         self.people: dict[str, Answer] = {}
         """GET /api/people's people by login (the owner's screen only)."""
-        self.bot: Answer | None = None
-        """GET /api/telegram's bot (None: no bot connected, or not read yet)."""
+        self.bot: Answer | None = None  # GET /api/telegram's bot; None: none, or not read yet
         self.talking_to = ""
         """The tiny picked here ("" until one is: the app's own then applies)."""
         self.held_headers: dict[str, str] | None = None
@@ -168,31 +167,18 @@ class SettingsScreen(Screen[None]):
         self.load_model()
         self.load_telegram()
 
-    # --- telegram --------------------------------------------------------------------------
-
     @work(exclusive=True, group="telegram")
     async def load_telegram(self) -> None:
-        try:
-            bot = await self.client.call("GET", "/api/telegram")
-        except HubError as exc:
-            self.bot = None
-            self.show("#telegram", [NO_BOT if exc.status == 404 else str(exc)], exc.status != 404)
-            return
-        self.bot = bot
-        self.show("#telegram", bot_lines(bot), False)
+        self.bot, lines, failed = await telegram_section(self.client)
+        self.show("#telegram", lines, failed)
 
     def action_telegram(self) -> None:
-        form = TelegramForm(self.save_telegram, self.bot, self.tiny_name)
-        self.app.push_screen(form, self.telegram_saved)
+        self.app.push_screen(TelegramForm(self.client, self.bot, self.tiny_name), self.bot_saved)
 
-    async def save_telegram(self, draft: TelegramDraft) -> Answer:
-        return await saved_bot(self.client, self.bot, draft)
-
-    def telegram_saved(self, answer: Answer | None) -> None:
-        if answer is None:
-            return
-        self.notify(str(answer.get("said") or "Telegram saved"), title="Telegram")
-        self.load_telegram()
+    def bot_saved(self, answer: Answer | None) -> None:
+        if answer is not None:
+            self.notify(str(answer.get("said") or "Telegram saved"), title="Telegram")
+            self.load_telegram()
 
     # --- tinys -----------------------------------------------------------------------------
 

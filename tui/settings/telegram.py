@@ -6,13 +6,14 @@ never shown again but masked)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Input, Label, Select, Static
 
-from tui.client import HubClient
+from tui.client import HubClient, HubError
 from tui.settings.forms import Answer, FormModal
 
 NO_BOT = "no bot connected · t connects the one @BotFather made for you"
@@ -51,8 +52,8 @@ class TelegramForm(FormModal[TelegramDraft]):
     """The bot's token (hidden; blank keeps the one set), the tiny that answers, a chat to
     allow, and whether it answers at all."""
 
-    def __init__(self, submit: Any, bot: Answer | None, tiny: str) -> None:
-        super().__init__(submit)
+    def __init__(self, client: HubClient, bot: Answer | None, tiny: str) -> None:
+        super().__init__(partial(saved_bot, client, bot))
         self.bot = bot
         self.tiny = str(bot.get("tiny")) if bot else tiny
 
@@ -117,3 +118,13 @@ async def saved_bot(client: HubClient, bot: Answer | None, draft: TelegramDraft)
     if not draft.answering:
         answer = {"bot": await client.call("POST", "/api/telegram/disable")}
     return answer
+
+
+async def telegram_section(client: HubClient) -> tuple[Answer | None, list[str], bool]:
+    """The bot (None when there is none), the section's lines, and whether they say a failure
+    (no bot yet is no failure: the hub's 404)."""
+    try:
+        bot = await client.call("GET", "/api/telegram")
+    except HubError as exc:
+        return None, [NO_BOT if exc.status == 404 else str(exc)], exc.status != 404
+    return bot, bot_lines(bot), False
