@@ -7,19 +7,22 @@ module rather than following the hub's internal layout.
 A driver is a class that names itself, says which hardware it handles (USB and BLE matchers, in
 the spirit of Home Assistant's manifest matchers: every field of one matcher must fit, fnmatch
 patterns, and when two drivers claim the same port the matcher constraining more fields wins) and
-lists its capabilities. The hub's driver manager (``hub/drivers.py``) makes one instance per
+lists its capabilities. The hub's driver manager (``hub/drivers/``) makes one instance per
 physical device and session, starts it, probes it, and stops it when the device goes away.
 
 Drivers are found through the ``tiny_hub.drivers`` entry-point group, so a third-party package
 adds one by declaring ``[project.entry-points."tiny_hub.drivers"] name = "package.module:Class"``.
 Nothing here touches a port or a radio: that is ``drivers/transports/``.
 
-A driver class also brings what the hub offers for its family: agent tools (``agent_tools``,
-mounted in every turn whether or not such a device is attached) and HTTP routes
-(``http_routes``, each with its access level). They talk to the hub only through
-:class:`DriverHost`, the few things a tool or a route needs (is the caller the owner, the
-online drivers of a family, the audit sink, the result shapes), so ``drivers/`` never imports
-the hub and a third-party package gets the same footing as the built-in drivers.
+A driver class also brings what the hub offers for its family: its settings (``settings``,
+typed and documented, read from ``[drivers.<name>]`` in config.toml and the environment and
+shown by ``tiny-hub config``), the kinds of event its devices put on the owner's event ring
+(``event_kinds``), agent tools (``agent_tools``, mounted in every turn whether or not such a
+device is attached) and HTTP routes (``http_routes``, each with its access level). A running
+driver reaches the hub through its :class:`DeviceHost` (``audit``, ``emit``); its tools and
+routes through :class:`DriverHost`, the few things a tool or a route needs (is the caller the
+owner, the online drivers of a family, the audit, the result shapes), so ``drivers/`` never
+imports the hub and a third-party package gets the same footing as the built-in drivers.
 """
 
 from __future__ import annotations
@@ -46,6 +49,34 @@ log = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = "tiny_hub.drivers"
 
 DriverState = Literal["online", "offline", "error"]
+
+SettingValue = bool | int | float | str | tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting a driver reads: ``key`` in its ``[drivers.<section>]`` table of config.toml,
+    or the environment variable ``env`` (empty: ``TINY_HUB_<SECTION>_<KEY>``).
+
+    ``default``'s type is the setting's type: true/false, a whole number, a number, a string,
+    or a list of strings (a tuple; comma-separated in the variable). ``choices``, when given,
+    are the only strings allowed. The hub checks both before the driver sees a value, with the
+    file, line and key of a bad one; what else a value must be, the driver checks itself.
+    """
+
+    key: str
+    default: SettingValue
+    help: str
+    env: str = ""
+    choices: tuple[str, ...] = ()
+
+    def variable(self, section: str) -> str:
+        """The environment variable that sets it."""
+        return self.env or f"TINY_HUB_{section}_{self.key}".upper()
+
+
+ENABLED = Setting("enabled", True, "use this driver at all")
+"""Every driver has it: a disabled driver takes part in nothing."""
 
 # Bluetooth SIG base UUID: a 16- or 32-bit UUID ("3080", "0x180d") is short for this.
 _BASE_UUID_TAIL = "-0000-1000-8000-00805f9b34fb"
@@ -195,11 +226,44 @@ HOST_STATE_KEY = "tiny_hub"
 """Where a turn's host sits in strands' invocation state (the hub puts it there)."""
 
 
+class DriverError(Exception):
+    """A device could not do what was asked; ``str()`` says why, for a person. Every driver's
+    own errors derive from it, so a tool or a route catches one type whatever the family."""
+
+
 class DriverHostError(Exception):
     """The hub refused what a driver's tool asked of it; the message says why."""
 
 
-class DriverHost(Protocol):
+class DeviceHost(Protocol):
+    """What the hub lends a running driver (``Driver.host``): the one way its commands reach
+    the audit log and its events the owner's event ring. Tools and routes get the same through
+    :class:`DriverHost`."""
+
+    def audit(self, driver: str, device_id: str, command: str) -> None:
+        """Record a command sent to hardware in the hub's audit log (before it is sent)."""
+        ...
+
+    def emit(self, driver: str, kind: str, device_id: str | None, detail: Any) -> None:
+        """Put an event of ``kind`` (one of the driver's ``event_kinds``) on the owner's event
+        ring, where ``/api/events`` streams it."""
+        ...
+
+
+class _Unheard:
+    """The host of a driver made outside a hub (a test, a capture): nothing is kept."""
+
+    def audit(self, driver: str, device_id: str, command: str) -> None:
+        pass
+
+    def emit(self, driver: str, kind: str, device_id: str | None, detail: Any) -> None:
+        pass
+
+
+UNHEARD: DeviceHost = _Unheard()
+
+
+class DriverHost(DeviceHost, Protocol):
     """What the hub lends a driver's tools and routes for one turn or one request.
 
     The hub's tool context satisfies it in a turn, and a per-request object in a route; a
@@ -222,10 +286,6 @@ class DriverHost(Protocol):
     def devices_reporting(self, capability: str) -> list[str]:
         """The names of the caller's enrolled devices (phones, other hubs) that report
         ``capability`` and are not known to be offline; empty for an anonymous caller."""
-        ...
-
-    def audit(self, driver: str, device_id: str, command: str) -> None:
-        """Record a command sent to hardware in the hub's audit log."""
         ...
 
     def ok(self, text: str, **data: Any) -> ToolResult:
@@ -279,6 +339,7 @@ def turn_host(tool_context: StrandsToolContext) -> DriverHost:
 
 
 AttachedDriver = TypeVar("AttachedDriver", bound="Driver")
+Attached = TypeVar("Attached")
 
 
 def first_online(host: DriverHost, kind: type[AttachedDriver]) -> AttachedDriver | None:
@@ -292,9 +353,9 @@ def first_online(host: DriverHost, kind: type[AttachedDriver]) -> AttachedDriver
 async def with_attached(
     tool_context: StrandsToolContext,
     what: str,
-    attached: Callable[[DriverHost], AttachedDriver | None],
+    attached: Callable[[DriverHost], Attached | None],
     missing: Callable[[DriverHost], str],
-    action: Callable[[DriverHost, AttachedDriver], Awaitable[dict[str, Any]]],
+    action: Callable[[DriverHost, Attached], Awaitable[dict[str, Any]]],
     errors: tuple[type[Exception], ...],
 ) -> dict[str, Any]:
     """What every owner-only device tool does around its own work: refuse anyone but the owner
@@ -363,11 +424,67 @@ class Driver(abc.ABC):
     ble: ClassVar[tuple[BleMatcher, ...]] = ()
     capabilities: ClassVar[tuple[str, ...]]
     """What the hub can ask of such a device ("camera", "subghz", ...); shown to the agent."""
+    settings: ClassVar[tuple[Setting, ...]] = ()
+    """What this driver reads from its section of config.toml, besides :data:`ENABLED` (every
+    driver's). Two keys mean something to the hub's driver manager too, for a driver that
+    declares them: ``port`` (a string: pin the driver to that path, a device, a pseudo-terminal
+    or a symlink; it then starts no other port) and ``deny`` (a list: stable ids never to
+    start)."""
+    settings_section: ClassVar[str] = ""
+    """The section it reads, when it is not ``name``: the drivers of one device reached two
+    ways share one (the Flipper over BLE reads ``[drivers.flipper]``)."""
+    event_kinds: ClassVar[tuple[str, ...]] = ()
+    """The kinds of event its devices put on the owner's event ring (:meth:`emit`); a dial-in
+    device may post them too (``POST /api/devices/event``)."""
+    machine: ClassVar[bool] = False
+    """A device of the machine the hub runs on (its camera, its microphone), found by
+    :meth:`machine_devices` rather than by a matcher. Its tools mount after those of the
+    hardware people attach, which a request for "the camera" more likely means."""
 
-    def __init__(self, device_id: str, port: str, config: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        device_id: str,
+        port: str,
+        config: Mapping[str, Any],
+        host: DeviceHost = UNHEARD,
+    ) -> None:
+        """``config``: the driver's settings (every key of :meth:`declared_settings`, checked),
+        and any seam a test hands it (an emulated radio); ``host``: where its audit and its
+        events go."""
         self.device_id = device_id
         self.port = port
         self.config = config
+        self.host = host
+
+    def audit(self, command: str) -> None:
+        """Hand ``command`` to the hub's audit log: call it before the command is sent."""
+        self.host.audit(self.name, self.device_id, command)
+
+    def emit(self, kind: str, detail: Any) -> None:
+        """Put ``detail`` on the owner's event ring as ``kind``, one of :attr:`event_kinds`."""
+        if kind not in self.event_kinds:
+            raise ValueError(f"{self.name} declares no event kind {kind!r}")
+        self.host.emit(self.name, kind, self.device_id, detail)
+
+    @classmethod
+    def section(cls) -> str:
+        """The ``[drivers.<section>]`` table it reads."""
+        return cls.settings_section or cls.name
+
+    @classmethod
+    def declared_settings(cls) -> tuple[Setting, ...]:
+        """Every setting it reads: :data:`ENABLED` first (unless it declares its own), then its
+        own."""
+        if any(s.key == ENABLED.key for s in cls.settings):
+            return cls.settings
+        return (ENABLED, *cls.settings)
+
+    @classmethod
+    def machine_devices(cls, config: Mapping[str, Any]) -> Sequence[PortInfo]:
+        """For a :attr:`machine` driver: the devices the settings ``config`` turn on (none when
+        they turn it off), each as what the driver opens (``device``) and a name
+        (``product``)."""
+        return ()
 
     @abc.abstractmethod
     async def start(self) -> None:

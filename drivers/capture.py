@@ -1,10 +1,12 @@
 """Captures: what a real device answered to a fixed, read-only script, as a JSON file.
 
-``tiny-hub capture flipper|nicla-vision --port PATH --out FILE`` records one
-(``drivers/flipper_capture.py``, ``drivers/nicla_capture.py``); the tests replay the committed
-ones (``tests/captures/``) against the drivers' parsers and compare the emulators' answers with
-them. A capture is a list of steps in the order they ran, each with the bytes sent and received
-(hex) and the received bytes as text for a person to read before sharing the file.
+``tiny-hub capture DEVICE --port PATH --out FILE`` records one with the recorder a driver
+package registers under the ``tiny_hub.captures`` entry-point group (``DEVICE`` is its name; this
+repository's are ``flipper/capture.py`` and ``nicla_vision/capture.py``), called as
+``record(port, redact=...)`` and answering the capture's JSON data; the tests replay the
+committed ones (``tests/captures/``) against the drivers' parsers and compare the emulators'
+answers with them. A capture is a list of steps in the order they ran, each with the bytes sent
+and received (hex) and the received bytes as text for a person to read before sharing the file.
 """
 
 from __future__ import annotations
@@ -15,10 +17,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
 CAPTURE_FORMAT = "tiny-hub-capture/1"
+RECORDER_GROUP = "tiny_hub.captures"
+
+Recorder = Callable[..., dict[str, Any]]
+"""``record(port, *, redact)``: a device's answers to its family's read-only script."""
 
 
 class CaptureError(Exception):
@@ -84,21 +91,26 @@ def received(capture: dict[str, Any], name: str) -> bytes:
     raise KeyError(name)
 
 
+def recorders() -> dict[str, Recorder]:
+    """Every installed capture recorder, by the device name ``tiny-hub capture`` takes."""
+    return {ep.name: ep.load() for ep in entry_points(group=RECORDER_GROUP)}
+
+
 def run_capture(device: str, port: str, out: Path, *, redact: bool = True) -> int:
-    """``tiny-hub capture``: record, write, say where. A device that does not answer, or an
-    ``out`` that exists already or has no folder, is a one-line error on stderr (exit status 2),
-    and nothing is written."""
-    recorders: dict[str, Callable[[], dict[str, Any]]] = {
-        "flipper": lambda: _flipper(port, redact),
-        "nicla-vision": lambda: _nicla_vision(port),
-    }
+    """``tiny-hub capture``: record, write, say where. A device nothing records, one that does
+    not answer, or an ``out`` that exists already or has no folder, is a one-line error on
+    stderr (exit status 2), and nothing is written."""
+    found = recorders()
     refused = _unwritable(out)
+    if device not in found:
+        known = ", ".join(sorted(found)) or "none is installed"
+        refused = f"no recorder for {device!r} (these record one: {known})"
     if refused:
         print(f"tiny-hub: capture not started: {refused}", file=sys.stderr)
         return 2
     started = time.monotonic()
     try:
-        capture = recorders[device]()
+        capture = found[device](port, redact=redact)
         write_capture(capture, out)
     except (CaptureError, OSError) as exc:
         print(f"tiny-hub: capture failed: {exc}", file=sys.stderr)
@@ -115,15 +127,3 @@ def _unwritable(out: Path) -> str | None:
     if not out.parent.is_dir():
         return f"{out.parent} is not a folder"
     return None
-
-
-def _flipper(port: str, redact: bool) -> dict[str, Any]:
-    from drivers.flipper_capture import record_flipper
-
-    return record_flipper(port, redact=redact)
-
-
-def _nicla_vision(port: str) -> dict[str, Any]:
-    from drivers.nicla_capture import record_nicla_vision
-
-    return record_nicla_vision(port)

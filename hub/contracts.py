@@ -165,6 +165,14 @@ RELAY_MAX_DEFAULT: Final = 10
 RELAY_MAX_LIMIT: Final = 50
 RELAY_PAYLOAD_MAX_BYTES: Final = 8 * 1024
 
+# --- Device events (docs/protocol.md, POST /api/devices/event) --------------------------------
+# The kinds the cloud's event ring accepts from a device, by their wire names: the hub forwards
+# those, and keeps the rest (a driver's own kinds) on its own ring. A transcript, whichever
+# microphone heard it, travels as the contract's one transcript kind.
+NOTE_EVENT: Final = "device_note"
+TRANSCRIPT_EVENT: Final = "nicla_transcript"
+CLOUD_EVENT_KINDS: Final = ("nicla_wake", "nicla_sentry", TRANSCRIPT_EVENT, NOTE_EVENT)
+
 # --- Tinys and tools (docs/protocol.md, tools) ---
 DEFAULT_TINY: Final = "tiny"
 LOGIN_REQUIRED: Final = "Login required"

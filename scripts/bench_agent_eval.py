@@ -49,6 +49,7 @@ from typing import Any
 import aiohttp
 import jsonschema
 
+from harness.machine import drivers_with_machine_off
 from scripts.bench_common import BenchmarkFailed, owner_headers, percentile, running_hub
 from scripts.bench_llama_server import Recorded, recording, replay
 from scripts.bench_rows import Row, run_alone
@@ -275,9 +276,7 @@ async def eval_hub(**overrides: Any) -> AsyncIterator[Any]:
         device.start()
         try:
             async with running_hub(
-                flipper_port=str(link),
-                camera_device="",
-                microphone_device="off",
+                drivers=drivers_with_machine_off({"flipper": {"port": str(link)}}),
                 embedded_warm_at_start=False,
                 **overrides,
             ) as server:

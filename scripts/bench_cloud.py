@@ -40,13 +40,14 @@ from typing import Any
 
 import aiohttp
 
+from harness.machine import MACHINE_OFF
 from hub.api.limits import GUARD, Limits
+from hub.api.server import start_server
 from hub.cloud.client import CloudClient
 from hub.cloud.link import CloudLink
 from hub.cloud.outbox import Outbox
 from hub.config import load_settings
-from hub.runtime import Hub
-from hub.server import start_server
+from hub.runtime.hub import Hub
 from hub.store.migrations import open_database
 from scripts.bench_rows import run_alone
 
@@ -84,8 +85,7 @@ def _settings(home: Path) -> Any:
         overrides={
             "host": "127.0.0.1",
             "port": 0,
-            "camera_device": "",
-            "microphone_device": "off",
+            "drivers": MACHINE_OFF,
         },
     )
 

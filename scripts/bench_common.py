@@ -63,9 +63,9 @@ def percentile(values: list[float], fraction: float) -> float:
 @contextlib.asynccontextmanager
 async def running_hub(**overrides: Any) -> AsyncIterator[Any]:
     """An in-process hub on a free loopback port, in a throwaway data dir."""
+    from hub.api.server import start_server
     from hub.config import load_settings
-    from hub.runtime import Hub
-    from hub.server import start_server
+    from hub.runtime.hub import Hub
 
     with tempfile.TemporaryDirectory() as tmp:
         settings = load_settings(

@@ -28,10 +28,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.machine import MACHINE_OFF
 from hub.community.feed import feed
 from hub.community.trust import pagerank, ranking
 from hub.config import load_settings
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 from hub.tinys.social import CONSULTED, FOLLOWS, PLATFORM, user_node
 from scripts.bench_common import BenchmarkFailed, percentile
 from scripts.bench_rows import Row, run_alone
@@ -50,7 +51,7 @@ def _settings(home: Path) -> Any:
     return load_settings(
         home=home,
         environ={},
-        overrides={"host": "127.0.0.1", "port": 0, "camera_device": "", "microphone_device": "off"},
+        overrides={"host": "127.0.0.1", "port": 0, "drivers": MACHINE_OFF},
     )
 
 

@@ -19,7 +19,7 @@ import statistics
 import sys
 import time
 
-from drivers.flipper import FlipperDriver
+from drivers.flipper.usb import FlipperDriver
 from firmware_bridges.emulators.flipper import FlipperEmulator
 from scripts.bench_rows import run_alone
 
@@ -34,7 +34,7 @@ def _text_file(size: int) -> bytes:
 
 
 async def _measure(path: str, runs: int) -> tuple[list[float], list[float], list[float]]:
-    driver = FlipperDriver("bench", path, {"audit": lambda _device, _command: None})
+    driver = FlipperDriver("bench", path, {})
     await driver.start()
     try:
         info_ms: list[float] = []

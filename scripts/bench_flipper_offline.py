@@ -28,7 +28,7 @@ async def _flipper_offline(runs: int) -> list[Figure]:
         link = Path(tmp) / "flipper"
         device = FlipperEmulator(link=link)
         device.start()
-        async with running_hub(flipper_port=str(link)) as server:
+        async with running_hub(drivers={"flipper": {"port": str(link)}}) as server:
             hub = server.hub
             await _state(hub, "online")
             for _ in range(runs):

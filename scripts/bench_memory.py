@@ -113,7 +113,7 @@ def filler_fact(i: int) -> str:
 def bench_memory(runs: int) -> list[Figure]:
     from hub.config import load_settings
     from hub.memory.graph import now
-    from hub.runtime import Hub
+    from hub.runtime.hub import Hub
 
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"

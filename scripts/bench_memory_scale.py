@@ -92,7 +92,7 @@ def bench(runs: int = 1, facts: int = FACTS) -> list[Row]:
     """One run (``runs`` is taken for the table's interface: the load is the figure)."""
     from hub.config import load_settings
     from hub.memory.vectors import embed_query
-    from hub.runtime import Hub
+    from hub.runtime.hub import Hub
 
     unique = filler_vectors()
     with tempfile.TemporaryDirectory() as tmp:

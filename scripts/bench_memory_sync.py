@@ -22,11 +22,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness.machine import MACHINE_OFF
 from hub.api.limits import GUARD, Limits
+from hub.api.server import start_server
 from hub.cloud.memory_sync import MemoryCloud, MemorySync
 from hub.config import load_settings
-from hub.runtime import Hub
-from hub.server import start_server
+from hub.runtime.hub import Hub
 from scripts.bench_rows import run_alone
 
 FACTS = 1000
@@ -34,7 +35,7 @@ IDLE_ROUNDS = 20
 
 
 def _hub(home: Path) -> Hub:
-    base = {"host": "127.0.0.1", "port": 0, "camera_device": "", "microphone_device": "off"}
+    base = {"host": "127.0.0.1", "port": 0, "drivers": MACHINE_OFF}
     return Hub.open(load_settings(home=home, environ={}, overrides=base))
 
 

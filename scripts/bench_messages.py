@@ -26,8 +26,8 @@ from typing import Any
 import aiohttp
 
 from hub.api.limits import GUARD, Limits
-from hub.identity import User
 from hub.messages.store import Inbox
+from hub.people.identity import User
 from scripts.bench_common import BenchmarkFailed, percentile, running_hub
 from scripts.bench_rows import Row, run_alone
 

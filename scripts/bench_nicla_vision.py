@@ -22,7 +22,7 @@ import statistics
 import sys
 import time
 
-from drivers.nicla_vision import NiclaVisionDriver
+from drivers.nicla_vision.driver import NiclaVisionDriver
 from firmware_bridges.emulators.nicla_vision import NiclaVisionEmulator
 from scripts.bench_rows import run_alone
 

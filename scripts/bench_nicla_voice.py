@@ -6,7 +6,7 @@
   emulated board through the real ``BleakClient`` to the driver's WAV, board unpaced (it sends
   as fast as the event loop takes it), median of ``runs``;
 - ``nicla_voice_wake_to_event_ms_p50``: median ms from the board's wake notification to the
-  driver's ``on_event`` call.
+  driver's event reaching its host (``Driver.emit``).
 
 The emulated link has no radio timing, so these measure the host side (bleak's callback path,
 reassembly, μ-law decoding, WAV writing), not a real board: a real take streams live, so it
@@ -22,8 +22,9 @@ import sys
 import time
 from typing import Any
 
-from drivers.nicla_voice import NiclaVoiceDriver
+from drivers.nicla_voice.driver import NiclaVoiceDriver
 from firmware_bridges.emulators.nicla_voice import BOARD_RATE, EmulatedNiclaVoice
+from harness.driver_host import RecordingHost
 from scripts.bench_rows import run_alone
 
 RECORD_S = 5.0
@@ -34,15 +35,15 @@ async def _measure(runs: int) -> tuple[list[float], list[float]]:
     woke = asyncio.Event()
     woke_at: list[float] = []
 
-    def on_event(_kind: str, _detail: dict[str, Any], _device: str | None) -> None:
-        woke_at.append(time.perf_counter())
-        woke.set()
+    class Host(RecordingHost):
+        def emit(self, driver: str, kind: str, device_id: str | None, detail: Any) -> None:
+            woke_at.append(time.perf_counter())
+            woke.set()
 
     driver = NiclaVoiceDriver(
-        "nicla_voice:bench",
-        board.address,
-        {"backend": board.client_backend(), "on_event": on_event},
+        "nicla_voice:bench", board.address, {"backend": board.client_backend()}
     )
+    driver.host = Host()
     await driver.start()
     try:
         record_s: list[float] = []
@@ -80,7 +81,7 @@ def bench(runs: int) -> list[tuple[str, float, str, str]]:
             "nicla_voice_wake_to_event_ms_p50",
             statistics.median(wake_ms),
             "ms",
-            f"board wake notification → on_event, median of {runs}; {where}",
+            f"board wake notification → the driver's event at its host, median of {runs}; {where}",
         ),
     ]
 

@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 
-from drivers.nicla_vision import NiclaError, NiclaVisionDriver
+from drivers.nicla_vision.driver import NiclaError, NiclaVisionDriver
 from firmware_bridges.emulators.nicla_vision import real_time_thread
 from scripts.bench_rows import run_alone
 

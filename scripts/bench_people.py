@@ -92,7 +92,7 @@ async def _remove(
 async def _pay(
     http: aiohttp.ClientSession, server: Any, payer: Any, headers: dict[str, str]
 ) -> float:
-    from hub.payments import payments_of
+    from hub.payments.ledger import payments_of
 
     url = server.url
     before = payments_of(server.hub).balance(payer.id)
@@ -115,7 +115,7 @@ async def _pay(
 
 
 async def _measure(runs: int) -> dict[str, list[float]]:
-    from hub.payments import payments_of
+    from hub.payments.ledger import payments_of
 
     async with running_hub(payments_enabled=True) as server, aiohttp.ClientSession() as http:
         owner = owner_headers(server)

@@ -20,9 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness.machine import MACHINE_OFF
 from hub.config import load_settings
 from hub.devices.registry import AdjustableClock
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 from hub.scheduler.runner import Scheduler
 from hub.scheduler.store import MAX_ALERTS, ScheduleStore
 from scripts.bench_common import BenchmarkFailed, percentile
@@ -34,7 +35,7 @@ FIRING = 100
 
 
 def _open(home: Path) -> Hub:
-    overrides = {"host": "127.0.0.1", "port": 0, "camera_device": "", "microphone_device": "off"}
+    overrides = {"host": "127.0.0.1", "port": 0, "drivers": MACHINE_OFF}
     return Hub.open(load_settings(home=home, environ={}, overrides=overrides))
 
 

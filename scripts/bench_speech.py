@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from drivers.audio import SPEECH_RATE, Pcm, read_wav, resample, to_float_mono, wav_bytes
-from drivers.speech import SpeechEngine
+from media.audio import SPEECH_RATE, Pcm, read_wav, resample, to_float_mono, wav_bytes
+from media.speech import SpeechEngine
 from scripts.bench_rows import run_alone
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "speech"

@@ -65,9 +65,9 @@ async def _tui_reply_rate(
 ) -> float:
     from fakes.ollama import Reply
     from harness.waits import until
+    from hub.client.http import HubClient
     from tui.app import TinyApp
     from tui.chat import ChatScreen, ReplyMessage
-    from tui.client import HubClient
     from tui.config import TuiConfig
 
     words = [

@@ -51,6 +51,7 @@ async def _turn_overhead(runs: int) -> list[Figure]:
             gap = await _timed_turn(http, server.url, headers, fake, arrivals)
             gaps.append(gap * 1000)
             tools = len(fake.requests[-1].get("tools") or [])
+            fake.requests.clear()  # the fake shares the hub's process: its log is not the hub's
     await fake.stop()
     gaps = gaps[5:]
     how = (

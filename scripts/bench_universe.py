@@ -32,12 +32,13 @@ import numpy as np
 from strands import Agent
 from strands.models.ollama import OllamaModel
 
+from harness.machine import MACHINE_OFF
 from hub.agent.tools import mount_tools
 from hub.agent.tools.context import ToolContext
 from hub.agent.tools.universe import lent_tools, mount_on, related_for_turn
 from hub.config import load_settings
 from hub.memory.embedder import shared_embedder
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 from hub.tinys.universe import TOP_K
 from scripts.bench_rows import Row, run_alone
 
@@ -111,7 +112,7 @@ def _settings(home: Path) -> Any:
     return load_settings(
         home=home,
         environ={},
-        overrides={"host": "127.0.0.1", "port": 0, "camera_device": "", "microphone_device": "off"},
+        overrides={"host": "127.0.0.1", "port": 0, "drivers": MACHINE_OFF},
     )
 
 

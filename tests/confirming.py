@@ -8,10 +8,10 @@ from typing import Any
 
 import aiohttp
 
+from hub.api.server import RunningServer
 from hub.confirmations.actions import confirm
-from hub.identity import User
-from hub.runtime import Hub
-from hub.server import RunningServer
+from hub.people.identity import User
+from hub.runtime.hub import Hub
 from tests.conftest import owner_headers
 
 

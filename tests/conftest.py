@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -12,11 +13,11 @@ import aiohttp
 import pytest
 
 from fakes.ollama import FakeOllama
-from hub.collector import settled
+from harness.machine import drivers_with_machine_off
+from hub.api.server import RunningServer, start_server
 from hub.config import Settings, load_settings
-from hub.runtime import Hub
-from hub.senses import Senses
-from hub.server import RunningServer, start_server
+from hub.core.collector import settled
+from hub.runtime.hub import Hub
 from tests.netguard import no_network  # noqa: F401  (a fixture every test module can use)
 
 StartHub = Callable[..., Awaitable[RunningServer]]
@@ -25,6 +26,9 @@ StartHub = Callable[..., Awaitable[RunningServer]]
 # (and the `tiny-hub` processes the tests start, which inherit this) would each start a runner.
 # The tests of the warm-up turn it on.
 os.environ["TINY_HUB_EMBEDDED_WARM_AT_START"] = "false"
+# Boards a test serves announce their ports here (drivers/transports/announced.py): one place
+# per test process, so the hubs of other processes, and the person's own, never see them.
+os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="tiny-hub-run-")
 
 
 @pytest.fixture
@@ -48,12 +52,11 @@ def settings_for(home: Path, **overrides: Any) -> Settings:
     base = {
         "host": "127.0.0.1",
         "port": 0,
-        "camera_device": "",
-        "microphone_device": "off",
         "embedded_warm_at_start": False,
         "embedded_model": "smollm2",
     }
-    return load_settings(home=home, environ={}, overrides={**base, **overrides})
+    drivers = drivers_with_machine_off(overrides.pop("drivers", None))
+    return load_settings(home=home, environ={}, overrides={**base, **overrides, "drivers": drivers})
 
 
 @pytest.fixture
@@ -69,11 +72,10 @@ async def start_hub(home: Path) -> AsyncIterator[StartHub]:
     """Start a real hub (HTTP on a free loopback port) with the given settings overrides."""
     running: list[RunningServer] = []
 
-    async def start(
-        *, hardware: dict[str, Any] | None = None, senses: Senses | None = None, **overrides: Any
-    ) -> RunningServer:
-        """``hardware``/``senses``: emulated devices, through Hub.open's own seams."""
-        hub = Hub.open(settings_for(home, **overrides), hardware=hardware, senses=senses)
+    async def start(*, hardware: dict[str, Any] | None = None, **overrides: Any) -> RunningServer:
+        """``hardware``: emulated devices, through Hub.open's own seams (``drivers``: config
+        handed to a driver, such as an emulated camera, radio or sound device)."""
+        hub = Hub.open(settings_for(home, **overrides), hardware=hardware)
         server = await start_server(hub, "127.0.0.1", 0)
         running.append(server)
         return server
@@ -109,7 +111,7 @@ SLOW_TIMEOUT_S = 300
 def pytest_collection(session: pytest.Session) -> Iterator[None]:
     """Collection imports every test module with the collector paused, as the hub loads its
     code: what it imported (every library the tests use) lives as long as the run, so it is
-    frozen out of the collector's passes, which keep the hub's pace (``hub/collector.py``; in
+    frozen out of the collector's passes, which keep the hub's pace (``hub/core/collector.py``; in
     two TUI test files, their time went from 15.4 s to 6.8 s)."""
     with settled():
         return (yield)

@@ -9,7 +9,7 @@ from typing import Any
 
 import aiohttp
 
-from hub.server import RunningServer
+from hub.api.server import RunningServer
 from tests.conftest import owner_headers
 
 

@@ -12,7 +12,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from hub.server import RunningServer
+from hub.api.server import RunningServer
 
 
 @asynccontextmanager

@@ -3,9 +3,9 @@ scheduler, which they tick, instead of waiting."""
 
 from __future__ import annotations
 
+from hub.api.server import RunningServer
 from hub.devices.registry import AdjustableClock
 from hub.scheduler.runner import Scheduler
-from hub.server import RunningServer
 
 # Nothing pops up on the desktop of whoever runs the tests (a test that wants one brings its own
 # notifier), and the scheduler's own loop stays out of the way of the ticks a test makes.

@@ -15,14 +15,14 @@ import aiohttp
 import pytest
 
 from hub.api.chat import parse_messages
-from hub.archives import (
+from hub.api.server import RunningServer
+from hub.archives.store import (
     DEFAULT_TITLE_CHARS,
     MAX_MESSAGES,
     MAX_TITLE_CHARS,
     sanitise_for_share,
 )
-from hub.redaction import REDACTED, redact
-from hub.server import RunningServer
+from hub.core.redaction import REDACTED, redact
 from tests.conftest import StartHub, owner_headers
 
 # -- helpers ---------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from fakes.ollama import FakeOllama
 from fakes.telegram import TOKEN, FakeTelegram
 from hub.agent.tools import forge, schedule, telegram
 from hub.agent.tools.context import ToolContext
-from hub.server import RunningServer
+from hub.api.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.test_cli import cli_env
 from tests.test_cli_chat import Terminal

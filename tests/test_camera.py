@@ -11,9 +11,9 @@ import cv2
 import numpy as np
 import pytest
 
-from drivers.camera import Camera, CameraError, CameraUnavailable
-from drivers.video import VideoError, decode_jpeg, frames_to_mp4, is_jpeg, jpegs_to_mp4
-from firmware_bridges.emulators.camera import EmulatedCamera
+from drivers.machine.camera import Camera, CameraError, CameraUnavailable
+from fakes.camera import EmulatedCamera
+from media.video import VideoError, decode_jpeg, frames_to_mp4, is_jpeg, jpegs_to_mp4
 
 
 def frame_count(mp4: bytes) -> int:

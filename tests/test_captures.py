@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from drivers.capture import load_capture, received
-from drivers.flipper_capture import BAD_INPUTS, CLI_SCRIPT, MISSING, RPC_SCRIPT, record_flipper
-from drivers.flipper_cli import (
+from drivers.flipper.capture import BAD_INPUTS, CLI_SCRIPT, MISSING, RPC_SCRIPT, record_flipper
+from drivers.flipper.cli import (
     CliError,
     key_values,
     opened_nfc_shell,
@@ -28,11 +28,11 @@ from drivers.flipper_cli import (
     storage_list,
     storage_stat,
 )
-from drivers.flipper_rpc import Empty, ListResponse, Main, PingResponse, Unknown, unframe
-from drivers.nicla_capture import record_nicla_vision
-from drivers.video import is_jpeg
+from drivers.flipper.rpc import Empty, ListResponse, Main, PingResponse, Unknown, unframe
+from drivers.nicla_vision.capture import record_nicla_vision
 from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
 from firmware_bridges.emulators.nicla_vision import NiclaVisionEmulator
+from media.video import is_jpeg
 
 CAPTURES = Path(__file__).parent / "captures"
 SCRIPT = Path(sys.executable).with_name("tiny-hub")

@@ -9,7 +9,7 @@ import pytest
 
 from fakes.ollama import FakeOllama, Reply
 from hub import contracts as c
-from hub.server import RunningServer
+from hub.api.server import RunningServer
 from tests.conftest import StartHub
 from tests.sse import post_chat
 

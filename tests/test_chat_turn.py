@@ -11,7 +11,7 @@ import pytest
 
 from fakes.ollama import FakeModel, FakeOllama, Reply
 from hub import contracts as c
-from hub.server import RunningServer
+from hub.api.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.sse import SseTranscript, post_chat
 from tests.test_tool_mounting import WEB_BUILTINS

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.waits import until_sync
 from hub.cli.parser import build_parser
-from tests.waits import until_sync
 
 SCRIPT = Path(sys.executable).with_name("tiny-hub")
 COMMANDS = (
@@ -415,14 +415,50 @@ def test_emulate_flipper_prints_a_port_the_driver_can_use(tmp_path: Path) -> Non
         process.wait(timeout=10)
 
 
+def test_a_running_hub_finds_an_emulated_flipper_by_itself(
+    home: Path, closed_port: int, tmp_path: Path
+) -> None:
+    """Started after the hub, with no setting naming its port: the hub's next scan lists it
+    as the OS lists a real one, and it is shown by the name it reports."""
+    env = cli_env(home, closed_port, XDG_RUNTIME_DIR=str(tmp_path))
+    served = start_serve(env)
+    board = subprocess.Popen(
+        [str(SCRIPT), "emulate", "flipper", "--name", "Kitsune"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert board.stdout is not None and board.stdout.readline().startswith("/dev/pts/")
+        token = (home / "owner.token").read_text().strip()
+        request = urllib.request.Request(
+            f"{served.url}/api/drivers", headers={"Authorization": f"Bearer {token}"}
+        )
+
+        def flipper_online() -> list[dict[str, object]]:
+            with urllib.request.urlopen(request, timeout=5) as response:
+                drivers = json.load(response)["drivers"]
+            return [d for d in drivers if d["driver"] == "flipper" and d["status"] == "online"]
+
+        until_sync(flipper_online, within_s=60, what="the emulated Flipper online")
+        [flipper] = flipper_online()
+        assert "Kitsune" in str(flipper["name"]), flipper
+    finally:
+        board.terminate()
+        board.wait(timeout=10)
+        served.process.send_signal(signal.SIGTERM)
+        served.process.wait(timeout=30)
+
+
 def test_emulate_nicla_vision_prints_a_port_the_driver_can_use(tmp_path: Path) -> None:
     import asyncio
 
-    from drivers.nicla_vision import NiclaVisionDriver
-    from drivers.video import is_jpeg
+    from drivers.nicla_vision.driver import NiclaVisionDriver
+    from media.video import is_jpeg
 
     async def photograph(path: str) -> bytes:
-        driver = NiclaVisionDriver("cli", path, {"audit": lambda _device, _command: None})
+        driver = NiclaVisionDriver("cli", path, {})
         await driver.start()
         try:
             return await driver.snapshot()

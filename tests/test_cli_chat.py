@@ -181,7 +181,7 @@ def test_config_says_where_each_value_comes_from(home: Path, closed_port: int) -
 
 
 def test_memory_reindex_shows_its_progress(home: Path, closed_port: int) -> None:
-    from hub.runtime import Hub
+    from hub.runtime.hub import Hub
     from tests.conftest import settings_for
 
     hub = Hub.open(settings_for(home))

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from fakes.ollama import FakeOllama, Reply
-from hub.server import RunningServer
+from harness.waits import until
+from hub.api.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.test_cli import cli_env, run
 from tests.test_cli_chat import Terminal
-from tests.waits import until
 
 FACTS = ("The user's bicycle is a green Brompton.", "The user is allergic to hazelnuts.")
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from fakes.ollama import FakeOllama, Reply
+from harness.waits import until
 from tests.test_cli import SCRIPT, cli_env, no_local_hub
 from tests.test_cli_chat import PROMPT, Terminal
 from tests.test_tui_chat import tool_turn
-from tests.waits import until
 
 MIDDLE_DOT = "·".encode()
 

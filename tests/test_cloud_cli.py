@@ -18,9 +18,9 @@ from typing import Any
 import aiohttp
 import pytest
 
+from hub.api.server import RunningServer
 from hub.cloud.account import CloudAccountError, load_token, save_token, write_cloud_config
 from hub.config import load_settings
-from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.daemon import enroll, send
 from tests.test_cli import SCRIPT, cli_env

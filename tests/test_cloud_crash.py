@@ -18,12 +18,12 @@ from typing import Any
 import aiohttp
 import pytest
 
+from harness.waits import until
+from hub.api.server import RunningServer, start_server
 from hub.cloud.account import save_token
-from hub.runtime import Hub
-from hub.server import RunningServer, start_server
+from hub.runtime.hub import Hub
 from tests.conftest import settings_for
 from tests.daemon import enroll, send
-from tests.waits import until
 
 SCRIPT = Path(sys.executable).with_name("tiny-hub")
 ITEMS = 40  # under the hub's per-address burst, so the test's own posts are never throttled

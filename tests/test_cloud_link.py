@@ -20,16 +20,16 @@ import aiohttp
 import pytest
 
 from fakes.ollama import FakeOllama, Reply
+from harness.waits import until
+from hub.api.server import RunningServer, start_server
 from hub.cloud.client import CloudClient, CloudUnavailable, Envelope
 from hub.cloud.link import CloudLink, fit_result
 from hub.cloud.outbox import Outbox
 from hub.contracts import RELAY_PAYLOAD_MAX_BYTES
 from hub.devices.events import RingEvent
-from hub.runtime import Hub
-from hub.server import RunningServer, start_server
+from hub.runtime.hub import Hub
 from tests.conftest import owner_headers, settings_for
 from tests.daemon import enroll, send
-from tests.waits import until
 
 LAN_URL = "http://192.168.1.20:8765"
 FAST = {"heartbeat_s": 0.2, "idle_poll_s": 0.05, "backoff_min_s": 0.02, "backoff_max_s": 0.1}

@@ -16,9 +16,9 @@ import aiohttp
 import pytest
 
 from hub.api.limits import GUARD, Limits
+from hub.api.server import RunningServer
 from hub.cloud.client import CloudClient
 from hub.cloud.outbox import Outbox
-from hub.server import RunningServer
 from hub.store.migrations import open_database
 from tests.conftest import StartHub
 from tests.daemon import enroll, send

@@ -19,13 +19,14 @@ from typing import Any
 import aiohttp
 import pytest
 
-from drivers.camera import Camera
-from drivers.speech import SpeechEngine
-from drivers.video import decode_jpeg
+from drivers.machine.camera import Camera
+from fakes.camera import EmulatedCamera
 from fakes.ollama import FakeOllama
 from fakes.ollama import Reply as ModelReply
-from firmware_bridges.emulators.camera import EmulatedCamera
+from harness.machine import camera_on
+from harness.waits import until
 from hub.agent.compose import Picture
+from hub.api.server import RunningServer, start_server
 from hub.cloud.account import save_token
 from hub.cloud.client import CloudClient
 from hub.cloud.link import MAX_REPLY_IMAGES, CloudLink, Reply, fit_result
@@ -34,12 +35,10 @@ from hub.cloud.outbox import Call, Outbox, images_from, upload_call
 from hub.config import load_settings
 from hub.contracts import RELAY_PAYLOAD_MAX_BYTES
 from hub.devices.events import RingEvent
-from hub.runtime import Hub
-from hub.senses import Senses
-from hub.server import RunningServer, start_server
+from hub.runtime.hub import Hub
+from media.video import decode_jpeg
 from tests.conftest import owner_headers, settings_for
 from tests.daemon import enroll, send
-from tests.waits import until
 
 FAST = {"heartbeat_s": 0.2, "idle_poll_s": 0.05, "backoff_min_s": 0.02, "backoff_max_s": 0.1}
 PHOTO_CALL = {"function": {"name": "camera_photo", "arguments": {}}}
@@ -99,10 +98,10 @@ class Rig:
 @pytest.fixture
 async def rig(tmp_path: Path, fake_ollama: FakeOllama) -> AsyncIterator[Rig]:
     cloud_hub = Hub.open(settings_for(tmp_path / "cloud"))
-    camera = Camera("0", capture=EmulatedCamera(size=(320, 240)))
+    camera = camera_on(EmulatedCamera(size=(320, 240)))
     local_hub = Hub.open(
-        settings_for(tmp_path / "local", ollama_host=fake_ollama.url),
-        senses=Senses(camera, None, SpeechEngine("tiny.en")),
+        settings_for(tmp_path / "local", ollama_host=fake_ollama.url, drivers=camera["drivers"]),
+        hardware=camera["hardware"],
     )
     cloud = await start_server(cloud_hub, "127.0.0.1", 0)
     local = await start_server(local_hub, "127.0.0.1", 0)

@@ -16,14 +16,14 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from harness.waits import until
+from hub.api.server import RunningServer, start_server
 from hub.cloud.client import CloudClient, Envelope
 from hub.cloud.link import CloudLink
 from hub.cloud.outbox import Outbox
-from hub.runtime import Hub
-from hub.server import RunningServer, start_server
+from hub.runtime.hub import Hub
 from tests.conftest import StartHub, settings_for
 from tests.daemon import enroll
-from tests.waits import until
 
 QUICK = {"heartbeat_s": 0.2, "idle_poll_s": 0.2, "backoff_min_s": 0.02, "backoff_max_s": 0.1}
 NOTIFY = json.dumps({"type": "notify", "title": "door", "body": "open"})

@@ -10,7 +10,7 @@ import importlib
 import pytest
 
 from hub.cli.main import COMMANDS, main
-from hub.collector import COLLECT_EVERY, settled
+from hub.core.collector import COLLECT_EVERY, settled
 
 SEEN: dict[str, object] = {}
 

@@ -19,13 +19,13 @@ import pytest
 from fakes.ollama import FakeOllama, Reply
 from hub.agent.tools.context import ToolContext
 from hub.agent.tools.memory import memory_graph
+from hub.api.server import RunningServer
 from hub.community import profile as profiles
 from hub.community.allowance import REQUESTS_PER_POINT
 from hub.community.trust import DAMPING, ITERATIONS, pagerank
 from hub.devices.notify import NOTIFY_KIND
 from hub.devices.registry import AdjustableClock
-from hub.identity import User
-from hub.server import RunningServer
+from hub.people.identity import User
 from hub.tinys.social import FOLLOWS, PLATFORM, record_consulted, user_node
 from tests.conftest import StartHub, owner_headers
 from tests.sse import post_chat

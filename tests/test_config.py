@@ -150,3 +150,60 @@ def test_overrides_from_code_are_held_to_the_settings_types(tmp_path: Path) -> N
     assert listed.http_allow_hosts == ("a.lan",)  # a tuple, as from the file: hashable
     with pytest.raises(ConfigError, match="setting port: expected a whole number"):
         load_settings(home=tmp_path, environ={}, overrides={"port": "eighty"})
+
+
+def test_the_drivers_settings_come_from_their_sections_and_variables(home: Path) -> None:
+    write_config(home, '[drivers.flipper]\nport = "/dev/ttyACM3"\ndeny = ["flip_Other"]\n')
+    settings = load_settings(home=home, environ={"TINY_HUB_NICLA_VOICE_SERVICE": "1809"})
+    assert settings.drivers["flipper"] == {
+        "enabled": True,
+        "port": "/dev/ttyACM3",
+        "deny": ("flip_Other",),
+        "pair": False,
+    }
+    assert settings.drivers["nicla_voice"]["service_uuid"] == "1809"
+    sources = setting_sources(settings, environ={"TINY_HUB_NICLA_VOICE_SERVICE": "1809"})
+    assert sources["drivers.flipper.port"] == "config.toml:2"
+    assert sources["drivers.nicla_voice.service_uuid"] == "env TINY_HUB_NICLA_VOICE_SERVICE"
+    assert sources["drivers.camera.device"] == "default"
+    flags = load_settings(home=home, environ={}, overrides={"drivers": {"flipper": {"port": ""}}})
+    assert flags.drivers["flipper"]["port"] == ""
+    assert setting_sources(flags, environ={})["drivers.flipper.port"] == "flag"
+
+
+def test_a_drivers_bad_setting_names_file_line_and_key(home: Path) -> None:
+    write_config(home, "[drivers.nicla_vision]\nmax_clip_s = true\n")
+    with pytest.raises(ConfigError, match=r"line 2, key 'drivers.nicla_vision.max_clip_s'.*number"):
+        load_settings(home=home, environ={})
+    write_config(home, "[drivers.flipper]\nprot = 1\n")
+    with pytest.raises(ConfigError, match=r"key 'drivers.flipper.prot': unknown setting.*port"):
+        load_settings(home=home, environ={})
+    with pytest.raises(ConfigError, match=r"TINY_HUB_FLIPPER_ENABLED.*true or false"):
+        load_settings(home=home / "other", environ={"TINY_HUB_FLIPPER_ENABLED": "maybe"})
+
+
+def test_a_section_no_installed_driver_reads_is_kept_and_shown(home: Path) -> None:
+    write_config(home, '[drivers.kettle]\nport = "/dev/ttyUSB9"\n')
+    settings = load_settings(home=home, environ={})
+    assert settings.drivers["kettle"] == {"port": "/dev/ttyUSB9"}
+    rows = {row[0]: row for row in describe_settings(settings)}
+    assert rows["drivers.kettle.port"][3:] == ("config.toml:2", "(no installed driver reads it)")
+
+
+def test_the_old_camera_and_microphone_sections_are_read_as_the_drivers(home: Path) -> None:
+    write_config(home, '[camera]\ndevice = ""\n[microphone]\ndevice = "off"\n')
+    settings = load_settings(home=home, environ={})
+    assert settings.drivers["camera"]["device"] == ""
+    assert settings.drivers["microphone"]["device"] == "off"
+    assert any("[camera] in config.toml is now [drivers.camera]" in s for s in settings.deprecated)
+    assert setting_sources(settings, environ={})["drivers.camera.device"] == "config.toml:2"
+
+
+def test_the_docs_document_every_shipped_drivers_setting() -> None:
+    from drivers.base import load_drivers
+
+    docs = (Path(__file__).parent.parent / "docs" / "configuration.md").read_text()
+    for cls in load_drivers():
+        for setting in cls.declared_settings():
+            assert f"drivers.{cls.section()}.{setting.key}" in docs, (cls.name, setting.key)
+            assert setting.variable(cls.section()) in docs, (cls.name, setting.key)

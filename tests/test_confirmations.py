@@ -16,10 +16,10 @@ import pytest
 
 from fakes.ollama import FakeOllama, Reply
 from hub import contracts as c
+from hub.api.server import RunningServer
 from hub.confirmations.store import PENDING_TTL_S
 from hub.forge.store import ForgedDraft, ForgeStore
 from hub.scheduler.store import ScheduleStore
-from hub.server import RunningServer
 from hub.telegram.bots import Bots
 from tests.confirming import answer, proposal
 from tests.conftest import StartHub, owner_headers

@@ -11,7 +11,7 @@ import pytest
 from hub import contracts as c
 from hub.agent.tools import mount_tools
 from hub.agent.tools.context import ToolContext
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 from tests.conftest import settings_for
 
 CONTRACT_GROUPS: dict[str, tuple[str, ...]] = {

@@ -14,11 +14,11 @@ import pytest
 
 from fakes.ollama import FakeOllama, Reply
 from hub.api.limits import GUARD
-from hub.server import RunningServer
+from hub.api.server import RunningServer
+from hub.client.http import HubClient
 from tests.conftest import StartHub, error_message, owner_headers
 from tests.test_hardening import ROOMY
 from tests.test_route_policy import app_routes, concrete
-from tui.client import HubClient
 
 CHAT = {"messages": [{"role": "user", "content": "hi"}]}
 EVIL = "https://evil.example"

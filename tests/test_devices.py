@@ -18,14 +18,14 @@ import aiohttp
 import pytest
 
 from fakes.ollama import FakeOllama, Reply
+from harness.waits import until
 from hub.agent.tools.context import ToolContext
 from hub.agent.tools.devices import use_device
-from hub.identity import hash_token
-from hub.server import RunningServer
+from hub.api.server import RunningServer
+from hub.people.identity import hash_token
 from tests.conftest import StartHub, owner_headers
 from tests.daemon import PythonDaemon, enroll, send
 from tests.toolcall import call_tool
-from tests.waits import until
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="

@@ -41,8 +41,8 @@ from drivers.transports.serial import (
     SerialLine,
     SerialLineError,
 )
-from hub.drivers import DriverManager
-from tests.waits import until
+from harness.waits import until
+from hub.drivers.manager import DriverManager
 
 PROMPT = b">: "
 

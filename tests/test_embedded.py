@@ -12,6 +12,7 @@ from strands import Agent
 from strands.types.exceptions import ContextWindowOverflowException
 from strands.types.tools import ToolSpec
 
+from harness.waits import until
 from hub import contracts as c
 from hub.agent import small_tools
 from hub.agent.embedded import SAMPLING, EmbeddedModel, bundled_gguf
@@ -26,7 +27,6 @@ from hub.agent.runner.protocol import (
 from hub.agent.runner.supervisor import RunnerSupervisor
 from hub.agent.small_prompt import ANSWER_FROM_RESULT, flatten_messages, result_text
 from hub.agent.turn import ChatMessage, Turn, run_turn
-from tests.waits import until
 
 pytestmark = pytest.mark.slow
 

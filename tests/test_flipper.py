@@ -11,15 +11,15 @@ from typing import Any
 import aiohttp
 import pytest
 
-from drivers.flipper_tools import flipper_files, flipper_find, flipper_listen, flipper_status
+from drivers.flipper.tools import flipper_files, flipper_find, flipper_listen, flipper_status
 from fakes.ollama import FakeOllama, Reply
 from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
+from harness.waits import until
 from hub import contracts as c
-from hub.server import RunningServer
+from hub.api.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.sse import post_chat, tool_in_a_turn
 from tests.toolcall import result_text, use_tool
-from tests.waits import until
 
 
 @pytest.fixture
@@ -39,7 +39,9 @@ def flipper_state(server: RunningServer) -> str:
 async def hub(
     start_hub: StartHub, fake_ollama: FakeOllama, emulator: FlipperEmulator, tmp_path: Path
 ) -> RunningServer:
-    server = await start_hub(ollama_host=fake_ollama.url, flipper_port=str(tmp_path / "flipper"))
+    server = await start_hub(
+        ollama_host=fake_ollama.url, drivers={"flipper": {"port": str(tmp_path / "flipper")}}
+    )
     await until(lambda: flipper_state(server) == "online")
     return server
 
@@ -115,7 +117,9 @@ async def test_nfc_on_older_firmware_uses_detect(
     device = FlipperEmulator(FlipperState(nfc_style="detect"), link=tmp_path / "old")
     device.start()
     try:
-        server = await start_hub(ollama_host=fake_ollama.url, flipper_port=str(tmp_path / "old"))
+        server = await start_hub(
+            ollama_host=fake_ollama.url, drivers={"flipper": {"port": str(tmp_path / "old")}}
+        )
         await until(lambda: flipper_state(server) == "online")
         nfc = await use_tool(server, flipper_listen, kind="nfc", seconds=1)
         assert nfc["content"][1]["json"]["found"] == ["iso14443-3a", "mfu"]
@@ -130,7 +134,9 @@ async def test_nfc_sub_shell_of_the_newest_firmware_through_flipper_listen(
     device = FlipperEmulator(FlipperState(nfc_style="shell"), link=tmp_path / "newest")
     device.start()
     try:
-        server = await start_hub(ollama_host=fake_ollama.url, flipper_port=str(tmp_path / "newest"))
+        server = await start_hub(
+            ollama_host=fake_ollama.url, drivers={"flipper": {"port": str(tmp_path / "newest")}}
+        )
         await until(lambda: flipper_state(server) == "online")
         device.push_nfc("iso14443-4a")
         for expected in (["iso14443-3a", "mfu"], ["iso14443-4a"]):
@@ -247,7 +253,9 @@ async def test_a_stalled_or_garbled_device_is_an_error_not_a_hang(
 async def test_without_a_flipper_the_tools_say_so(
     start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
 ) -> None:
-    server = await start_hub(ollama_host=fake_ollama.url, flipper_port=str(tmp_path / "none"))
+    server = await start_hub(
+        ollama_host=fake_ollama.url, drivers={"flipper": {"port": str(tmp_path / "none")}}
+    )
     result = await use_tool(server, flipper_status)
     assert "Flipper is not connected" in result_text(result)
     found = await use_tool(server, flipper_find)

@@ -13,15 +13,17 @@ from typing import Any, cast
 import pytest
 from bleak.exc import BleakDBusError
 
-from drivers.flipper_ble import BleAdvertisements, FlipperBleDriver, _held
-from drivers.flipper_rpc import RpcSession
-from drivers.flipper_tools import flipper_files, flipper_find, flipper_listen, flipper_status
+from drivers.flipper.ble import FlipperBleDriver
+from drivers.flipper.rpc import RpcSession
+from drivers.flipper.tools import flipper_files, flipper_find, flipper_listen, flipper_status
 from drivers.transports.ble import BleSerial
+from drivers.transports.ble_presence import BleAdvertisements, held
 from firmware_bridges.emulators.ble import EmulatedPeripheral
 from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState, rpc_responder
+from harness.driver_host import RecordingHost
 from hub.agent.tools.context import ToolContext
-from hub.drivers import DriverManager
-from hub.identity import User
+from hub.drivers.manager import DriverManager
+from hub.people.identity import User
 from tests.toolcall import call_tool
 
 ADDRESS = "80:E1:26:5A:11:0C"
@@ -63,12 +65,8 @@ async def make_rig(*, paired: bool = True, buffer_size: int = 1024) -> Rig:
     audited: list[str] = []
     manager = DriverManager(
         [FlipperBleDriver],
-        {
-            "flipper_ble": {
-                "backend": peripheral.client_backend(),
-                "audit": lambda _device, command: audited.append(command),
-            }
-        },
+        {"flipper_ble": {"backend": peripheral.client_backend()}},
+        host=RecordingHost(audited=audited),
         list_ports=lambda: [],
         advertisements=BleAdvertisements(0.02, peripheral.scanner_backend()),
         backoff_min_s=0.0,
@@ -83,7 +81,7 @@ async def rig() -> AsyncIterator[Rig]:
     await made.manager.scan()
     yield made
     await made.manager.stop()
-    assert not _held, "a stopped driver no longer holds its address"
+    assert not held(), "a stopped driver no longer holds its address"
 
 
 OWNER = User("owner", "owner", "owner")

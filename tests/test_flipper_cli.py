@@ -1,4 +1,4 @@
-"""The Flipper CLI parsers and the RPC framing (``drivers/flipper_wire.py``), with property
+"""The Flipper CLI parsers and the RPC framing (``drivers/flipper/wire.py``), with property
 tests."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from drivers.flipper_cli import (
+from drivers.flipper.cli import (
     CliError,
     Entry,
     ir_signals,
@@ -20,7 +20,7 @@ from drivers.flipper_cli import (
     storage_stat,
     subghz_packets,
 )
-from drivers.flipper_wire import FrameError, decode_frame, encode_varint
+from drivers.flipper.wire import FrameError, decode_frame, encode_varint
 
 DEVICE_INFO = (
     b"device_info_major             : 2\r\n"
@@ -126,7 +126,7 @@ def test_hostile_frames_are_refused() -> None:
 
 
 def test_loader_info() -> None:
-    from drivers.flipper import running_app
+    from drivers.flipper.usb import running_app
 
     assert running_app(b'Application "Sub-GHz" is running\r\n') == "Sub-GHz"
     assert running_app(b"No application is running\r\n") is None

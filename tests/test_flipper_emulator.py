@@ -31,7 +31,7 @@ from firmware_bridges.emulators.flipper import (
     princeton_packet,
     tuned_frequency,
 )
-from tests.waits import until_sync
+from harness.waits import until_sync
 
 TIMEOUT = 5.0
 # How long a process may take to exit on a busy machine: a deadline, not a timing claim.

@@ -16,56 +16,12 @@ import serial
 
 from firmware_bridges.emulators.flipper import PROMPT, FlipperEmulator, FlipperState
 from tests.flipper_official import flipper_pb2
+from tests.flipper_official.client import OfficialClient as Rpc
 from tests.flipper_official.current import Main as CurrentMain
 from tests.test_flipper_pyflipper import connect
 
 STATUS = flipper_pb2.CommandStatus
 RED, OFF = b"\x1b[0;31m", b"\x1b[0m"
-
-
-class Rpc:
-    """An RPC session on the emulator's pty, spoken with official message classes."""
-
-    def __init__(self, port: serial.Serial) -> None:
-        self.port = port
-        self.command_id = 0
-
-    def send(self, fill: Callable[[Any], None], main: Any = flipper_pb2.Main) -> int:
-        self.command_id += 1
-        request = main(command_id=self.command_id)
-        fill(request)
-        body = request.SerializeToString()
-        self.port.write(_varint(len(body)) + body)
-        return self.command_id
-
-    def raw(self) -> bytes:
-        length = shift = 0
-        while True:
-            byte = self.port.read(1)
-            assert byte, "no answer"
-            length |= (byte[0] & 0x7F) << shift
-            shift += 7
-            if byte[0] < 0x80:
-                break
-        body = bytes(self.port.read(length))
-        assert len(body) == length, "answer cut short"
-        return body
-
-    def call(self, fill: Callable[[Any], None], main: Any = flipper_pb2.Main) -> list[Any]:
-        command_id = self.send(fill, main)
-        parts = [main.FromString(self.raw())]
-        while parts[-1].has_next:
-            parts.append(main.FromString(self.raw()))
-        assert {p.command_id for p in parts} == {command_id}
-        return parts
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append(0x80 | (value & 0x7F))
-        value >>= 7
-    return bytes([*out, value])
 
 
 @pytest.fixture

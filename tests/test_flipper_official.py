@@ -18,7 +18,7 @@ from google.protobuf.message import Message
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drivers.flipper_rpc import (
+from drivers.flipper.rpc import (
     AudiovisualAlertRequest,
     Content,
     DeviceInfoRequest,
@@ -43,6 +43,7 @@ from drivers.flipper_rpc import (
 )
 from firmware_bridges.emulators.flipper import PROMPT, FlipperEmulator, FlipperState
 from tests.flipper_official import flipper_pb2
+from tests.flipper_official.client import OfficialClient
 
 PbMain = flipper_pb2.Main
 STATUS = flipper_pb2.CommandStatus
@@ -158,51 +159,6 @@ def test_every_official_content_number_is_kept(field: object) -> None:
 
 
 # --- the emulator answering official requests on its pty --------------------------------------
-
-
-class OfficialClient:
-    """Official PB.Main frames over raw pyserial: the emulator's only judge here."""
-
-    def __init__(self, port: serial.Serial) -> None:
-        self.port = port
-        self.command_id = 0
-
-    def send(self, fill: Callable[[Message], None], *, has_next: bool = False) -> int:
-        self.command_id += 1
-        request = PbMain(command_id=self.command_id, has_next=has_next)
-        fill(request)
-        body = request.SerializeToString()
-        self.port.write(_varint(len(body)) + body)
-        return self.command_id
-
-    def answer(self) -> Message:
-        length = shift = 0
-        while True:
-            byte = self.port.read(1)
-            assert byte, "no answer"
-            length |= (byte[0] & 0x7F) << shift
-            shift += 7
-            if byte[0] < 0x80:
-                break
-        body = self.port.read(length)
-        assert len(body) == length, "answer cut short"
-        return PbMain.FromString(body)
-
-    def call(self, fill: Callable[[Message], None]) -> list[Message]:
-        command_id = self.send(fill)
-        parts = [self.answer()]
-        while parts[-1].has_next:
-            parts.append(self.answer())
-        assert {p.command_id for p in parts} == {command_id}
-        return parts
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append(0x80 | (value & 0x7F))
-        value >>= 7
-    return bytes([*out, value])
 
 
 def _mark(name: str) -> Callable[[Message], None]:

@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
 
 import pytest
 import serial
 from hypothesis import given
 from hypothesis import strategies as st
 
-from drivers.flipper import PROMPT, FlipperDriver, FlipperRefused
-from drivers.flipper_cli import CliError, key_values
-from drivers.flipper_rpc import (
+from drivers.flipper.cli import CliError, key_values
+from drivers.flipper.rpc import (
     DIR,
     FILE,
     Content,
@@ -44,10 +42,12 @@ from drivers.flipper_rpc import (
     frame,
     unframe,
 )
-from drivers.flipper_wire import encode_varint
+from drivers.flipper.usb import PROMPT, FlipperDriver, FlipperRefused
+from drivers.flipper.wire import encode_varint
 from drivers.transports.serial import SerialLine
 from firmware_bridges.emulators.flipper import PROMPT as EMU_PROMPT
 from firmware_bridges.emulators.flipper import FlipperEmulator
+from harness.driver_host import RecordingHost
 
 PING_VECTOR = bytes([8, 42, 6, 10, 4, 1, 2, 3, 4])
 STOP_VECTOR = bytes.fromhex("039a0100")
@@ -379,8 +379,8 @@ async def test_oversized_varint_breaks_the_session(
 async def driver(emulator: FlipperEmulator) -> AsyncIterator[tuple[FlipperDriver, list[str]]]:
     assert emulator.path is not None
     audited: list[str] = []
-    config: dict[str, Any] = {"audit": lambda _device, command: audited.append(command)}
-    flipper = FlipperDriver("flipper-1", emulator.path, config)
+    flipper = FlipperDriver("flipper-1", emulator.path, {})
+    flipper.host = RecordingHost(audited=audited)
     flipper.rpc_within_s = 1.0
     await flipper.start()
     yield flipper, audited

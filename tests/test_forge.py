@@ -21,20 +21,20 @@ import pytest
 from aiohttp import web
 
 from fakes.ollama import FakeOllama, Reply
+from harness.waits import until
 from hub import contracts as c
 from hub.agent.tools import mount_tools
 from hub.agent.tools.context import ToolContext
+from hub.api.server import RunningServer
 from hub.forge.store import ForgeStore, public_tools
-from hub.identity import User
-from hub.preferences import set_tool_enabled
-from hub.server import RunningServer
+from hub.people.identity import User
+from hub.people.preferences import set_tool_enabled
 from tests.confirming import confirmed_by
 from tests.conftest import StartHub, owner_headers
 from tests.sse import post_chat
 from tests.test_forge_sandbox import in_a_call
 from tests.test_mcp_clients import stdio_notes
 from tests.toolcall import call_tool, result_text
-from tests.waits import until
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 COUNT_WORDS = "({ text }) => ({ words: text.split(/\\s+/).filter(Boolean).length })"

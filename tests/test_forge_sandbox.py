@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from harness.waits import until
 from hub.forge import protocol as p
 from hub.forge.sandbox import FetchPolicy, Limits, Sandbox, ToolStopped, child_env
-from tests.waits import until
 
 LIMITS = Limits(cpu_s=0.5, heap_bytes=32 * 1024 * 1024, wall_s=5.0)
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from hub.api.parts import delete_forgotten
 from hub.memory.forgetting import later
 from hub.memory.graph import FactNotFound, Link, MemoryFull, MemoryRefused, now
 from hub.memory.wording import third_person
-from hub.runtime import Hub
+from hub.process.housekeeping import delete_forgotten
+from hub.runtime.hub import Hub
 from tests.conftest import StartHub, owner_headers, settings_for
 
 

@@ -21,15 +21,15 @@ import pytest
 
 from fakes.ollama import FakeOllama
 from firmware_bridges.emulators.phone import CLIP, PHOTO, EmulatedPhone, Glasses
+from harness.waits import until
 from hub import contracts as c
 from hub.agent.tools import mount_tools
 from hub.agent.tools.context import ToolContext
-from hub.server import RunningServer
+from hub.api.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.daemon import PythonDaemon, enroll, send
 from tests.sse import tool_in_a_turn
 from tests.test_scheduler import recording_notify_send
-from tests.waits import until
 
 SCRIPT = Path(sys.executable).with_name("tiny-hub")
 GLASSES_TOOLS = {"meta_take_photo", "meta_record_video", "meta_listen", "meta_glasses_status"}

@@ -23,16 +23,16 @@ import aiohttp
 import pytest
 
 from fakes.ollama import FakeOllama, Reply
+from harness.waits import until
 from hub import contracts as c
 from hub.api.auth import is_loopback_peer
 from hub.api.limits import GUARD, Limits
-from hub.logs import KEPT_LOGS, setup_logging
-from hub.runtime import Hub
-from hub.server import RunningServer
+from hub.api.server import RunningServer
+from hub.core.logs import KEPT_LOGS, setup_logging
+from hub.runtime.hub import Hub
 from tests.conftest import StartHub, error_message, owner_headers, settings_for
 from tests.sse import post_chat
 from tests.test_route_policy import app_routes, concrete
-from tests.waits import until
 
 ROOMY = Limits(address_burst=10_000, token_burst=10_000)
 

@@ -6,8 +6,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from hub.identity import Identity, LoginError, hash_token
-from hub.runtime import Hub
+from hub.people.identity import Identity, LoginError, hash_token
+from hub.runtime.hub import Hub
 from tests.conftest import StartHub, owner_headers, settings_for
 
 

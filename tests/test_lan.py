@@ -27,6 +27,8 @@ from typing import Any
 import aiohttp
 import pytest
 
+from hub.api.listen_socket import bind_socket
+from hub.api.server import RunningServer, start_server
 from hub.cli.serve import where_to_reach
 from hub.config import ConfigError, load_settings
 from hub.lan import advertise
@@ -40,9 +42,7 @@ from hub.lan.advertise import (
 )
 from hub.lan.hub_id import hub_id
 from hub.lan.tls import ensure_certificate
-from hub.listen_socket import bind_socket
-from hub.runtime import Hub
-from hub.server import RunningServer, start_server
+from hub.runtime.hub import Hub
 from tests.conftest import StartHub, settings_for
 
 SCRIPT = Path(sys.executable).with_name("tiny-hub")

@@ -56,8 +56,8 @@ from pathlib import Path
 
 import aiohttp
 
-from hub.runtime import Hub
-from hub.server import start_server
+from hub.runtime.hub import Hub
+from hub.api.server import start_server
 from tests.conftest import settings_for
 from fakes.ollama import FakeOllama, Reply
 

@@ -18,7 +18,7 @@ import pytest
 
 from hub import contracts as c
 from hub.api.limits import GUARD, Guard, Limits
-from hub.server import RunningServer
+from hub.api.server import RunningServer
 from tests.conftest import StartHub, error_message, owner_headers
 from tests.test_route_policy import app_routes, concrete
 

@@ -20,15 +20,15 @@ import aiohttp
 import pytest
 
 from fakes.ollama import FakeOllama, Reply
+from harness.waits import until
 from hub import contracts as c
 from hub.agent.mcp import parse_server, tool_name
+from hub.api.server import RunningServer
 from hub.config import load_settings
-from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.mcp_servers.http import recording, serving
 from tests.mcp_servers.notes import build
 from tests.sse import SseTranscript, post_chat
-from tests.waits import until
 
 REPO = Path(__file__).parent.parent
 ASK = {"messages": [{"role": "user", "content": "use your tools"}]}
@@ -340,9 +340,9 @@ def test_server_entries_are_validated_and_tool_names_are_safe() -> None:
 async def test_the_terminal_ui_shows_a_notice_as_a_dim_line(
     start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
 ) -> None:
+    from hub.client.http import HubClient
     from tests.test_tui import chat_of, say
     from tui.app import TinyApp
-    from tui.client import HubClient
     from tui.config import TuiConfig
     from tui.widgets import Notice
 

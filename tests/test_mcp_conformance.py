@@ -22,8 +22,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from hub import __version__
+from hub.api.server import RunningServer
 from hub.cli import main
-from hub.server import RunningServer
 from tests.conftest import StartHub
 from tests.mcp_client import http_session, stdio_params
 

@@ -14,25 +14,23 @@ import pytest
 from mcp import ClientSession, MCPError, stdio_client
 from mcp_types import ImageContent, TextResourceContents
 
-from drivers.camera import Camera
-from drivers.flipper_tools import flipper_status
-from drivers.speech import SpeechEngine
-from drivers.video import is_jpeg
+from drivers.flipper.tools import flipper_status
+from fakes.camera import EmulatedCamera
 from fakes.ollama import FakeOllama, Reply
-from firmware_bridges.emulators.camera import EmulatedCamera
 from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
+from harness.machine import camera_on
+from harness.waits import until
 from hub.agent.tools.context import ToolContext
 from hub.agent.tools.memory import recall
+from hub.api.server import RunningServer
 from hub.cli import main
 from hub.mcp_server.clients import McpClients
-from hub.preferences import set_tool_enabled
-from hub.senses import Senses
-from hub.server import RunningServer
+from hub.people.preferences import set_tool_enabled
 from hub.store.migrations import open_database
+from media.video import is_jpeg
 from tests.conftest import StartHub, owner_headers, settings_for
 from tests.mcp_client import http_session, stdio_params, stdio_session, texts
 from tests.toolcall import call_tool, use_tool
-from tests.waits import until
 
 MEMORY_TOOLS = {"learn", "recall", "unlearn", "memory_graph"}
 FLIPPER_TOOLS = {"flipper_status", "flipper_listen", "flipper_files", "flipper_find"}
@@ -63,7 +61,8 @@ def emulator(tmp_path: Path) -> Any:
 @pytest.fixture
 async def flipper_hub(start_hub: StartHub, emulator: FlipperEmulator, tmp_path: Path) -> Any:
     server = await start_hub(
-        flipper_port=str(tmp_path / "flipper"), mcp_server_groups=["memory", "drivers"]
+        drivers={"flipper": {"port": str(tmp_path / "flipper")}},
+        mcp_server_groups=["memory", "drivers"],
     )
 
     def online() -> bool:
@@ -225,9 +224,8 @@ async def test_the_stdio_command_says_when_the_hub_is_not_running(
 
 
 async def test_a_photo_comes_back_as_image_content_and_is_audited(start_hub: StartHub) -> None:
-    camera = Camera("0", capture=EmulatedCamera(size=(320, 240)))
-    senses = Senses(camera, None, SpeechEngine("tiny.en"))
-    server = await start_hub(senses=senses, mcp_server_groups=["senses"])
+    camera = EmulatedCamera(size=(320, 240))
+    server = await start_hub(**camera_on(camera), mcp_server_groups=["senses"])
     async with http_session(server.url, owner_token(server)) as session:
         result = await session.call_tool("camera_photo", {})
     assert not result.is_error, texts(result)

@@ -14,12 +14,12 @@ import aiohttp
 import pytest
 
 from fakes.ollama import FakeOllama, Reply
+from hub.api.server import RunningServer
 from hub.contracts import MAX_ENTRIES
-from hub.identity import User
 from hub.memory.graph import FactNotFound, Link, MemoryFull, MemoryRefused, now
 from hub.memory.vectors import VectorIndex
-from hub.runtime import Hub
-from hub.server import RunningServer
+from hub.people.identity import User
+from hub.runtime.hub import Hub
 from tests.conftest import StartHub, owner_headers, settings_for
 from tests.sse import post_chat
 

@@ -15,7 +15,7 @@ import pytest
 
 from hub.memory import vectors as vector_module
 from hub.memory.vector_store import COLLECTION, VECTORS_FILE, chroma_client
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 from tests.conftest import settings_for
 
 # Learns in a fresh hub process after a warm-up; its RSS must grow by less than this. Holding
@@ -27,7 +27,7 @@ GROWTH = textwrap.dedent(
     import re, sys
     from pathlib import Path
     from hub.config import load_settings
-    from hub.runtime import Hub
+    from hub.runtime.hub import Hub
 
     def rss_kb():
         status = Path("/proc/self/status").read_text()

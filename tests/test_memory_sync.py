@@ -19,17 +19,17 @@ from typing import Any
 import aiohttp
 import pytest
 
+from harness.waits import until
+from hub.api.server import RunningServer, start_server
 from hub.cloud.account import load_token, save_token
 from hub.cloud.memory_sync import MemoryCloud, MemorySync
 from hub.memory.graph import MemoryStore
 from hub.memory.sync import SYNC_PAGE, Changes
-from hub.runtime import Hub
-from hub.server import RunningServer, start_server
+from hub.runtime.hub import Hub
 from tests.conftest import owner_headers, settings_for
 from tests.daemon import enroll, send
 from tests.test_cli import cli_env
 from tests.test_cloud_cli import cli
-from tests.waits import until
 
 FAST = {"interval_s": 0.2, "check_s": 0.05, "backoff_min_s": 0.02, "backoff_max_s": 0.1}
 

@@ -10,10 +10,10 @@ import aiohttp
 
 from fakes.ollama import FakeOllama
 from hub.agent.tools.messages import read_messages, send_message_tool
+from hub.api.server import RunningServer
 from hub.devices.notify import NOTIFY_KIND
-from hub.identity import User
 from hub.messages.store import MAX_LIST, MAX_TEXT, Inbox
-from hub.server import RunningServer
+from hub.people.identity import User
 from hub.tinys.social import MESSAGED, PLATFORM, user_node
 from tests.conftest import StartHub, owner_headers
 from tests.sse import tool_in_a_turn

@@ -18,15 +18,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from drivers.audio import read_wav, speech_samples, to_float_mono
-from drivers.microphone import Microphone, MicrophoneError, MicrophoneUnavailable
-from drivers.speech import SpeechEngine
-from firmware_bridges.emulators.audio import (
+from drivers.machine.microphone import Microphone, MicrophoneError, MicrophoneUnavailable
+from fakes.sound_device import (
     CallbackStop,
     FakeSoundDevice,
     PortAudioError,
     input_device,
 )
+from media.audio import read_wav, speech_samples, to_float_mono
+from media.speech import SpeechEngine
 
 KITCHEN = (Path(__file__).parent / "fixtures" / "speech" / "kitchen.wav").read_bytes()
 FAST = 8.0  # the emulated microphone runs eight times faster than real time
@@ -159,7 +159,7 @@ async def test_no_input_device() -> None:
     assert not available
     assert detail == (
         "microphone unavailable: no input device (PortAudio lists no device with an input "
-        "channel); fix: plug in a microphone or set microphone.device"
+        "channel); fix: plug in a microphone or set drivers.microphone.device"
     )
     with pytest.raises(MicrophoneUnavailable) as caught:
         await microphone.record(1)
@@ -171,7 +171,7 @@ async def test_devices_but_no_default_input() -> None:
     available, detail = Microphone(sounddevice=board).status()
     assert not available
     assert "no input device (Error querying device -1)" in detail
-    assert "fix: plug in a microphone or set microphone.device" in detail
+    assert "fix: plug in a microphone or set drivers.microphone.device" in detail
 
 
 async def test_a_device_name_nothing_matches() -> None:
@@ -243,7 +243,7 @@ async def test_the_real_sounddevice_on_this_machine() -> None:
         return
     assert not available
     assert detail.startswith("microphone unavailable: no input device (")
-    assert detail.endswith("; fix: plug in a microphone or set microphone.device")
+    assert detail.endswith("; fix: plug in a microphone or set drivers.microphone.device")
     with pytest.raises(MicrophoneUnavailable):
         await Microphone().record(1)
 

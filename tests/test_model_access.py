@@ -21,7 +21,7 @@ from hub import contracts as c
 from hub.agent.model_access import guarded_httpx_client, is_configured_url
 from hub.agent.models import ModelChoice
 from hub.api.limits import GUARD, Limits
-from hub.netguard import Allowance
+from hub.core.netguard import Allowance
 from tests.conftest import StartHub, owner_headers, settings_for
 from tests.sse import post_chat
 

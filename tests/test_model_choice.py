@@ -15,9 +15,9 @@ from hub.agent import bundled_models
 from hub.agent.bundled_models import QWEN_CODER_1_5B, SMOLLM2
 from hub.agent.embedded import EmbeddedModel
 from hub.agent.models import ModelRouter, bundled_model_named, choice_from_headers
-from hub.preferences import SavedModel, save_model
-from hub.runtime import Hub
-from hub.server import RunningServer, start_server
+from hub.api.server import RunningServer, start_server
+from hub.people.preferences import SavedModel, save_model
+from hub.runtime.hub import Hub
 from tests.conftest import StartHub, owner_headers, settings_for
 
 QWEN_INSTALLED = bundled_models.installed(QWEN_CODER_1_5B)

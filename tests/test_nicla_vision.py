@@ -17,13 +17,14 @@ import cv2
 import numpy as np
 import pytest
 
-import drivers.nicla_vision as nicla
-from drivers.audio import read_wav
+import drivers.nicla_vision.driver as nicla
 from drivers.base import PortInfo
-from drivers.nicla_vision import NiclaError, NiclaNotConnected, NiclaVisionDriver
-from drivers.openmv_rpc import RESULT_DATA
+from drivers.nicla_vision.driver import NiclaError, NiclaNotConnected, NiclaVisionDriver
+from drivers.nicla_vision.openmv_rpc import RESULT_DATA
 from firmware_bridges.emulators.nicla_vision import DEFAULT_WAV, NiclaVisionEmulator, room_audio
-from hub.drivers import DriverManager
+from harness.driver_host import RecordingHost
+from hub.drivers.manager import DriverManager
+from media.audio import read_wav
 from tests.test_openmv_rpc import collapsed
 
 FLASH = "flash firmware_bridges/nicla_vision/main.py"
@@ -52,9 +53,8 @@ def audit() -> list[str]:
 async def driver(
     emulator: NiclaVisionEmulator, link: Path, audit: list[str]
 ) -> AsyncIterator[NiclaVisionDriver]:
-    board = NiclaVisionDriver(
-        "nicla_vision:test", str(link), {"audit": lambda _device, command: audit.append(command)}
-    )
+    board = NiclaVisionDriver("nicla_vision:test", str(link), {})
+    board.host = RecordingHost(audited=audit)
     await board.start()
     yield board
     await board.stop()
@@ -115,9 +115,8 @@ async def test_a_long_clip_takes_several_bursts(
 ) -> None:
     device = NiclaVisionEmulator(link=link, video_ram=10_000)  # two or three frames a burst
     device.start()
-    board = NiclaVisionDriver(
-        "nicla_vision:small", str(link), {"audit": lambda _d, c: audit.append(c)}
-    )
+    board = NiclaVisionDriver("nicla_vision:small", str(link), {})
+    board.host = RecordingHost(audited=audit)
     try:
         await board.start()
         clip = await board.clip(0.5)

@@ -11,22 +11,22 @@ from typing import Any
 import aiohttp
 import pytest
 
-from drivers.audio import read_wav
-from drivers.nicla_vision_tools import (
+from drivers.nicla_vision.tools import (
     nicla_listen,
     nicla_status,
     nicla_take_photo,
     nicla_take_video,
 )
-from drivers.video import decode_jpeg
 from fakes.ollama import FakeOllama
 from firmware_bridges.emulators.nicla_vision import NiclaVisionEmulator
+from harness.waits import until
 from hub import contracts as c
-from hub.server import RunningServer
+from hub.api.server import RunningServer
+from media.audio import read_wav
+from media.video import decode_jpeg
 from tests.conftest import StartHub, owner_headers
 from tests.sse import tool_in_a_turn
 from tests.toolcall import result_text, use_tool
-from tests.waits import until
 
 
 @pytest.fixture
@@ -46,7 +46,9 @@ def vision_state(server: RunningServer) -> str:
 async def hub(
     start_hub: StartHub, fake_ollama: FakeOllama, board: NiclaVisionEmulator, tmp_path: Path
 ) -> RunningServer:
-    server = await start_hub(ollama_host=fake_ollama.url, nicla_vision_port=str(tmp_path / "nicla"))
+    server = await start_hub(
+        ollama_host=fake_ollama.url, drivers={"nicla_vision": {"port": str(tmp_path / "nicla")}}
+    )
     await until(lambda: vision_state(server) == "online")
     return server
 

@@ -17,11 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drivers.audio import read_wav
-from drivers.ble_presence import BleAdvertisements, held
-from drivers.flipper_ble import BleAdvertisements as FlipperBleAdvertisements
-from drivers.nicla_voice import NiclaVoiceDriver
-from drivers.nicla_voice_wire import (
+from drivers.nicla_voice.driver import NiclaVoiceDriver
+from drivers.nicla_voice.wire import (
     MULAW_MAX,
     AudioEnd,
     AudioHeader,
@@ -35,6 +32,7 @@ from drivers.nicla_voice_wire import (
     data_chunk,
     mulaw_decode,
 )
+from drivers.transports.ble_presence import BleAdvertisements, held
 from firmware_bridges.emulators.ble import GattChar, GattPeripheral, GattService
 from firmware_bridges.emulators.nicla_voice import (
     DEFAULT_SOURCE,
@@ -43,8 +41,10 @@ from firmware_bridges.emulators.nicla_voice import (
     linear_to_mulaw,
     mulaw_encode,
 )
-from hub.drivers import DriverManager
-from tests.waits import until
+from harness.driver_host import RecordingHost
+from harness.waits import until
+from hub.drivers.manager import DriverManager
+from media.audio import read_wav
 
 ADDRESS = "F4:12:FA:6C:9D:21"
 
@@ -79,11 +79,10 @@ def make_rig(board: EmulatedNiclaVoice, **config: Any) -> Rig:
         {
             "nicla_voice": {
                 "backend": board.client_backend(),
-                "audit": lambda _device, command: rig.audited.append(command),
-                "on_event": lambda kind, detail, device: rig.events.append((kind, detail, device)),
                 **config,
             }
         },
+        host=RecordingHost(audited=rig.audited, events=rig.events),
         list_ports=lambda: [],
         advertisements=BleAdvertisements(0.02, board.scanner_backend()),
         backoff_min_s=0.0,
@@ -122,7 +121,6 @@ async def test_the_board_is_found_started_and_kept_while_it_does_not_advertise(r
     assert rig.record()["status"] == "online"
     assert rig.board.connections == 1
     assert rig.audited == [], "starting writes nothing to the board"
-    assert FlipperBleAdvertisements is BleAdvertisements, "the old import path still works"
 
 
 async def test_wakes_become_events_on_the_sink(rig: Rig) -> None:

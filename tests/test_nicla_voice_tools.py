@@ -10,24 +10,24 @@ from typing import Any
 import aiohttp
 import pytest
 
-from drivers.audio import read_wav
-from drivers.ble_presence import BleAdvertisements
-from drivers.nicla_voice_tools import (
+from drivers.nicla_voice.tools import (
     nicla_voice_record,
     nicla_voice_status,
     nicla_voice_transcript,
     nicla_voice_transcripts,
     nicla_voice_wakes,
 )
+from drivers.transports.ble_presence import BleAdvertisements
 from fakes.ollama import FakeOllama
 from firmware_bridges.emulators.nicla_voice import EmulatedNiclaVoice
+from harness.waits import until
 from hub import contracts as c
-from hub.server import RunningServer
+from hub.api.server import RunningServer
+from media.audio import read_wav
 from tests.conftest import StartHub
 from tests.daemon import PythonDaemon, enroll
 from tests.sse import tool_in_a_turn
 from tests.toolcall import result_text, use_tool
-from tests.waits import until
 
 
 @dataclass

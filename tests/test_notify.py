@@ -8,7 +8,7 @@ from pathlib import Path
 from hub.devices.endpoint import EndpointPolicy
 from hub.devices.notify import NOTIFY_KIND, Notice, push_notice
 from hub.devices.service import Devices
-from hub.identity import Identity
+from hub.people.identity import Identity
 from hub.store.migrations import open_database
 
 

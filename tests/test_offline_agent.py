@@ -16,15 +16,16 @@ import aiohttp
 import pytest
 
 from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
+from harness.machine import MACHINE_OFF
+from harness.waits import until
 from hub import contracts as c
 from hub.agent import bundled_models
 from hub.agent.bundled_models import MODELS_DIR, QWEN_CODER_1_5B, VERIFIER
+from hub.api.server import RunningServer, start_server
 from hub.config import load_settings
-from hub.runtime import Hub
-from hub.server import RunningServer, start_server
+from hub.runtime.hub import Hub
 from tests.conftest import StartHub, owner_headers
 from tests.sse import post_chat
-from tests.waits import until
 
 pytestmark = [
     pytest.mark.slow,
@@ -73,7 +74,7 @@ async def hub(
         model_max_tokens=96,
         embedded_threads=1,
         embedded_context=4096,
-        flipper_port=str(tmp_path / "flipper"),
+        drivers={"flipper": {"port": str(tmp_path / "flipper")}},
     )
     records = server.hub.drivers.records
     await until(lambda: any(r["status"] == "online" for r in records()), what="flipper online")
@@ -203,8 +204,7 @@ async def test_with_the_extra_installed_and_no_config_the_1_5b_answers(
         overrides={
             "host": "127.0.0.1",
             "port": 0,
-            "camera_device": "",
-            "microphone_device": "off",
+            "drivers": MACHINE_OFF,
             "model_max_tokens": 32,
         },
     )

@@ -21,14 +21,14 @@ import openai
 import pytest
 
 from fakes.ollama import FakeOllama, Reply
+from harness.waits import until
 from hub import contracts as c
 from hub.agent.sampling import Sampling, apply_sampling
+from hub.api.server import RunningServer
 from hub.mcp_server.clients import McpClients
 from hub.openai_compat.chunks import ChunkFrames, Completion
-from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.sse import post_chat
-from tests.waits import until
 
 HELLO: list[Any] = [{"role": "user", "content": "hello"}]
 WEATHER = {

@@ -35,9 +35,9 @@ from schemathesis.specs.openapi.checks import (
 from fakes.ollama import FakeOllama
 from hub.api.app import create_app
 from hub.api.limits import GUARD, Limits
+from hub.api.server import RunningServer, start_server
 from hub.api.spec import declared_operation
-from hub.runtime import Hub
-from hub.server import RunningServer, start_server
+from hub.runtime.hub import Hub
 from tests.conftest import StartHub, settings_for
 from tests.test_route_policy import app_routes, declared_who
 

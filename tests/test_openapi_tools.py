@@ -28,8 +28,8 @@ from hub import contracts as c
 from hub.agent.tools import mount_tools
 from hub.agent.tools.context import ToolContext
 from hub.agent.tools.operations import tiny_operation_tools
-from hub.runtime import Hub
-from hub.server import RunningServer
+from hub.api.server import RunningServer
+from hub.runtime.hub import Hub
 from hub.tinys.openapi import (
     MAX_OPERATIONS,
     MAX_RESULT_CHARS,

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from drivers.nicla_vision import NiclaVisionDriver
-from drivers.openmv_rpc import RESULT_DATA, RESULT_HEADER
+from drivers.nicla_vision.driver import NiclaVisionDriver
+from drivers.nicla_vision.openmv_rpc import RESULT_DATA, RESULT_HEADER
 from firmware_bridges.emulators.nicla_vision import (
     FIRST_WAIT_MS,
     RECV_TIMEOUT_MS,

@@ -12,7 +12,7 @@ import serial
 from hypothesis import given
 from hypothesis import strategies as st
 
-from drivers.openmv_rpc import (
+from drivers.nicla_vision.openmv_rpc import (
     ACK_COMMAND_DATA,
     ACK_COMMAND_HEADER,
     COMMAND_DATA,

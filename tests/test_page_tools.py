@@ -16,7 +16,7 @@ from hub import contracts as c
 from hub.agent.tools import page
 from hub.agent.tools.client_caps import ClientCaps, ClientHeaderInvalid, client_caps
 from hub.agent.tools.context import ToolContext
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 from tests.conftest import StartHub, owner_headers, settings_for
 from tests.sse import post_chat
 from tests.toolcall import call_tool, result_text

@@ -11,8 +11,8 @@ from typing import Any
 import aiohttp
 import pytest
 
+from hub.api.server import RunningServer
 from hub.devices.registry import AdjustableClock
-from hub.identity import hash_token
 from hub.lan.pairing import (
     MAX_WRONG_PER_OFFER,
     Offer,
@@ -21,7 +21,7 @@ from hub.lan.pairing import (
     WrongCode,
     render_terminal,
 )
-from hub.server import RunningServer
+from hub.people.identity import hash_token
 from tests.conftest import StartHub, owner_headers
 from tests.daemon import send
 

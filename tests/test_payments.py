@@ -19,9 +19,9 @@ from fakes.ollama import FakeOllama, Reply
 from hub import contracts as c
 from hub.agent.tools import money
 from hub.agent.tools.context import ToolContext
-from hub.identity import User
-from hub.payments import SALE_FEE_MICRO, Payments, payments_of
-from hub.server import RunningServer
+from hub.api.server import RunningServer
+from hub.payments.ledger import SALE_FEE_MICRO, Payments, payments_of
+from hub.people.identity import User
 from hub.store.migrations import open_database
 from tests.conftest import StartHub, owner_headers
 from tests.daemon import send

@@ -20,12 +20,12 @@ import aiohttp
 import pytest
 
 from hub.api.auth import Access, declared_access
+from hub.api.server import RunningServer
 from hub.cli import main
 from hub.cli.common import token
 from hub.cli.parser import TOKEN_ENV, build_parser
-from hub.identity import hash_token
-from hub.runtime import Hub
-from hub.server import RunningServer
+from hub.people.identity import hash_token
+from hub.runtime.hub import Hub
 from tests.conftest import StartHub, owner_headers, settings_for
 from tests.daemon import send
 from tests.test_route_policy import app_routes

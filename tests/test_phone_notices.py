@@ -11,14 +11,14 @@ import pytest
 
 from fakes.ollama import FakeOllama, Reply
 from firmware_bridges.emulators.phone import EmulatedPhone
+from harness.waits import until
 from hub.agent.tools.messages import send_message_tool
 from hub.agent.tools.schedule import schedule, schedule_alert
-from hub.server import RunningServer
+from hub.api.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.daemon import send
 from tests.scheduling import QUIET, clock, scheduler
 from tests.toolcall import use_tool
-from tests.waits import until
 
 
 @pytest.fixture

@@ -15,13 +15,13 @@ import aiohttp
 import numpy as np
 import pytest
 
-from drivers.audio import Pcm, wav_bytes
-from drivers.video import frames_to_mp4
 from fakes.ollama import SEEING, FakeModel, FakeOllama, Reply
 from hub import contracts as c
 from hub.agent.models import OllamaModelInfo, OllamaProbe, choose_from_probe
-from hub.preferences import SavedModel, save_model
-from hub.server import RunningServer
+from hub.api.server import RunningServer
+from hub.people.preferences import SavedModel, save_model
+from media.audio import Pcm, wav_bytes
+from media.video import frames_to_mp4
 from tests.conftest import StartHub, owner_headers, settings_for
 from tests.daemon import enroll, send
 from tests.sse import post_chat

@@ -11,14 +11,14 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 
+from harness.waits import until
 from hub.api.limits import GUARD
 from hub.api.quotas import QUOTAS
+from hub.api.server import RunningServer
 from hub.config import Settings
-from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.test_forge import member
 from tests.test_hardening import ROOMY
-from tests.waits import until
 
 
 async def started(start_hub: StartHub, **quotas: int) -> RunningServer:

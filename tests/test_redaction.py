@@ -16,8 +16,8 @@ import pytest
 from fakes.ollama import FakeOllama, Reply
 from hub import contracts as c
 from hub.agent.tools.context import ToolContext
-from hub.logs import setup_logging
-from hub.redaction import redact_text
+from hub.core.logs import setup_logging
+from hub.core.redaction import redact_text
 from hub.telegram.api import mask, redact
 from tests.conftest import StartHub, owner_headers
 from tests.sse import post_chat

@@ -13,11 +13,11 @@ from typing import Any
 import aiohttp
 import pytest
 
-from hub.runtime import Hub
-from hub.server import RunningServer, start_server
+from harness.waits import until
+from hub.api.server import RunningServer, start_server
+from hub.runtime.hub import Hub
 from tests.conftest import StartHub, owner_headers, settings_for
 from tests.daemon import PythonDaemon, enroll, send
-from tests.waits import until
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("hub", "drivers", "tui", "firmware_bridges")
+PACKAGES = ("hub", "drivers", "media", "tui", "firmware_bridges")
 LONG_LINES = 500
 SAYS_WHY = "It is one module"
 # Where references that lead out of the repository pointed: the sibling folder of shared

@@ -21,7 +21,7 @@ import pytest
 from fakes.ollama import FakeOllama
 from hub.api import limits
 from hub.api.limits import GUARD, Limits
-from hub.server import RunningServer
+from hub.api.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.test_hardening import ROOMY, exchange, no_tracebacks, raw, split
 from tests.test_route_policy import app_routes, concrete

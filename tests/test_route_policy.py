@@ -22,8 +22,8 @@ from aiohttp import web
 from hub.api.app import create_app
 from hub.api.auth import Access, declared_access
 from hub.api.limits import GUARD, Limits
-from hub.runtime import Hub
-from hub.server import RunningServer
+from hub.api.server import RunningServer
+from hub.runtime.hub import Hub
 from tests.conftest import StartHub, settings_for
 
 ROUTES_DOC = Path(__file__).resolve().parent.parent / "docs" / "http-api.md"

@@ -28,8 +28,8 @@ from hub.agent.runner.supervisor import (
     RunnerSupervisor,
     default_threads,
 )
-from hub.doctor import check_embedded_model
-from hub.server import RunningServer
+from hub.api.server import RunningServer
+from hub.cli.doctor import check_embedded_model
 from tests.conftest import StartHub, settings_for
 from tests.sse import read_sse
 

@@ -19,23 +19,23 @@ import aiohttp
 import pytest
 
 from fakes.ollama import FakeOllama, Reply
+from harness.waits import until
 from hub.agent.tools.schedule import cancel_alerts, schedule, schedule_alert
-from hub.api.parts import open_scheduler
+from hub.api.server import RunningServer, start_server
 from hub.cloud.notify import DesktopNotifier
 from hub.config import load_settings
 from hub.devices.registry import AdjustableClock
-from hub.runtime import Hub
+from hub.process.parts import open_scheduler
+from hub.runtime.hub import Hub
 from hub.scheduler.runner import Outcome
 from hub.scheduler.store import MAX_JOBS
 from hub.scheduler.when import BadSchedule, parse_every
-from hub.server import RunningServer, start_server
 from tests.confirming import confirmed_by, proposal
 from tests.conftest import StartHub, owner_headers, settings_for
 from tests.daemon import enroll, send
 from tests.scheduling import QUIET, clock, scheduler
 from tests.sse import tool_in_a_turn
 from tests.toolcall import result_text, use_tool
-from tests.waits import until
 
 MINUTE = 60.0
 # The loop looks once at start and then not again within a test: the tests tick themselves.

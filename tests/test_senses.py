@@ -9,33 +9,27 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from drivers.audio import read_wav
-from drivers.camera import Camera
-from drivers.microphone import Microphone
-from drivers.speech import SpeechEngine
-from drivers.video import decode_jpeg, is_jpeg
+from drivers.machine.tools import camera_clip, camera_photo, microphone_listen
+from fakes.camera import EmulatedCamera
 from fakes.ollama import FakeOllama
-from firmware_bridges.emulators.audio import FakeSoundDevice
-from firmware_bridges.emulators.camera import EmulatedCamera
+from fakes.sound_device import FakeSoundDevice
+from harness.machine import camera_on, microphone_on
 from hub import contracts as c
-from hub.agent.tools.senses import camera_clip, camera_photo, microphone_listen
+from hub.api.server import RunningServer, start_server
+from hub.contracts import TRANSCRIPT_EVENT
 from hub.devices.registry import AdjustableClock, DeviceError, DeviceNotFound
-from hub.devices.transcripts import TRANSCRIPT_EVENT
-from hub.senses import Senses
-from hub.server import RunningServer
-from tests.conftest import StartHub, owner_headers
+from hub.runtime.hub import Hub
+from media.audio import read_wav
+from media.video import decode_jpeg, is_jpeg
+from tests.conftest import StartHub, owner_headers, settings_for
 from tests.sse import tool_in_a_turn
 from tests.toolcall import use_tool
 
 
-def senses_with(camera: Camera | None) -> Senses:
-    return Senses(camera, None, SpeechEngine("tiny.en"))
-
-
 @pytest.fixture
 async def hub(start_hub: StartHub, fake_ollama: FakeOllama) -> RunningServer:
-    camera = Camera("0", capture=EmulatedCamera(size=(320, 240)))
-    return await start_hub(ollama_host=fake_ollama.url, senses=senses_with(camera))
+    camera = EmulatedCamera(size=(320, 240))
+    return await start_hub(ollama_host=fake_ollama.url, **camera_on(camera))
 
 
 async def test_camera_photo_through_a_chat_turn_shows_the_model_the_picture(
@@ -75,18 +69,23 @@ async def test_only_the_owner_may_look_or_listen(hub: RunningServer) -> None:
 
 
 async def test_without_a_camera_or_microphone_the_tools_say_why(
-    start_hub: StartHub, fake_ollama: FakeOllama
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
 ) -> None:
     server = await start_hub(ollama_host=fake_ollama.url)  # camera and microphone off
     photo = await use_tool(server, camera_photo)
     assert photo["status"] == "error" and "camera unavailable" in photo["content"][0]["text"]
     heard = await use_tool(server, microphone_listen)
     assert heard["status"] == "error" and "microphone unavailable" in heard["content"][0]["text"]
-    absent = Senses(Camera("0", capture=EmulatedCamera(mode="absent")), None, SpeechEngine())
-    server.hub.senses = absent
-    failed = await use_tool(server, camera_photo)
-    assert "could not be opened" in failed["content"][0]["text"]
-    assert server.hub.devices.media.keys(server.hub.owner.id) == []
+    absent = camera_on(EmulatedCamera(mode="absent"))  # a camera that cannot be opened
+    settings = settings_for(tmp_path / "absent", drivers=absent["drivers"])
+    other = await start_server(Hub.open(settings, hardware=absent["hardware"]), "127.0.0.1", 0)
+    try:
+        failed = await use_tool(other, camera_photo)
+        assert "could not be opened" in failed["content"][0]["text"]
+        assert other.hub.devices.media.keys(other.hub.owner.id) == []
+    finally:
+        await other.stop()
+        other.hub.close()
 
 
 async def test_snapshot_route_serves_a_jpeg_to_the_owner_only(
@@ -103,8 +102,7 @@ async def test_snapshot_route_serves_a_jpeg_to_the_owner_only(
 async def test_snapshot_route_says_why_there_is_no_picture(
     start_hub: StartHub, http: aiohttp.ClientSession
 ) -> None:
-    absent = Camera("0", capture=EmulatedCamera(mode="dead"))
-    server = await start_hub(senses=senses_with(absent))
+    server = await start_hub(**camera_on(EmulatedCamera(mode="dead")))
     async with http.get(f"{server.url}/api/camera/snapshot", headers=owner_headers(server)) as r:
         assert r.status == 503
         assert "gave no picture" in (await r.json())["error"]
@@ -157,9 +155,8 @@ async def test_microphone_listen_through_a_chat_turn_hears_the_words(
     start_hub: StartHub, fake_ollama: FakeOllama
 ) -> None:
     wav = (Path(__file__).parent / "fixtures" / "speech" / "kitchen.wav").read_bytes()
-    microphone = Microphone(sounddevice=FakeSoundDevice(wav, speed=20.0))
     server = await start_hub(
-        ollama_host=fake_ollama.url, senses=Senses(None, microphone, SpeechEngine())
+        ollama_host=fake_ollama.url, **microphone_on(FakeSoundDevice(wav, speed=20.0))
     )
     result, _transcript = await tool_in_a_turn(
         server, fake_ollama, "microphone_listen", {"seconds": 2}
@@ -180,7 +177,7 @@ async def test_a_microphone_failing_mid_recording_keeps_nothing(
     start_hub: StartHub, fake_ollama: FakeOllama
 ) -> None:
     failing = FakeSoundDevice(None, speed=20.0, fail_after_s=0.5)
-    server = await start_hub(senses=Senses(None, Microphone(sounddevice=failing), SpeechEngine()))
+    server = await start_hub(**microphone_on(failing))
     result = await use_tool(server, microphone_listen, seconds=2)
     assert result["status"] == "error", result
     assert server.hub.devices.media.keys(server.hub.owner.id) == []

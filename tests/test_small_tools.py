@@ -13,6 +13,7 @@ import pytest
 from strands.types.tools import ToolSpec
 
 from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
+from harness.waits import until
 from hub import contracts as c
 from hub.agent import small_tools
 from hub.agent.embedded import cached_embed
@@ -20,11 +21,10 @@ from hub.agent.prompt import REMEMBERED_HEADER
 from hub.agent.runner.process import RunnerSpec
 from hub.agent.runner.supervisor import RunnerSupervisor
 from hub.agent.small_prompt import flatten_messages
-from hub.server import RunningServer
+from hub.api.server import RunningServer
 from tests.confirming import proposal
 from tests.conftest import StartHub, owner_headers
 from tests.sse import SseTranscript, post_chat
-from tests.waits import until
 
 
 def spec(name: str, description: str, properties: dict[str, Any], required: list[str]) -> ToolSpec:
@@ -283,7 +283,7 @@ async def scripted_hub(
         ollama_host=f"http://127.0.0.1:{closed_port}",
         model_provider=c.PROVIDER_EMBEDDED,
         embedded_tools="on",
-        flipper_port=str(tmp_path / "flipper"),
+        drivers={"flipper": {"port": str(tmp_path / "flipper")}},
     )
     records = server.hub.drivers.records
     await until(lambda: any(r["status"] == "online" for r in records()), what="flipper online")

@@ -19,12 +19,12 @@ import pytest
 from aiohttp import web
 
 from fakes.ollama import FakeOllama, Reply
+from harness.waits import until
 from hub import contracts as c
 from hub.agent.tools.spawn import MAX_CONCURRENT, MAX_TASKS, SUB_AGENT_PROMPT
-from hub.server import RunningServer
+from hub.api.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.sse import SseTranscript, post_chat
-from tests.waits import until
 
 ASK = {"messages": [{"role": "user", "content": "research these for me"}]}
 FAILING = "task 13"

@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-import drivers.speech as speech
-from drivers.audio import AudioError, Pcm, read_wav, resample, to_float_mono, wav_bytes
-from drivers.speech import SpeechEngine, SpeechUnavailable, Transcript
+import media.speech as speech
+from media.audio import AudioError, Pcm, read_wav, resample, to_float_mono, wav_bytes
+from media.speech import SpeechEngine, SpeechUnavailable, Transcript
 
 FIXTURES = Path(__file__).parent / "fixtures" / "speech"
 KITCHEN = (FIXTURES / "kitchen.wav").read_bytes()

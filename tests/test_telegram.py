@@ -16,19 +16,19 @@ from strands.types.tools import AgentTool
 
 from fakes.ollama import FakeOllama, Reply
 from fakes.telegram import TOKEN, FakeTelegram
+from harness.waits import until
 from hub import contracts as c
 from hub.agent.tools.context import ToolContext
 from hub.agent.tools.telegram import telegram, use_telegram
-from hub.api.parts import PARTS
+from hub.api.keys import PARTS
+from hub.api.server import RunningServer
 from hub.devices.notify import NOTIFY_KIND
-from hub.identity import User
-from hub.server import RunningServer
+from hub.people.identity import User
 from hub.telegram.poller import MAX_BACKOFF_S, backoff_s
 from tests.confirming import confirmed_by
 from tests.conftest import StartHub
 from tests.sse import tool_in_a_turn
 from tests.toolcall import call_tool, result_text
-from tests.waits import until
 
 CHAT = 5550123
 

@@ -16,10 +16,10 @@ from strands.types.tools import ToolUse
 
 from hub.agent.tools.context import STATE_KEY, ToolContext
 from hub.agent.tools.tinys import tools
+from hub.api.server import RunningServer
 from hub.contracts import DEFAULT_TINY, H_KEY, LOGIN_REQUIRED
-from hub.identity import User
-from hub.runtime import Hub
-from hub.server import RunningServer
+from hub.people.identity import User
+from hub.runtime.hub import Hub
 from hub.tinys.records import DEFAULT_CHIPS, DEFAULT_PROMPT, SUMMARY_CHARS
 from tests.conftest import StartHub, owner_headers, settings_for
 

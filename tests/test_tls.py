@@ -74,8 +74,8 @@ async def test_a_client_on_this_machine_pins_the_hubs_own_certificate(
     """What `tiny-hub tui` and `tiny-hub chat` do for a local hub with lan.tls: https to the
     configured port, trusted by the fingerprint read from the data dir — and only by it."""
     from hub.cli.common import local_url, pin
+    from hub.client.http import HubClient, HubError
     from tests.conftest import settings_for
-    from tui.client import HubClient, HubError
 
     server = await start_hub(lan_tls=True)
     settings = settings_for(home, lan_tls=True, port=server.port)

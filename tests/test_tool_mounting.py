@@ -9,9 +9,9 @@ import pytest
 from hub import contracts as c
 from hub.agent.tools import mount_tools
 from hub.agent.tools.context import ToolContext
-from hub.identity import User
-from hub.preferences import set_tool_enabled
-from hub.runtime import Hub
+from hub.people.identity import User
+from hub.people.preferences import set_tool_enabled
+from hub.runtime.hub import Hub
 from tests.conftest import settings_for
 from tests.toolcall import call_tool
 

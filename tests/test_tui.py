@@ -11,13 +11,13 @@ from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
 from fakes.ollama import FakeOllama, Reply
-from hub.runtime import Hub
-from hub.server import start_server
+from harness.waits import until
+from hub.api.server import start_server
+from hub.client.http import HubClient
+from hub.runtime.hub import Hub
 from tests.conftest import StartHub, owner_headers, settings_for
-from tests.waits import until
 from tui.app import TinyApp
 from tui.chat import STOPPED, ChatScreen
-from tui.client import HubClient
 from tui.config import TuiConfig
 from tui.widgets import Notice, Prompt, ReplyMessage, StatusLine, UserMessage
 

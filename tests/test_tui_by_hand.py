@@ -13,14 +13,14 @@ from textual.widgets import DataTable, Input, Select, Static
 
 from fakes.ollama import FakeOllama
 from fakes.telegram import TOKEN, FakeTelegram
+from harness.waits import until
 from hub.agent.tools import mount_tools, schedule, telegram
 from hub.agent.tools.context import ToolContext
-from hub.server import RunningServer
+from hub.api.server import RunningServer
+from hub.client.http import HubClient
 from tests.conftest import StartHub, owner_headers
 from tests.toolcall import result_text, use_tool
-from tests.waits import until
 from tui.app import TinyApp
-from tui.client import HubClient
 from tui.config import TuiConfig
 from tui.job_form import JobForm
 from tui.jobs import JobsScreen

@@ -22,13 +22,13 @@ from textual.pilot import Pilot
 from textual.widgets import Input, OptionList, Sparkline
 
 from fakes.ollama import FakeOllama, Reply
+from harness.waits import until
+from hub.client.http import HubClient
 from tests.conftest import StartHub, owner_headers
 from tests.screen_words import shown_in
 from tests.test_tui import chat_of
-from tests.waits import until
 from tui.app import TinyApp
 from tui.chat import ChatScreen, cloud_warning
-from tui.client import HubClient
 from tui.config import TuiConfig
 from tui.conversations import Conversation, ConversationStore, Notes
 from tui.export import conversation_markdown
@@ -856,6 +856,15 @@ def test_start_up_repairs_show_while_they_run() -> None:
     assert repairs_note(running) == "⟳ the hub is starting: index facts missing from Chroma"
     assert repairs_note({"state": "done", "doing": "", "fixed": 3}) == ""
     assert repairs_note(None) == ""
+
+
+def test_the_model_getting_ready_shows_what_it_does() -> None:
+    from tui.chat import preparing_note
+
+    joining = {"state": "starting", "preparing": "joining the model file: 40%"}
+    assert preparing_note(joining) == "⟳ the model is getting ready: joining the model file: 40%"
+    assert preparing_note({"state": "ready"}) == ""
+    assert preparing_note(None) == ""
 
 
 def test_an_embedded_model_switched_off_shows_why() -> None:

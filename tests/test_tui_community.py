@@ -8,12 +8,12 @@ from pathlib import Path
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static
 
-from hub.server import RunningServer
+from harness.waits import until
+from hub.api.server import RunningServer
+from hub.client.http import HubClient
 from hub.tinys.social import record_consulted
 from tests.conftest import StartHub, owner_headers
-from tests.waits import until
 from tui.app import TinyApp
-from tui.client import HubClient
 from tui.community import CommunityScreen, follow_body
 from tui.config import TuiConfig
 from tui.widgets import AskTextScreen

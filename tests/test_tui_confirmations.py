@@ -11,13 +11,13 @@ from pathlib import Path
 from textual.pilot import Pilot
 
 from fakes.ollama import FakeOllama, Reply
-from hub.server import RunningServer
+from harness.waits import until
+from hub.api.server import RunningServer
+from hub.client.http import HubClient
 from tests.conftest import StartHub
 from tests.test_tui import chat_of
 from tests.test_tui_chat import say, token_of, turn_done
-from tests.waits import until
 from tui.app import TinyApp
-from tui.client import HubClient
 from tui.config import TuiConfig
 from tui.confirmation import ConfirmationCard
 

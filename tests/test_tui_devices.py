@@ -13,17 +13,17 @@ import aiohttp
 import pytest
 from textual.widgets import DataTable, Static
 
-from drivers.ble_presence import BleAdvertisements
+from drivers.transports.ble_presence import BleAdvertisements
 from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
 from firmware_bridges.emulators.nicla_voice import EmulatedNiclaVoice
+from harness.waits import until
+from hub.api.server import RunningServer
+from hub.client.http import HubClient
 from hub.devices.registry import AdjustableClock
-from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.daemon import enroll, send
 from tests.screen_words import shown_in
-from tests.waits import until
 from tui.app import TinyApp
-from tui.client import HubClient
 from tui.config import TuiConfig
 from tui.device_rows import ago, counted, driver_name, summarize
 from tui.devices import DevicesScreen, RowDetail
@@ -161,7 +161,7 @@ async def test_a_flipper_is_listed_by_the_name_it_gives_counted_and_shown_uncut(
     board = FlipperEmulator(FlipperState(), link=tmp_path / "flipper")
     board.start()
     try:
-        server = await start_hub(flipper_port=str(tmp_path / "flipper"))
+        server = await start_hub(drivers={"flipper": {"port": str(tmp_path / "flipper")}})
         app = app_for(server.url, token_of(server), tmp_path)
         async with app.run_test(size=size) as pilot:
             await pilot.press("f2")

@@ -9,14 +9,14 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static
 
-from hub.identity import User
+from harness.waits import until
+from hub.api.server import RunningServer
+from hub.client.http import HubClient
 from hub.messages.delivery import send_message
 from hub.messages.store import Inbox
-from hub.server import RunningServer
+from hub.people.identity import User
 from tests.conftest import StartHub
-from tests.waits import until
 from tui.app import TinyApp
-from tui.client import HubClient
 from tui.config import TuiConfig
 from tui.inbox import InboxScreen, addressed, conversation_text, message_from
 

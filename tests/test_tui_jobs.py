@@ -14,15 +14,15 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
 from fakes.ollama import FakeOllama, Reply
+from harness.waits import until
 from hub.agent.tools.schedule import schedule, schedule_alert
-from hub.server import RunningServer
+from hub.api.server import RunningServer
+from hub.client.http import HubClient
 from tests.conftest import StartHub, owner_headers
 from tests.daemon import enroll, send
 from tests.scheduling import QUIET, clock, scheduler
 from tests.toolcall import use_tool
-from tests.waits import until
 from tui.app import TinyApp
-from tui.client import HubClient
 from tui.config import TuiConfig
 from tui.jobs import JobsScreen, in_words, when_text
 from tui.widgets import ConfirmScreen

@@ -15,12 +15,12 @@ import pytest
 from textual.widgets import OptionList
 
 from fakes.ollama import FakeOllama, Reply
+from harness.waits import until
+from hub.client.http import HubClient
 from tests.conftest import StartHub
 from tests.test_tui import chat_of, notices
 from tests.test_tui_chat import say, tool_turn, turn_done
-from tests.waits import until
 from tui.app import TinyApp
-from tui.client import HubClient
 from tui.config import TuiConfig
 from tui.map import MapScreen, WorldMap
 from tui.map_board import MapBoard, Marker, View

@@ -8,11 +8,11 @@ from pathlib import Path
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static
 
-from hub.server import RunningServer
+from harness.waits import until
+from hub.api.server import RunningServer
+from hub.client.http import HubClient
 from tests.conftest import StartHub, owner_headers
-from tests.waits import until
 from tui.app import TinyApp
-from tui.client import HubClient
 from tui.config import TuiConfig
 from tui.memory import MemoryScreen, detail_text, stamp
 from tui.widgets import AskTextScreen, ConfirmScreen

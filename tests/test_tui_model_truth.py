@@ -13,19 +13,19 @@ import pytest
 from textual.widgets import Input, Select, Static
 
 from fakes.ollama import FakeOllama
+from harness.waits import until
 from hub import contracts as c
 from hub.agent import bundled_models
 from hub.agent.bundled_models import QWEN_CODER_1_5B, SMOLLM2
 from hub.agent.models import probe_ollama
-from hub.doctor import check_chat_model
-from hub.server import RunningServer
+from hub.api.server import RunningServer
+from hub.cli.doctor import check_chat_model
+from hub.client.http import HubClient
 from tests.conftest import StartHub, owner_headers
 from tests.test_tui import chat_of
 from tests.test_tui_settings import open_settings, text_of, token_of
-from tests.waits import until
 from tui.app import TinyApp
 from tui.chat import ChatScreen
-from tui.client import HubClient
 from tui.config import TuiConfig
 from tui.guidance import EmptyChat
 from tui.settings import ModelForm

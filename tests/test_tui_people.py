@@ -10,12 +10,12 @@ import aiohttp
 from textual.widgets import Digits, Input
 
 from fakes.ollama import FakeOllama
-from hub.server import RunningServer
+from harness.waits import until
+from hub.api.server import RunningServer
+from hub.client.http import HubClient
 from tests.conftest import StartHub
 from tests.test_tui_settings import open_settings, rows, settings_of, text_of
-from tests.waits import until
 from tui.app import TinyApp
-from tui.client import HubClient
 from tui.config import TuiConfig
 from tui.settings import NO_PEOPLE, PairNotice, PersonForm, RemoveQuestion, SettingsScreen
 

@@ -10,16 +10,16 @@ import re
 from pathlib import Path
 
 from fakes.ollama import FakeOllama, Reply
+from harness.waits import until
 from hub import contracts as c
+from hub.client.http import HubClient
+from hub.client.progress import TurnProgress
 from tests.conftest import StartHub
 from tests.test_tui import chat_of
 from tests.test_tui_chat import notices, say, tool_turn, turn_done
-from tests.waits import until
 from tui.app import TinyApp
-from tui.client import HubClient
 from tui.config import TuiConfig
 from tui.conversations import ConversationStore
-from tui.progress import TurnProgress
 from tui.widgets import Prompt, QueuedMessages, StatusLine, ToolCard
 
 

@@ -17,12 +17,12 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Digits, Footer, Input, Select, Static, TextArea
 
 from fakes.ollama import FakeModel, FakeOllama
+from harness.waits import until
 from hub import contracts as c
-from hub.server import RunningServer
+from hub.api.server import RunningServer
+from hub.client.http import HubClient
 from tests.conftest import StartHub, owner_headers
-from tests.waits import until
 from tui.app import TinyApp
-from tui.client import HubClient
 from tui.config import TuiConfig
 from tui.settings import (
     ASKING_OLLAMA,

@@ -29,19 +29,19 @@ from textual.widgets._footer import FooterKey
 
 from fakes.ollama import FakeOllama, Reply
 from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
+from harness.waits import until
+from hub.api.server import RunningServer
+from hub.client.http import HubClient
 from hub.forge.store import ForgedDraft, ForgeStore
 from hub.lan import pairing
-from hub.server import RunningServer
 from tests.conftest import StartHub, owner_headers
 from tests.screen_words import cut_words
 from tests.test_tui import chat_of
 from tests.test_tui_chat import say, turn_done
 from tests.test_tui_confirmations import FACTS
-from tests.waits import until
 from tui import device_rows, forgotten, job_form
 from tui import memory as memory_screen
 from tui.app import TinyApp
-from tui.client import HubClient
 from tui.config import TuiConfig
 from tui.confirmation import ConfirmationCard
 from tui.devices import DevicesScreen, RowDetail
@@ -360,7 +360,7 @@ async def test_each_dialog_looks_as_it_did(
     board = FlipperEmulator(FlipperState(), link=tmp_path / "flipper")
     if name in WITH_A_FLIPPER:
         board.start()
-        hub["flipper_port"] = str(tmp_path / "flipper")
+        hub["drivers"] = {"flipper": {"port": str(tmp_path / "flipper")}}
     try:
         server = await start_hub(repairs_after_s=3600, **hub)
         scene.prepare(server)

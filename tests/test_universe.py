@@ -18,11 +18,12 @@ from aiohttp import web
 from strands.types.tools import ToolContext as StrandsToolContext
 
 from fakes.ollama import FakeOllama, Reply
+from harness.waits import until
 from hub import contracts as c
 from hub.agent.tools.context import STATE_KEY, ToolContext
 from hub.agent.tools.universe import DEPTH_KEY, MAX_DEPTH, ask_tiny
-from hub.runtime import Hub
-from hub.server import RunningServer
+from hub.api.server import RunningServer
+from hub.runtime.hub import Hub
 from hub.tinys.openapi import forget_cached_schemas
 from hub.tinys.records import SUMMARY_CHARS
 from hub.tinys.social import CONSULTED, edges_from
@@ -30,7 +31,6 @@ from hub.tinys.universe import COLLECTION
 from tests.conftest import StartHub, owner_headers, settings_for
 from tests.sse import SseTranscript, post_chat
 from tests.test_memory import chroma_server  # noqa: F401  (a Chroma server, module-wide)
-from tests.waits import until
 
 CHEF_PROMPT = (
     "You are chef, a cooking companion. You plan weeknight dinners, suggest recipes from "

@@ -21,13 +21,13 @@ import aiohttp
 import pytest
 
 from fakes.ollama import FakeOllama
+from harness.waits import STEP_S
+from hub.api.server import RunningServer
 from hub.memory.graph import Fact
-from hub.runtime import Hub
-from hub.server import RunningServer
+from hub.runtime.hub import Hub
 from tests.conftest import StartHub, owner_headers, settings_for
 from tests.daemon import enroll, send
 from tests.sse import read_sse
-from tests.waits import STEP_S
 
 LEARNERS, LEARNS_EACH = 2, 15
 CHATTERS, TURNS_EACH = 2, 4

@@ -1,5 +1,5 @@
 """The terminal UI: one Textual app with a screen per part of the hub, talking to it only over
-its HTTP API (``tui/client.py``) — the reference client of the API the phones use.
+its HTTP API (``hub/client/http.py``) — the reference client of the API the phones use.
 
 Screens are Textual modes (chat, devices, memory, settings, map, inbox, community, jobs,
 tools), each built once and kept, so switching away from a streaming reply does not stop it.
@@ -15,8 +15,8 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.reactive import reactive
 
+from hub.client.http import HubClient
 from tui.chat import ChatScreen
-from tui.client import HubClient
 from tui.client_tools import register_themes
 from tui.community import CommunityScreen
 from tui.config import TuiConfig

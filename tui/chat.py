@@ -11,7 +11,7 @@ on this machine (``tui/conversations.py``) when it is sent and again with whatev
 also when the reply is stopped or the hub goes away.
 
 From Enter to the last token the status line says what the turn is doing and for how long
-(``tui/progress.py``). What is sent while a reply is coming (Enter, a chip, Ctrl+N) is queued
+(``hub/client/progress.py``). What is sent while a reply is coming (Enter, a chip, Ctrl+N) is queued
 on screen and sent in order when it ends; Esc stops the reply and puts the queued messages
 back into the prompt.
 """
@@ -36,7 +36,9 @@ from textual.widgets.markdown import MarkdownStream
 from textual.worker import Worker
 
 from hub import contracts as c
-from tui.client import HubClient, HubError
+from hub.client.http import HubClient, HubError
+from hub.client.progress import TurnProgress
+from hub.client.proposals import VERBS, answered_text, proposal_of
 from tui.client_tools import (
     CLIPBOARD_CAVEAT,
     ClientTools,
@@ -51,8 +53,6 @@ from tui.confirmation import ConfirmationCard
 from tui.conversations import Conversation, ConversationStore, Message, message_text
 from tui.export import conversation_markdown, export_name
 from tui.guidance import EmptyChat, model_words
-from tui.progress import TurnProgress
-from tui.proposals import VERBS, answered_text, proposal_of
 from tui.widgets import (
     AskTextScreen,
     ConfirmScreen,
@@ -80,6 +80,8 @@ STOPPED = "stopped (closing the stream stops the model too); what arrived is kep
 NEW_CONVERSATION = "then: a new conversation"
 """A queued Ctrl+N (None in the queue), as the queue shows it."""
 PROGRESS_EVERY_S = 1.0
+PREPARING_EVERY_S = 2
+"""Ticks of the progress line between two health checks while the model gets ready."""
 
 
 def model_summary(model: dict[str, Any]) -> str:
@@ -125,7 +127,7 @@ class ChatStatusLine(StatusLine):
     repairs: reactive[dict[str, Any] | None] = reactive(None)
     embedded: reactive[dict[str, Any] | None] = reactive(None)
     progress: reactive[str] = reactive("")
-    """What the turn in flight is doing (tui/progress.py); empty between turns."""
+    """What the turn in flight is doing (hub/client/progress.py); empty between turns."""
 
     def needed(self) -> list[Text]:
         line = super().needed()
@@ -136,7 +138,8 @@ class ChatStatusLine(StatusLine):
         in_use = answering.get("provider") == c.PROVIDER_EMBEDDED
         warnings = [embedded_warning(self.embedded, in_use), cloud_warning(self.cloud)]
         shown = [Text(w, style="bold yellow") for w in warnings if w]
-        after = [Text(n, style="dim") for n in [repairs_note(self.repairs)] if n]
+        notes = [repairs_note(self.repairs), preparing_note(self.embedded)]
+        after = [Text(n, style="dim") for n in notes if n]
         return [*working, *shown, *line, *after]
 
 
@@ -160,6 +163,14 @@ def repairs_note(repairs: object) -> str:
         return ""
     doing = str(repairs.get("doing") or "repairing")
     return f"⟳ the hub is starting: {doing}"
+
+
+def preparing_note(embedded: object) -> str:
+    """The status line's word while the embedded model gets ready (joining its file, loading
+    it, reading the prompts ahead): a message sent meanwhile waits, and this says for what."""
+    if not isinstance(embedded, dict) or not embedded.get("preparing"):
+        return ""
+    return f"⟳ the model is getting ready: {embedded['preparing']}"
 
 
 @dataclass
@@ -225,6 +236,8 @@ class ChatScreen(Screen[None]):
         self.progress: TurnProgress | None = None
         self.queued: list[str | None] = []
         """Messages sent while a reply was coming (None: a new conversation), in order."""
+        self.ticks = 0
+        """Progress ticks since the screen opened."""
 
     # --- set-up -----------------------------------------------------------------------------
 
@@ -512,8 +525,12 @@ class ChatScreen(Screen[None]):
             self.show_progress()
 
     def show_progress(self) -> None:
-        """The status line's word on the turn in flight, with its seconds (every second)."""
+        """The status line's word on the turn in flight, with its seconds (every second); while
+        the model gets ready, its progress is asked for every ``PREPARING_EVERY_S``."""
         self.status.progress = self.progress.line() if self.progress is not None else ""
+        self.ticks += 1
+        if preparing_note(self.status.embedded) and self.ticks % PREPARING_EVERY_S == 0:
+            self._check_health()
 
     def queue_up(self, item: str | None) -> None:
         self.queued.append(item)

@@ -19,7 +19,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Header, Static
 
-from tui.client import HubClient, HubError
+from hub.client.http import HubClient, HubError
 from tui.tables import cursor_key
 from tui.widgets import AskTextScreen, KeysFooter
 

@@ -15,7 +15,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Button, Static
 
-from tui.proposals import item_lines
+from hub.client.proposals import item_lines
 
 
 class ConfirmationCard(Vertical):

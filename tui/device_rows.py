@@ -19,7 +19,7 @@ from typing import Any
 
 from rich.text import Text
 
-from tui.client import Event
+from hub.client.http import Event
 from tui.table_layout import Column
 from tui.tables import Cells, one_line
 
@@ -34,7 +34,7 @@ DEVICE_LAYOUT = (  # in order of importance: what shows first when the screen is
     Column("detail", wraps=True, minimum=20),
 )
 EVENT_COLUMNS = ("time", "kind", "device", "summary")
-TRANSPORTS = {"usb": "USB", "serial": "serial", "ble": "BLE"}
+TRANSPORTS = {"usb": "USB", "serial": "serial", "ble": "BLE", "machine": "this machine"}
 DIAL_IN_KINDS = ("daemon", "browser", "cli")
 SUMMARY_KEYS = ("summary", "text", "label", "note", "message", "error", "title", "name")
 CELL_CHARS = 300
@@ -103,7 +103,8 @@ def driver_name(record: Mapping[str, Any]) -> str:
 
 
 def driver_cells(record: Mapping[str, Any]) -> Cells:
-    """A driver record: a physical device the hub reaches itself over USB, serial or BLE."""
+    """A driver record: a physical device the hub reaches itself (over USB, serial or BLE, or
+    the machine's own)."""
     transport = str(record.get("transport", ""))
     return (
         driver_name(record),

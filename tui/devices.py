@@ -32,7 +32,7 @@ from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
-from tui.client import Event, HubClient, HubError
+from hub.client.http import Event, HubClient, HubError
 from tui.device_rows import (
     DEVICE_COLUMNS,
     DEVICE_LAYOUT,

@@ -25,7 +25,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Header, Input, Static
 
-from tui.client import Event, HubClient, HubError
+from hub.client.http import Event, HubClient, HubError
 from tui.tables import cursor_key, one_line
 from tui.widgets import KeysFooter
 

@@ -17,7 +17,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Input, Label, Select, Static
 
-from tui.client import HubError
+from hub.client.http import HubError
 from tui.jobs import when_text
 from tui.settings.forms import Answer, FormModal
 

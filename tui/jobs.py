@@ -26,7 +26,7 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import DataTable, Header, Static
 
-from tui.client import HubClient, HubError
+from hub.client.http import HubClient, HubError
 from tui.tables import Cells, cursor_key, one_line
 from tui.widgets import ConfirmScreen, KeysFooter
 

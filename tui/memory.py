@@ -23,7 +23,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Header, Input, Static
 
-from tui.client import HubClient, HubError
+from hub.client.http import HubClient, HubError
 from tui.forgotten import FORGOTTEN_COLUMNS, forgotten_detail, forgotten_row
 from tui.guidance import memory_guidance
 from tui.tables import cursor_key, one_line

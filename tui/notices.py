@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from tui.client import Event, HubClient, HubError
+from hub.client.http import Event, HubClient, HubError
 
 NOTIFY_KIND = "notify"
 CLOCK_SLACK_S = 5.0

@@ -18,7 +18,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Input, Label, Static, TextArea
 
-from tui.client import HubError
+from hub.client.http import HubError
 from tui.settings.forms import Answer, FormModal
 
 EXAMPLE_CODE = "({ text }) => ({ words: text.split(/\\s+/).filter(Boolean).length })"

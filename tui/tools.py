@@ -19,7 +19,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Header, Static
 
-from tui.client import HubClient, HubError
+from hub.client.http import HubClient, HubError
 from tui.settings.forms import Answer
 from tui.table_layout import CELL_PADDING
 from tui.tables import Cells, cursor_key, one_line

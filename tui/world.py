@@ -156,9 +156,3 @@ def _place(
 def label_for(index: int) -> str:
     """The character marker ``index`` (0-based) is drawn with; ``*`` past the 35th."""
     return MARKER_LABELS[index] if index < len(MARKER_LABELS) else "*"
-
-
-def whole_world_rows(columns: int, braille: bool = True) -> int:
-    """How many rows show the whole world (180°) at zoom 1 in ``columns`` columns."""
-    across, down = (2, 4) if braille else (1, 2)
-    return max(1, round(columns * across / 2 / down))

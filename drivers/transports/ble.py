@@ -668,7 +668,7 @@ LinkLost = Callable[[str], None]
 class BleLink(_GattConnection):
     """One GATT connection, spoken to by characteristic UUID.
 
-    ``connect`` connects and discovers the services; ``has``/``has_service`` say what the
+    ``connect`` connects and discovers the services; ``has`` says what the
     peripheral offers (so a driver can tell its firmware apart from a stock example);
     ``subscribe``, ``read`` and ``write`` take a characteristic UUID, optionally within a service
     (two services may reuse a characteristic UUID). ``on_lost`` is called once, on the event
@@ -697,14 +697,6 @@ class BleLink(_GattConnection):
         with contextlib.suppress(BleakError, OSError, AttributeError):
             return self._client.name
         return None
-
-    def has_service(self, service: str) -> bool:
-        client = self._live_client()
-        try:
-            return client.services.get_service(service) is not None
-        except BleakError as exc:  # the UUID appears twice: it is there
-            log.debug("%s: %s", self._address, exc)
-            return True
 
     def has(self, char: str, *, service: str | None = None) -> bool:
         """Whether the peripheral offers characteristic ``char`` (within ``service``)."""

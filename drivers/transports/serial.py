@@ -38,6 +38,7 @@ import serial
 from serial.tools import list_ports as _list_ports
 
 from drivers.base import PortInfo
+from drivers.transports.announced import announced_ports
 
 try:  # POSIX only: tcflush/tcgetattr failures on a vanished tty
     import termios
@@ -69,8 +70,11 @@ def port_info(entry: Any) -> PortInfo:
 
 
 def list_ports() -> list[PortInfo]:
-    """Every serial port the OS lists now (blocking: it reads sysfs; call it from a thread)."""
-    return [port_info(entry) for entry in _list_ports.comports()]
+    """Every serial port the OS lists now, and every port a software board on this machine
+    announces (``announced.py``), blocking: it reads sysfs; call it from a thread."""
+    listed = [port_info(entry) for entry in _list_ports.comports()]
+    seen = {port.device for port in listed}
+    return listed + [port for port in announced_ports() if port.device not in seen]
 
 
 class SerialLineError(Exception):

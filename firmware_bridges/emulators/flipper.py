@@ -67,6 +67,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import ClassVar, Literal
 
+from drivers.base import PortInfo
 from firmware_bridges.emulators.flipper_radio_text import (
     ir_decoded,
     princeton_packet,
@@ -174,6 +175,19 @@ class FlipperEmulator(PtyDevice[_Port]):
         """Each plug-in (start, replug, the re-enumeration after ``power reboot``) is a new shell
         on a new pty, over this one ``FlipperState``."""
         return _Port(self)
+
+    def usb_descriptor(self, path: str) -> PortInfo:
+        """The firmware's USB CDC descriptor: ST's virtual COM port ids, the device's name."""
+        name = self.state.name
+        return PortInfo(
+            device=path,
+            vid=0x0483,
+            pid=0x5740,
+            serial_number=f"flip_{name}",
+            manufacturer="Flipper Devices Inc.",
+            product=f"Flipper {name}",
+            description=f"Flipper {name}",
+        )
 
     def uptime(self) -> float:
         return time.monotonic() - self._boot + self.state.uptime_offset

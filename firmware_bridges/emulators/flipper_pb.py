@@ -2,7 +2,7 @@
 
 Why our own
 -----------
-The emulator must not share a codec with the driver it checks (``drivers/flipper_rpc.py``): a
+The emulator must not share a codec with the driver it checks (``drivers/flipper/rpc.py``): a
 wrong field number in one would then pass its own test. The official generated modules
 (flipperzero-protobuf) check both from outside, in the tests; the emulator stays free of a
 protobuf dependency and of the official package's pins.

@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from firmware_bridges.emulators.flipper_pb import (
     PbError,
@@ -19,6 +18,7 @@ from firmware_bridges.emulators.flipper_pb import (
     pb_str,
     pb_uint,
 )
+from firmware_bridges.emulators.flipper_shell import Board
 from firmware_bridges.emulators.flipper_storage import (
     FSE_DENIED,
     FSE_EXIST,
@@ -29,9 +29,6 @@ from firmware_bridges.emulators.flipper_storage import (
     FsError,
     StoragePort,
 )
-
-if TYPE_CHECKING:
-    from firmware_bridges.emulators.flipper import FlipperEmulator
 
 # --- protobuf RPC (flipper.proto, system.proto, storage.proto) -------------------------------
 # The wire code is the emulator's own (``flipper_pb``), deliberately NOT the driver's, so a bug in
@@ -311,7 +308,7 @@ class RpcOverBle(RpcPort):
     deliberately not called: only ``emu``, ``state`` and ``out`` are used on this path.
     """
 
-    def __init__(self, emulator: FlipperEmulator) -> None:
+    def __init__(self, emulator: Board) -> None:
         self.emu = emulator
         self.state = emulator.state
         self.inbuf = bytearray()

@@ -7,13 +7,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, ClassVar, Literal, Protocol, cast
 
 from firmware_bridges.emulators.flipper_state import FlipperState
-from firmware_bridges.emulators.usb_pty import PowerDown, PtyPort
-
-if TYPE_CHECKING:
-    from firmware_bridges.emulators.flipper import FlipperEmulator
+from firmware_bridges.emulators.usb_pty import PowerDown, PtyDevice, PtyPort
 
 # --- bytes of the shell (cli_ansi.h, cli_shell_line.c) ---------------------------------------
 
@@ -127,14 +124,37 @@ Handler = Callable[[Any, str], None]
 """A command: the port it runs on, its arguments."""
 
 
+class Board(Protocol):
+    """What the ports (the shell, its radios, storage and RPC) ask of the emulated Flipper they
+    run on (``flipper.FlipperEmulator``): its state, its commands, how fast it streams radio
+    events, and the RPC faults a test asked for and the record of RPC requests."""
+
+    state: FlipperState
+    COMMANDS: ClassVar[dict[str, tuple[Handler, bool]]]
+    NFC_SHELL_COMMANDS: ClassVar[dict[str, tuple[Handler, bool]]]
+    event_interval: float
+
+    def uptime(self) -> float: ...
+
+    def _take_faults(self) -> tuple[bytes | None, bool, bool | None]: ...
+
+    def _record_sent(self, command: str) -> None: ...
+
+    def _take_replaced_request(self, body: bytes) -> bytes: ...
+
+    def _take_rpc_fault(self) -> Literal["truncate", "oversized"] | None: ...
+
+    def _record_rpc(self, request: str) -> None: ...
+
+
 class ShellPort(PtyPort):
     """The Flipper's shell on one plug-in of the USB cable (the pty, the host's open and close,
     unplugging and the bytes in and out are ``usb_pty.PtyPort``'s, shared with other boards)."""
 
     NAME = "flipper-emulator"
 
-    def __init__(self, emulator: FlipperEmulator) -> None:
-        super().__init__(emulator)
+    def __init__(self, emulator: Board) -> None:
+        super().__init__(cast(PtyDevice[Any], emulator))  # the emulator is that pty's device too
         self.emu = emulator
         self.state = emulator.state
         self.line = ""

@@ -408,9 +408,6 @@ class FlipperState:
         """Direct children of a directory, in listing order."""
         return [p for p in self.files if p != directory and parent_of(p) == directory]
 
-    def used_bytes(self, root: str) -> int:
-        return sum(len(d) for p, d in self.files.items() if d is not None and p.startswith(root))
-
     def int_free_bytes(self) -> int:
         """LittleFS: 4 KiB blocks, one at least per entry, two for the superblock."""
         blocks = sum(

@@ -13,7 +13,7 @@ What it speaks
 --------------
 The slave side of the RPC protocol, step for step as ``rpc_slave.loop`` in openmv/openmv
 ``scripts/libraries/rpc.py`` with ``rpc_usb_vcp_slave``'s byte transport (summary in
-``drivers/openmv_rpc.py`` and ``docs/hardware.md``):
+``drivers/nicla_vision/openmv_rpc.py`` and ``docs/hardware.md``):
 
 - wait for a 12-byte command header with a short per-byte timeout (the board script's
   ``FIRST_WAIT_MS``, 250 ms, where the library's own is 2 ms; +1 ms per failed try, reset after a
@@ -27,11 +27,12 @@ The slave side of the RPC protocol, step for step as ``rpc_slave.loop`` in openm
   cut-through read of ``jpeg_image_read`` with no arguments).
 
 The codec here is the emulator's own (upstream's CRC loop, tabulated; not
-``drivers.openmv_rpc``): the two only meet on the wire. The callbacks are the board script's, with
-the same argument and result formats (see ``firmware_bridges/nicla_vision/README.md``): photos and
-video frames are JPEGs drawn with OpenCV (a scene with a frame counter and the time, so every frame
-differs), audio is a WAV file's speech (``tests/fixtures/speech/kitchen.wav``, else a tone) looped
-and delivered in real time through a 64 KiB ring as the board's microphone fills it.
+``drivers.nicla_vision.openmv_rpc``): the two only meet on the wire. The callbacks are the board
+script's, with the same argument and result formats (see
+``firmware_bridges/nicla_vision/README.md``): photos and video frames are JPEGs drawn with OpenCV (a
+scene with a frame counter and the time, so every frame differs), audio is a WAV file's speech
+(``tests/fixtures/speech/kitchen.wav``, else a tone) looped and delivered in real time through a 64
+KiB ring as the board's microphone fills it.
 
 The pty, the host's open/close detection, unplugging and the stable link are the USB cable's, not
 the board's: they come from ``firmware_bridges/emulators/usb_pty.py`` (``PtyPort``, ``PtyDevice``),
@@ -69,8 +70,9 @@ from typing import Literal
 import cv2
 import numpy as np
 
-from drivers.audio import AudioError, read_wav, resample, to_float_mono
+from drivers.base import PortInfo
 from firmware_bridges.emulators.usb_pty import PtyDevice, PtyPort, Unplugged
+from media.audio import AudioError, read_wav, resample, to_float_mono
 
 __all__ = [
     "DEFAULT_WAV",
@@ -412,6 +414,18 @@ class NiclaVisionEmulator(PtyDevice[_VcpSlave]):
             ("status", self._status),
         ):
             self._handlers[_hash(name)] = (name, handler)
+
+    def usb_descriptor(self, path: str) -> PortInfo:
+        """OpenMV's firmware on the Nicla Vision: Arduino's vendor id, OpenMV's product id."""
+        return PortInfo(
+            device=path,
+            vid=0x2341,
+            pid=0x055F,
+            serial_number="EMULATED-NICLA-VISION",
+            manufacturer="OpenMV",
+            product="OpenMV Virtual Comm Port in FS Mode",
+            description="OpenMV Virtual Comm Port in FS Mode",
+        )
 
     def _new_port(self) -> _VcpSlave:
         """Each plug-in (start, replug) is a new RPC slave on a new pty, over this one board."""

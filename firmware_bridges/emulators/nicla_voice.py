@@ -2,14 +2,14 @@
 
 Why
 ---
-``drivers/nicla_voice.py`` must be tested with no radio and no board. Like the Flipper
+``drivers/nicla_voice/driver.py`` must be tested with no radio and no board. Like the Flipper
 (``firmware_bridges.emulators.ble``), this is a :class:`GattPeripheral`: the hub's REAL
 ``BleakClient``/``BleakScanner`` run, and only the OS layer below them is emulated.
 
 What is emulated
 ----------------
 * ``firmware_bridges/nicla_voice/nicla_voice.ino``'s GATT table and bytes (the layouts are in
-  that directory's README and in ``drivers/nicla_voice.py``; they are written here again with
+  that directory's README and in ``drivers/nicla_voice/driver.py``; they are written here again with
   ``struct``, not imported, so that a mistake in the driver's codec is not mirrored here):
   wake (NOTIFY), control (WRITE), audio (NOTIFY), status (READ|NOTIFY); advertised under the
   service UUID with the local name "Nicla Voice". A connected board stops advertising.
@@ -49,7 +49,6 @@ from pathlib import Path
 
 import numpy as np
 
-from drivers.audio import AudioError, read_wav, resample, to_float_mono
 from drivers.base import normalize_uuid
 from firmware_bridges.emulators.ble import (
     DEFAULT_MTU,
@@ -59,6 +58,7 @@ from firmware_bridges.emulators.ble import (
     GattPeripheral,
     GattService,
 )
+from media.audio import AudioError, read_wav, resample, to_float_mono
 
 # The project sketch's service (firmware_bridges/nicla_voice/nicla_voice.ino), written here
 # again rather than imported from the driver, so a wrong UUID in the driver fails against the

@@ -45,6 +45,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, ClassVar, Generic, Self, TypeVar
 
+from drivers.base import PortInfo
+from drivers.transports.announced import announce, withdraw
+
 __all__ = ["HungUp", "PowerDown", "PtyDevice", "PtyPort", "Unplugged"]
 
 
@@ -303,10 +306,18 @@ class PtyDevice(abc.ABC, Generic[P]):
         self._started = False
         self._stopped = False
         self._powered_off = False
+        self.announcing = False
+        """Whether each plug-in is announced to hubs on this machine (``serve`` turns it on)."""
+        self._announcement: Path | None = None
 
     @abc.abstractmethod
     def _new_port(self) -> P:
         """A new plug-in: its pty open, its thread not started yet."""
+
+    def usb_descriptor(self, path: str) -> PortInfo | None:
+        """What the board's USB descriptor says when it is plugged in at ``path`` (None: the
+        board is not announced, a hub reaches it only through its ``port`` setting)."""
+        return None
 
     # --- plugging ---
 
@@ -360,6 +371,7 @@ class PtyDevice(abc.ABC, Generic[P]):
         return port.path
 
     def _set_link(self, target: str | None) -> None:
+        self._announce(target)
         if self.link is None:
             return
         if target is None:
@@ -370,6 +382,16 @@ class PtyDevice(abc.ABC, Generic[P]):
         temporary.unlink(missing_ok=True)
         os.symlink(target, temporary)
         os.replace(temporary, self.link)
+
+    def _announce(self, target: str | None) -> None:
+        """A running hub's port list sees the board while it is plugged in, as the OS's does a
+        real one (``drivers.transports.announced``)."""
+        if self._announcement is not None:
+            withdraw(self._announcement)
+            self._announcement = None
+        descriptor = self.usb_descriptor(target) if target and self.announcing else None
+        if descriptor is not None:
+            self._announcement = announce(descriptor)
 
     def _device_gone(self, port: PtyPort, replug: bool) -> None:
         """Called by a port's thread after a ``PowerDown`` closed it."""
@@ -424,6 +446,7 @@ class PtyDevice(abc.ABC, Generic[P]):
         stderr, the link and ``next_step`` with ``{path}`` filled in: what to run next), serve
         until Ctrl+C or SIGTERM (a supervisor's stop), then unplug for good."""
         with _sigterm_as_exit():
+            self.announcing = True
             path = self.start()
             print(path, flush=True)
             if self.link is not None:

@@ -4,7 +4,7 @@
   Board: "Arduino Mbed OS Nicla Boards" core (arduino:mbed_nicla:nicla_voice), libraries NDP and
   Nicla_System (both in the core) and ArduinoBLE. The NDP120 must hold the three synpkg files
   (mcu_fw_120_v91, dsp_firmware_v91 and a model); see README.md in this directory for flashing,
-  and for every UUID and byte of the protocol below (drivers/nicla_voice.py is the hub's side).
+  and for every UUID and byte of the protocol below (drivers/nicla_voice/driver.py is the hub's side).
 
   Service e0c80000-7a4b-4f4e-9a2f-6e6963766f69, all integers little-endian:
     e0c80001 wake    NOTIFY  uptime_ms u32 | label_len u8 | label (UTF-8, <= 32 bytes)

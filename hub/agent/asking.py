@@ -14,11 +14,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from drivers.soundtrack import has_sound
 from hub.agent.attachments import Attachment, sniff_image
 from hub.devices.registry import Device, DeviceError
-from hub.runtime import Hub
-from hub.senses import transcribe_media
+from hub.devices.transcripts import transcribe_media
+from hub.runtime.hub import Hub
+from media.soundtrack import has_sound
 
 CARD_TITLE_MAX = 60
 CARD_BODY_MAX = 280
@@ -45,7 +45,7 @@ async def question_from(hub: Hub, device: Device, text: str | None, media_id: st
         return Question(text or "What do you see?", (Attachment("image", data, found),))
     if not has_sound(content_type):
         raise DeviceError(f"media {media_id} is {content_type}: neither a picture nor a recording")
-    heard = await transcribe_media(hub.senses.speech, data, content_type, source=device.name)
+    heard = await transcribe_media(hub.speech, data, content_type, source=device.name)
     if not heard.text:
         raise DeviceError(f"no speech was heard in media {media_id}")
     hub.transcripts.add(

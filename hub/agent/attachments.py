@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from drivers.audio import AudioError
-from drivers.speech import SpeechUnavailable
-from hub.senses import transcribe_media
+from hub.devices.transcripts import transcribe_media
+from media.audio import AudioError
+from media.speech import SpeechUnavailable
 
 Kind = Literal["image", "audio"]
 AUDIO_TYPES = frozenset(

@@ -38,10 +38,10 @@ from hub.agent.without_tools import (
     unmet_request,
     ways_to_tools,
 )
-from hub.identity import User
 from hub.memory.graph import Fact
-from hub.preferences import saved_model
-from hub.runtime import Hub
+from hub.people.identity import User
+from hub.people.preferences import saved_model
+from hub.runtime.hub import Hub
 from hub.tinys.records import Tiny
 
 log = logging.getLogger(__name__)
@@ -152,7 +152,7 @@ async def _taken_in(
             taken.append(message)
             continue
         got = await take_in(
-            hub.senses.speech,
+            hub.speech,
             message.texts,
             message.attachments,
             sees=choice.vision,

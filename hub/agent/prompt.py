@@ -24,7 +24,7 @@ MEMORY_HEADER = (
 FACT_ID = re.compile(rf" ?\[{FACT_ID_PATTERN}\]")
 # Oldest first, so a fact learned later joins the end and the runner keeps what it read of the
 # others (see EmbeddedModel). Told only this, not to answer from these facts: told that, the
-# 1.5B answered requests for its tools from them too ("what's the battery of my Nicla Vision?").
+# 1.5B answered requests for its tools from them too ("what's the battery of my board?").
 REMEMBERED_HEADER = (
     "## What you remember about the user\nOldest first; where two disagree, the later one holds."
 )

@@ -15,7 +15,7 @@ calling after the result has come back. So the hub, not the model, draws the lin
   the model does not invent structure;
 - where the runner can, the reply is decoded under a grammar that allows plain text or one
   well-formed call to an offered tool (``runner/call_grammar.py``); a reply that describes a
-  call in words ("use the `flipper_find` function") instead of making it, naming one of the
+  call in words ("use the `camera_photo` function") instead of making it, naming one of the
   three tools nearest the message, is asked again as that call;
 - one more function is offered, ``answer`` (reply in plain words): a small model shown only
   tools calls one of them even for "good morning"; given a way to answer that has the shape of
@@ -403,7 +403,7 @@ def stem(word: str) -> str:
 def relevance(specs: Sequence[ToolSpec], message: str, embed: Embed) -> npt.NDArray[np.float32]:
     """Each tool's closeness to the message: the embedder's cosine (meaning) plus a share for
     the message's words found in the tool's name and description (a small embedder misses
-    that "is my Flipper charged?" is about the Flipper's battery more often than the words do)."""
+    that "is my board charged?" is about the board's battery more often than the words do)."""
     texts = [f"{s['name'].replace('_', ' ')}: {short_description(s)}" for s in specs]
     vectors = embed([message, *texts])
     meaning = vectors[1:] @ vectors[0]
@@ -636,7 +636,7 @@ def with_answer(offered: Sequence[ToolSpec]) -> list[ToolSpec]:
     """The offered tools with ``answer`` last (unless a mounted tool already has that name),
     the tools always offered first: the tools blocks for different messages begin the same, so
     the runner reads only where they differ (see ``runner/prefix_cache.py``). Offered second,
-    ``answer`` drew replies in words for requests a device's tool serves ("is my Flipper
+    ``answer`` drew replies in words for requests a device's tool serves ("is my board
     charged?" answered with a made-up battery)."""
     first = [spec for spec in offered if spec["name"] in ALWAYS_OFFERED]
     rest = [spec for spec in offered if spec["name"] not in ALWAYS_OFFERED]

@@ -3,7 +3,7 @@
 A result goes to the model (maybe a cloud one), into the conversation a person may archive or
 share, and to the client's stream. So before any of that, in the after-tool hook of each turn:
 
-- credentials in its text are redacted (``hub.redaction``): a bot token echoed back by an API,
+- credentials in its text are redacted (``hub.core.redaction``): a bot token echoed back by an API,
   a key a web page printed;
 - text that is not Unicode (a lone UTF-16 surrogate, which JSON can spell as ``"\\ud800"`` and
   no encoder can write) makes the result a tool error the model reads, instead of ending the
@@ -17,7 +17,7 @@ from typing import Any
 
 from strands.types.tools import ToolResult
 
-from hub.redaction import redact
+from hub.core.redaction import redact
 
 NOT_UNICODE = (
     "the tool's result holds text that is not valid Unicode (a lone UTF-16 surrogate such as "

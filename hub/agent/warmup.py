@@ -4,7 +4,7 @@ When the model that answers by default is the embedded one, the hub joins and ch
 loads it in the runner and has the runner read what every turn begins with — the owner's
 default tiny's prompt and the tools offered for small talk, and the examples of the yes/no
 checks — while the person is still opening the chat; then each family of tools as it is
-offered (a message about the Flipper meets the Flipper's tools whole), so that later turns
+offered (a message about a device meets that device's tools whole), so that later turns
 read only what is new in them. What it read is kept on disk: the next start reads none of it
 again. Each step shows in ``/api/health``
 (``embedded.preparing``) and the log. A message sent meanwhile waits only for the step under
@@ -22,7 +22,7 @@ from hub.agent.embedded import EmbeddedModel
 from hub.agent.runner.supervisor import RunnerSupervisor
 from hub.agent.turn import ChatMessage
 from hub.contracts import PROVIDER_EMBEDDED
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 
 log = logging.getLogger(__name__)
 

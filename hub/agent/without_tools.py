@@ -1,6 +1,6 @@
 """A model that cannot call tools, asked for what only a tool does, says so instead of guessing.
 
-Without tools a small model still answers "what's the battery of my Flipper?" — with a number
+Without tools a small model still answers "what's the battery of my board?" — with a number
 it made up — and promises a daily job it never makes. So before such a model is asked, the hub
 looks at what the person wants: a device's state or action (the tools of the hub's devices, its
 drivers and the machine's own camera and microphone), a fact to remember or to forget, or work
@@ -22,19 +22,16 @@ import asyncio
 import re
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
-from pydantic import BaseModel
-from strands.models import Model
 from strands.types.content import Messages
 from strands.types.streaming import StreamEvent
 from strands.types.tools import AgentTool, ToolSpec
 
 from hub.agent import small_tools
+from hub.agent.plain_model import PlainModel
 from hub.agent.small_tools import Embed
 from hub.contracts import PROVIDER_OLLAMA
-
-T = TypeVar("T", bound=BaseModel)
 
 # Requests for a device's tool score above this; small talk and questions about oneself below
 # (measured on the offline agent's requests: a device request's nearest device tool 0.52 and
@@ -109,28 +106,13 @@ def specs_of(tools: Sequence[AgentTool]) -> list[ToolSpec]:
     return [tool.tool_spec for tool in tools]
 
 
-class SaidModel(Model):
+class SaidModel(PlainModel):
     """A "model" that says one fixed text: the reply above, through strands like any other, so
     the turn streams, is saved and ends as every turn does."""
 
     def __init__(self, text: str, model_id: str) -> None:
+        super().__init__({"model_id": model_id})
         self.text = text
-        self.config: dict[str, Any] = {"model_id": model_id}
-
-    def update_config(self, **model_config: Any) -> None:
-        self.config.update(model_config)
-
-    def get_config(self) -> dict[str, Any]:
-        return dict(self.config)
-
-    def structured_output(
-        self,
-        output_model: type[T],
-        prompt: Messages,
-        system_prompt: str | None = None,
-        **kwargs: Any,
-    ) -> AsyncGenerator[dict[str, T | Any], None]:
-        raise NotImplementedError("a fixed reply has no structured output")
 
     async def stream(
         self,

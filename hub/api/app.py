@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 from aiohttp import web
 
 from hub.api import (
     archives,
+    ask,
     chat,
     community,
     completions,
@@ -14,15 +17,18 @@ from hub.api import (
     driver_routes,
     drivers,
     endpoint,
+    events,
     health,
     jobs,
     learnings,
+    media,
     messages,
     model,
     openapi,
     pair,
     payments,
     people,
+    relay,
     telegram,
     tinys,
     tools,
@@ -31,13 +37,13 @@ from hub.api import (
 from hub.api.auth import auth_middleware
 from hub.api.busy import busy_middleware
 from hub.api.errors import error_middleware
-from hub.api.keys import HUB
+from hub.api.keys import HUB, LISTENING, PARTS
 from hub.api.limits import GUARD, Guard, Limits, body_middleware, rate_limit_middleware
-from hub.api.parts import LISTENING, Listening, add_parts
 from hub.api.quotas import QUOTAS, Quotas
 from hub.api.sites import site_middleware
 from hub.mcp_server import http as mcp_http
-from hub.runtime import Hub
+from hub.process.parts import Listening, Parts, running
+from hub.runtime.hub import Hub
 
 
 def create_app(
@@ -79,6 +85,10 @@ def create_app(
     app.add_routes(learnings.routes)
     app.add_routes(archives.routes)
     app.add_routes(devices.routes)
+    app.add_routes(relay.routes)
+    app.add_routes(events.routes)
+    app.add_routes(media.routes)
+    app.add_routes(ask.routes)
     app.add_routes(endpoint.routes)
     app.add_routes(drivers.routes)
     app.add_routes(pair.routes)
@@ -95,9 +105,17 @@ def create_app(
     app.on_shutdown.append(_end_event_streams)
     if listening is not None:
         app[LISTENING] = listening
-    add_parts(app)
+    app[PARTS] = Parts()
+    app.cleanup_ctx.append(_process)
     app.cleanup_ctx.append(mcp_http.mcp_http_ctx)
     return app
+
+
+async def _process(app: web.Application) -> AsyncIterator[None]:
+    """The hub's long-lived parts (``hub/process/``) run for as long as the app does: the API
+    sits on top of the process."""
+    async with running(app[HUB], app[PARTS], app.get(LISTENING)):
+        yield
 
 
 async def _end_event_streams(app: web.Application) -> None:

@@ -8,7 +8,8 @@ exactly like one that does not exist.
 
 ``POST /share`` makes a sanitised copy (title and user/assistant text) of one of the caller's
 archives (``{"archiveId": ...}``) or of a conversation body; ``GET /share/{id}`` reads it without
-signing in; ``DELETE /share/{id}`` is for its owner. Limits and redaction: see hub/archives.py.
+signing in; ``DELETE /share/{id}`` is for its owner. Limits and redaction: see
+hub/archives/store.py.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from hub.api.spec import (
     documented,
     obj,
 )
-from hub.archives import (
+from hub.archives.store import (
     ARCHIVE_ROLES,
     MAX_MESSAGES,
     MAX_TITLE_CHARS,

@@ -23,8 +23,8 @@ from aiohttp import web
 from hub.api.errors import Handler, json_error
 from hub.api.keys import HUB
 from hub.contracts import SESSION_COOKIE
-from hub.identity import User
 from hub.mcp_server.clients import McpClients
+from hub.people.identity import User
 
 _CALLER: web.RequestKey[User | None] = web.RequestKey("caller")
 # The presented token and who it names, resolved once: the rate limiter needs it before this

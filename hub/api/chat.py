@@ -43,7 +43,7 @@ from hub.api.spec import (
     obj,
 )
 from hub.community.allowance import OverAllowance
-from hub.payments import require_paid_message
+from hub.payments.ledger import require_paid_message
 
 log = logging.getLogger(__name__)
 routes = web.RouteTableDef()

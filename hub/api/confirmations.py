@@ -16,7 +16,7 @@ from hub.api.body import read_json_body
 from hub.api.keys import HUB
 from hub.api.spec import BOOLEAN, STRING, TEXT, Operation, array, closed, documented, obj
 from hub.confirmations import actions
-from hub.errors import Refused
+from hub.core.errors import Refused
 
 routes = web.RouteTableDef()
 

@@ -20,8 +20,8 @@ from hub.agent.tools.host import HubHost, as_driver_host
 from hub.api.auth import Access, access, caller
 from hub.api.errors import Handler, http_error
 from hub.api.keys import HUB
-from hub.identity import User
-from hub.runtime import Hub
+from hub.people.identity import User
+from hub.runtime.hub import Hub
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ def add_driver_routes(app: web.Application) -> list[tuple[str, str]]:
         (r.method, r.resource.canonical) for r in app.router.routes() if r.resource is not None
     }
     mounted: list[tuple[str, str]] = []
-    for driver, route in app[HUB].drivers.routes():
+    for driver, route in app[HUB].drivers.catalog.routes():
         problem = route_problem(driver, route, taken)
         if problem:
             log.warning(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiohttp import web
 
 from hub.api.auth import Access, access
@@ -24,18 +26,19 @@ routes = web.RouteTableDef()
 )
 async def list_drivers(request: web.Request) -> web.Response:
     hub = request.app[HUB]
-    senses = hub.senses
-    camera, microphone = senses.camera_status(), senses.microphone_status()
+    records = hub.drivers.records()
+    machine: dict[str, Any] = {}
+    for cls in hub.drivers.catalog.installed:
+        if cls.machine:
+            found = next((r for r in records if r["driver"] == cls.name), None)
+            machine[cls.name] = (
+                {"available": found["status"] == "online", "detail": found["detail"]}
+                if found is not None
+                else {"available": False, "detail": _turned_off(cls.name, cls.section())}
+            )
+    machine["speech"] = hub.speech.status()
     return web.json_response(
-        {
-            "drivers": hub.drivers.records(),
-            "machine": {
-                "camera": {"available": camera[0], "detail": camera[1]},
-                "microphone": {"available": microphone[0], "detail": microphone[1]},
-                "speech": senses.speech.status(),
-            },
-            "capabilities": hub.capabilities(),
-        }
+        {"drivers": records, "machine": machine, "capabilities": hub.capabilities()}
     )
 
 
@@ -51,3 +54,7 @@ async def list_drivers(request: web.Request) -> web.Response:
 async def audit(request: web.Request) -> web.Response:
     limit = query_int(request, "limit", 200, 1, 10_000)
     return web.json_response({"commands": request.app[HUB].audit.recent(limit)})
+
+
+def _turned_off(name: str, section: str) -> str:
+    return f"{name} unavailable: turned off in its settings ([drivers.{section}])"

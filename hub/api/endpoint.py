@@ -8,8 +8,6 @@ from __future__ import annotations
 from aiohttp import web
 
 from drivers.base import StillCamera
-from drivers.camera import CameraError
-from drivers.video import VideoError
 from hub.api.auth import Access, access
 from hub.api.errors import http_error
 from hub.api.keys import HUB
@@ -57,30 +55,29 @@ async def telemetry(request: web.Request) -> web.Response:
 @access(Access.OWNER)
 @documented(
     Operation(
-        "a JPEG from the machine's camera or a Nicla Vision",
+        "a JPEG from the machine's camera or another camera a driver runs",
         answers={200: ANY},
         content_types=("image/jpeg",),
     )
 )
 async def snapshot(request: web.Request) -> web.Response:
-    """A JPEG from the machine's camera, else from a driver's camera online (a Nicla Vision);
-    503 with the reasons when there is none. Only the owner: it is a picture of their room."""
+    """A JPEG from the first camera online, the machine's own first, then a driver's (a board
+    worn or attached); 503 with the reasons when none gives one. Only the owner: it is a
+    picture of their room."""
     hub = request.app[HUB]
     problems = []
-    camera = hub.senses.camera
-    if camera is not None and hub.senses.camera_status()[0]:
-        try:
-            return _jpeg(await camera.snapshot())
-        except (CameraError, VideoError) as exc:
-            problems.append(str(exc))
-    else:
-        problems.append(hub.senses.camera_status()[1])
-    for board in hub.drivers.with_capability("camera"):
-        if isinstance(board, StillCamera):
+    for camera in hub.drivers.with_capability("camera"):
+        if isinstance(camera, StillCamera):
             try:
-                return _jpeg(await board.snapshot())
+                return _jpeg(await camera.snapshot())
             except Exception as exc:  # any driver's failure is one more reason in the 503
-                problems.append(f"{board.name}: {exc}")
+                problems.append(f"{camera.name}: {exc}")
+    if not problems:
+        problems = [
+            f"{r['driver']}: {r['detail']}"
+            for r in hub.drivers.records()
+            if "camera" in r["capabilities"]
+        ] or ["none is online"]
     raise http_error(web.HTTPServiceUnavailable, "no camera on this hub: " + "; ".join(problems))
 
 

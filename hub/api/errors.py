@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from hub.contracts import MAX_REQUEST_BYTES
-from hub.errors import Refused
+from hub.core.errors import Refused
 
 log = logging.getLogger(__name__)
 

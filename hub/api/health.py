@@ -15,11 +15,10 @@ from __future__ import annotations
 from aiohttp import web
 
 from hub.api.auth import Access, access, caller
-from hub.api.keys import HUB
-from hub.api.parts import PARTS
+from hub.api.keys import HUB, PARTS
 from hub.api.spec import BOOLEAN, NUMBER, STRING, Operation, documented, obj
 from hub.lan.hub_id import hub_id
-from hub.preferences import saved_model
+from hub.people.preferences import saved_model
 
 routes = web.RouteTableDef()
 

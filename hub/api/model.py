@@ -24,7 +24,7 @@ from hub.api.keys import HUB
 from hub.api.lengths import MODEL_MAX_CHARS, check_lengths
 from hub.api.spec import STRING, Operation, array, closed, documented, nullable, obj
 from hub.config import Settings
-from hub.preferences import SavedModel, save_model, saved_model
+from hub.people.preferences import SavedModel, save_model, saved_model
 
 routes = web.RouteTableDef()
 

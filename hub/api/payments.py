@@ -1,5 +1,5 @@
 """Money over HTTP (docs/payments.md). Every route answers 404 ``{"error": "payments
-disabled"}`` until ``payments.enabled``; the rules live in :mod:`hub.payments`.
+disabled"}`` until ``payments.enabled``; the rules live in :mod:`hub.payments.ledger`.
 
 ``POST /api/payments/confirm`` is the only way money moves: a client calls it with the payer's
 own token after showing them the quote. No tool calls it.
@@ -15,7 +15,7 @@ from hub.api.auth import Access, access, signed_in
 from hub.api.body import read_json_body
 from hub.api.keys import HUB
 from hub.api.spec import BOOLEAN, INTEGER, STRING, Operation, closed, documented, obj
-from hub.payments import PaymentError, Payments, payments_of
+from hub.payments.ledger import PaymentError, Payments, payments_of
 
 routes = web.RouteTableDef()
 

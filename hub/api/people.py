@@ -1,5 +1,5 @@
 """The household over HTTP (docs/people.md), owner only: list, add, rename and remove people,
-and give one a pairing code or a token. The rules live in :mod:`hub.people`."""
+and give one a pairing code or a token. The rules live in :mod:`hub.people.household`."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from hub.api.spec import (
     obj,
 )
 from hub.lan.pairing import make_offer
-from hub.people import People, PeopleError
+from hub.people.household import People, PeopleError
 
 routes = web.RouteTableDef()
 # 1-64 printable characters once trimmed (hub.people.check_name); printable as ASCII says it

@@ -31,7 +31,7 @@ from hub.api.spec import (
     obj,
     text,
 )
-from hub.errors import Refused
+from hub.core.errors import Refused
 from hub.forge.keeping import install_pinned, keep_checked, ran
 from hub.forge.store import (
     MAX_CODE_BYTES,
@@ -40,9 +40,9 @@ from hub.forge.store import (
     ForgeRefused,
     ForgeStore,
 )
-from hub.identity import User
-from hub.preferences import disabled_tools, set_tool_enabled
-from hub.runtime import Hub
+from hub.people.identity import User
+from hub.people.preferences import disabled_tools, set_tool_enabled
+from hub.runtime.hub import Hub
 
 routes = web.RouteTableDef()
 

@@ -28,7 +28,7 @@ from hub.api.spec import (
     nullable,
     obj,
 )
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 from hub.tinys.records import MAX_LIST, NAME_PATTERN, Tiny
 from hub.tinys.universe import TOP_K, tiny_url
 

@@ -33,8 +33,8 @@ def read_yes(read: Callable[[str], str] = input) -> bool:
 
 async def answer(client: Any, proposal: Mapping[str, Any], yes: bool) -> str:
     """Send the person's answer; what the hub did, in words (its refusal too)."""
-    from tui.client import HubError
-    from tui.proposals import VERBS, answered_text
+    from hub.client.http import HubError
+    from hub.client.proposals import VERBS, answered_text
 
     try:
         answered = await client.call("POST", VERBS[yes], body={"id": proposal["id"]})
@@ -51,7 +51,7 @@ async def ask_each(
 ) -> None:
     """Ask about each proposal in turn and send the answer. ``read`` None: no one can answer
     here (standard input is not a terminal), so say how to answer later instead."""
-    from tui.proposals import question
+    from hub.client.proposals import question
 
     for proposal in proposals:
         out.write(f"\n{question(proposal)}\n")

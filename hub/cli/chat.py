@@ -24,7 +24,7 @@ from hub.cli.answers import ask_each
 from hub.cli.common import CliError, is_terminal, local_url, pin, settings_of, token
 from hub.cli.word_wrap import WordWrap, terminal_width
 from hub.config import Settings, setting_sources
-from hub.logs import setup_logging
+from hub.core.logs import setup_logging
 
 if TYPE_CHECKING:
     from hub.cli.progress_line import ProgressLine
@@ -178,8 +178,8 @@ async def stream_reply(
     and on a terminal what the turn is doing meanwhile to ``err`` (standard error); errors are
     kept on the reply, not raised."""
     from hub.cli.progress_line import progress_line
-    from tui.client import HubError
-    from tui.proposals import proposal_of
+    from hub.client.http import HubError
+    from hub.client.proposals import proposal_of
 
     reply = reply if reply is not None else Reply()
     try:
@@ -266,7 +266,7 @@ async def hub_for_chat(
     """A client of the given hub (which must answer), else of the local one if it answers,
     else of one started in this process. A local hub named by ``--host``/``--port`` or by
     ``TINY_HUB_HOST``/``TINY_HUB_PORT`` is a given hub: it must answer too."""
-    from tui.client import HubClient, HubError
+    from hub.client.http import HubClient, HubError
 
     local = local_url(settings, None)
     given = url.rstrip("/") if url else (local if names_a_hub(settings) else None)
@@ -304,8 +304,8 @@ def unreachable(url: str, exc: Exception) -> str:
 
 @contextlib.asynccontextmanager
 async def _in_process_hub(settings: Settings) -> AsyncIterator[str]:
-    from hub.runtime import Hub
-    from hub.server import RunningServer, start_server
+    from hub.api.server import RunningServer, start_server
+    from hub.runtime.hub import Hub
 
     hub = Hub.open(settings)
     server: RunningServer | None = None

@@ -17,8 +17,8 @@ def confirm_command(args: argparse.Namespace) -> int:
 
 async def _confirm(args: argparse.Namespace) -> int:
     from hub.cli.chat import hub_for_chat
-    from tui.client import HubError
-    from tui.proposals import question
+    from hub.client.http import HubError
+    from hub.client.proposals import question
 
     async with hub_for_chat(settings_of(args), args.url, args.token) as client:
         if not args.id:

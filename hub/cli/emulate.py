@@ -1,7 +1,7 @@
-"""``tiny-hub emulate flipper|nicla-vision|nicla-voice|phone``: a software device to try the
-drivers (or a phone app's side of the hub) without hardware, and the command that points a hub
-at it; ``tiny-hub capture``: the real device's bytes, recorded for the emulators to be checked
-against."""
+"""``tiny-hub emulate DEVICE``: a software device to try a driver (or a phone app's side of the
+hub) without hardware, and the command that points a hub at it (the boards are
+``firmware_bridges.emulate``'s); ``tiny-hub capture``: the real device's bytes, recorded for the
+emulators to be checked against."""
 
 from __future__ import annotations
 
@@ -12,36 +12,28 @@ from pathlib import Path
 
 import aiohttp
 
+from firmware_bridges.emulate import Attached, emulation
 from hub.cli.common import local_url, settings_of
 from hub.config import Settings
-from hub.logs import setup_logging
-
-NEXT_STEP = {
-    "flipper": "now run the hub on it, in another terminal:  TINY_HUB_FLIPPER_PORT={path} "
-    "tiny-hub   (or drivers.flipper.port in config.toml)",
-    "nicla-vision": "now run the hub on it, in another terminal:  "
-    "TINY_HUB_NICLA_VISION_PORT={path} tiny-hub   (or drivers.nicla_vision.port in config.toml)",
-}
+from hub.core.logs import setup_logging
 
 
 def emulate_command(args: argparse.Namespace) -> int:
     link = Path(args.link) if args.link else None
-    if args.device == "flipper":
-        from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
-
-        state = FlipperState(name=args.name or "Unyana", nfc_style=args.nfc_style)
-        FlipperEmulator(state, link=link).serve(NEXT_STEP["flipper"])
-        return 0
-    if args.device == "nicla-vision":
-        from firmware_bridges.emulators.nicla_vision import NiclaVisionEmulator
-
-        NiclaVisionEmulator(link=link).serve(NEXT_STEP["nicla-vision"])
+    board = emulation(args.device)
+    if board is not None and board.serve is not None:
+        board.serve(link, args, board.next_step(port_variable(board.driver)))
         return 0
     settings = settings_of(args)
     setup_logging(settings.log_level)
-    if args.device == "phone":
-        return asyncio.run(run_phone(local_url(settings, args.hub), args))
-    return asyncio.run(serve_with_emulated_voice(settings, args.wake_every))
+    if board is not None and board.attach is not None:
+        return asyncio.run(serve_with(settings, board.attach(args)))
+    return asyncio.run(run_phone(local_url(settings, args.hub), args))
+
+
+def port_variable(driver: str) -> str:
+    """The environment variable of the driver's ``port`` setting."""
+    return f"TINY_HUB_{driver.upper()}_PORT"
 
 
 async def run_phone(hub_url: str, args: argparse.Namespace) -> int:
@@ -71,29 +63,21 @@ async def run_phone(hub_url: str, args: argparse.Namespace) -> int:
     return 0
 
 
-async def serve_with_emulated_voice(settings: Settings, wake_every_s: float) -> int:
-    """Bluetooth cannot be emulated across processes: a hub with the emulated board attached,
-    which says a wake word every ``wake_every_s`` seconds."""
-    from drivers.ble_presence import BleAdvertisements
-    from firmware_bridges.emulators.nicla_voice import demo_backend, demo_wakes
+async def serve_with(settings: Settings, attached: Attached) -> int:
+    """A hub (as ``serve``) with an emulated board attached, and the board's loop beside it."""
     from hub.cli.serve import serve
 
-    client, scanner, board = demo_backend()
-    hardware = {
-        "drivers": {"nicla_voice": {"backend": client}},
-        "advertisements": BleAdvertisements(0.5, scanner),
-    }
-    wakes = asyncio.create_task(demo_wakes(board, wake_every_s))
-    print(f"emulated Nicla Voice {board.address}: a wake word every {wake_every_s:g} s", flush=True)
+    hardware, board_loop = attached
+    looping = asyncio.create_task(board_loop())
     try:
-        return await serve(settings, hardware)
+        return await serve(settings, dict(hardware))
     finally:
-        wakes.cancel()
+        looping.cancel()
 
 
 def capture_command(args: argparse.Namespace) -> int:
-    """``tiny-hub capture flipper|nicla-vision``: a real device's answers to a fixed read-only
-    script, for the emulators to be checked against."""
+    """``tiny-hub capture DEVICE``: a real device's answers to a fixed read-only script, for the
+    emulators to be checked against."""
     from drivers.capture import run_capture
 
     return run_capture(args.device, args.port, args.out, redact=not args.keep_identity)

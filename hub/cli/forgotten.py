@@ -19,7 +19,7 @@ def forgotten_command(args: argparse.Namespace) -> int:
 
 async def _forgotten(args: argparse.Namespace) -> int:
     from hub.cli.chat import hub_for_chat
-    from tui.client import HubError
+    from hub.client.http import HubError
 
     async with hub_for_chat(settings_of(args), args.url, args.token) as client:
         try:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 from hub import __version__
 from hub.cli.parser import build_parser
-from hub.collector import settled
+from hub.core.collector import settled
 
 EXIT_USAGE = 2
 
@@ -64,7 +64,7 @@ def load(target: str) -> Callable[..., int]:
 # Errors a person can fix: one line, no traceback.
 USER_ERRORS = (
     ("hub.config", "ConfigError"),
-    ("hub.listen_socket", "StartError"),
+    ("hub.api.listen_socket", "StartError"),
     ("hub.store.migrations", "MigrationError"),
     ("hub.cli.common", "CliError"),
 )

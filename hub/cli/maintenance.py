@@ -16,14 +16,14 @@ from hub.cli.waiting import waiting_line
 from hub.config import HOME_ENV, ConfigError, Settings, default_home, describe_settings
 
 if TYPE_CHECKING:
-    from hub.runtime import Hub
+    from hub.runtime.hub import Hub
 
 PROGRESS_EVERY_S = 0.5
 
 
 def doctor_command(args: argparse.Namespace) -> int:
+    from hub.cli.doctor import guarded, planned_checks
     from hub.config import load_settings
-    from hub.doctor import guarded, planned_checks
 
     error = ""
     overrides = {"host": getattr(args, "host", None), "port": getattr(args, "port", None)}
@@ -68,7 +68,7 @@ def _fit(text: str, width: int) -> str:
 
 
 def memory_command(args: argparse.Namespace) -> int:
-    from hub.runtime import Hub
+    from hub.runtime.hub import Hub
 
     if args.action in ("forgotten", "undo"):
         from hub.cli.forgotten import forgotten_command
@@ -116,7 +116,7 @@ def pair_command(args: argparse.Namespace) -> int:
     from hub.lan.address import lan_url
     from hub.lan.pairing import make_offer, render_terminal
     from hub.lan.tls import local_fingerprint
-    from hub.runtime import Hub
+    from hub.runtime.hub import Hub
 
     settings = settings_of(args)
     url = lan_url(settings.lan_url, settings.host, settings.port, tls=settings.lan_tls)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from hub.cli.common import CliError, settings_of
 
 if TYPE_CHECKING:
-    from tui.client import HubClient
+    from hub.client.http import HubClient
 
 Work = Callable[["Asker"], Awaitable[int]]
 
@@ -31,7 +31,7 @@ class Asker:
         body: Any = None,
         params: Mapping[str, str | int] | None = None,
     ) -> dict[str, Any]:
-        from tui.client import HubError
+        from hub.client.http import HubError
 
         try:
             return await self.client.call(method, path, body=body, params=params)

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from firmware_bridges import emulate as emulated
 from hub.cli.hand_parsers import (
     TOKEN_ENV,
     add_jobs_parser,
@@ -141,50 +142,35 @@ def build_parser() -> argparse.ArgumentParser:
         "emulate",
         parents=[common, listen],
         help="run a software device to try the drivers without hardware",
-        description="flipper and nicla-vision: a byte-faithful software device on a "
-        "pseudo-terminal; its path is printed (point the hub at it with drivers.<name>.port, "
-        "e.g. TINY_HUB_FLIPPER_PORT). nicla-voice: Bluetooth cannot be emulated across "
-        "processes, so this starts a hub (like serve) with an emulated Nicla Voice attached, "
-        "which says a wake word every --wake-every seconds. phone: a phone paired with a "
-        "running hub by a pairing code (--code), with emulated Meta glasses (--glasses); it "
-        "prints the actions and notifications the hub sends it.",
+        description=f"{emulated.DESCRIPTION} phone: a phone paired with a running hub by a "
+        "pairing code (--code), with emulated Meta glasses (--glasses); it prints the actions "
+        "and notifications the hub sends it.",
     )
     emulate.add_argument(
-        "device", choices=["flipper", "nicla-vision", "nicla-voice", "phone"], help="which device"
+        "device",
+        choices=[*(e.device for e in emulated.EMULATIONS), "phone"],
+        help="which device",
     )
-    emulate.add_argument(
-        "--wake-every",
-        type=float,
-        default=30.0,
-        help="nicla-voice: seconds between wake words (default 30)",
-    )
-    emulate.add_argument("--link", help="keep a symlink here to the current pseudo-terminal")
-    emulate.add_argument(
-        "--name", help="the Flipper's name (Unyana) or the phone's (Emulated phone)"
-    )
+    emulated.add_arguments(emulate)
+    emulate.add_argument("--name", help="the emulated device's name")
     emulate.add_argument("--code", help="phone: the pairing code the hub shows (tiny-hub pair)")
     emulate.add_argument("--glasses", action="store_true", help="phone: with Meta glasses")
     emulate.add_argument("--hub", help="phone: the hub's URL (default: this machine's hub)")
-    emulate.add_argument(
-        "--nfc-style",
-        choices=["detect", "scanner", "shell"],
-        help="which NFC command set its firmware has (default: that of the firmware it "
-        "claims, the official 1.4.3: shell)",
-    )
     capture = sub.add_parser(
         "capture",
         parents=[common],
-        help="record a real Flipper's or Nicla Vision's answers to a fixed read-only script",
+        help="record a real device's answers to a fixed read-only script",
         description="Run a fixed, read-only script against a device on a serial port (nothing "
         "that transmits or writes) and write every byte both ways to a JSON capture; see "
-        "docs/hardware.md. The Flipper's name, UID and BLE MAC are masked unless "
-        "--keep-identity; a Nicla Vision capture holds one photo from its camera.",
+        "docs/hardware.md for the devices a capture can be recorded of and what each holds. "
+        "What names the device (a name, a UID, a Bluetooth address) is masked unless "
+        "--keep-identity.",
     )
-    capture.add_argument("device", choices=["flipper", "nicla-vision"], help="which device")
+    capture.add_argument("device", help="which device (its driver's name, e.g. as emulate takes)")
     capture.add_argument("--port", required=True, help="its serial port, e.g. /dev/ttyACM0")
     capture.add_argument("--out", required=True, type=Path, help="the capture file to write")
     capture.add_argument(
-        "--keep-identity", action="store_true", help="flipper: keep name, UID and MAC"
+        "--keep-identity", action="store_true", help="keep what names the device in the capture"
     )
     discover = sub.add_parser(
         "discover",

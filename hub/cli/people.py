@@ -10,9 +10,9 @@ import argparse
 import time
 
 from hub.cli.common import CliError, settings_of
-from hub.errors import Refused
-from hub.people import People, Person
-from hub.runtime import Hub
+from hub.core.errors import Refused
+from hub.people.household import People, Person
+from hub.runtime.hub import Hub
 
 
 def people_command(args: argparse.Namespace) -> int:

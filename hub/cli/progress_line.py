@@ -4,7 +4,8 @@ when the answer's text begins and back when the model goes quiet again (a tool c
 that finished leaves a line of its own.
 
 Only on a terminal: piped or captured, standard error gets none of it, so scripts see what they
-saw before. The phases come from the stream's events (``tui/progress.py``, shared with the TUI).
+saw before. The phases come from the stream's events (``hub/client/progress.py``, shared with
+the TUI).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any, TextIO
 
 from hub import contracts as c
 from hub.cli.common import is_terminal
-from tui.progress import TurnProgress
+from hub.client.progress import TurnProgress
 
 ERASE = "\r\x1b[2K"
 DIM, PLAIN = "\x1b[2m", "\x1b[0m"

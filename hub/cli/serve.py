@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from hub import __version__
+from hub.api.listen_socket import bind_socket
+from hub.api.server import RunningServer, start_server
 from hub.cli.common import CliError, is_terminal, local_url, pin, settings_of, token
 from hub.config import Settings
-from hub.listen_socket import bind_socket
-from hub.logs import setup_logging
-from hub.runtime import Hub
-from hub.server import RunningServer, start_server
+from hub.core.logs import setup_logging
+from hub.runtime.hub import Hub
 
 
 def serve_command(args: argparse.Namespace) -> int:
@@ -93,8 +93,8 @@ def stop_on_signals() -> asyncio.Event:
 
 
 def run_tui(url: str, token: str | None, home: Path, pin: str | None = None) -> int:
+    from hub.client.http import HubClient
     from tui.app import TinyApp
-    from tui.client import HubClient
     from tui.config import TuiConfig
 
     TinyApp(HubClient(url, token, pin=pin), TuiConfig.load(home / "tui")).run()

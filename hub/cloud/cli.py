@@ -153,8 +153,8 @@ def _read_token_file(path: Path) -> str:
 
 
 async def _cloud_status(settings: Settings) -> int:
+    from hub.client.http import HubClient, HubError
     from hub.cloud.account import load_token
-    from tui.client import HubClient, HubError
 
     token_path = settings.cloud_token_path
     present = load_token(token_path) is not None

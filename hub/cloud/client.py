@@ -114,15 +114,6 @@ class CloudClient:
             body["result"] = result
         return await self._call("POST", "/api/devices/task-result", body)
 
-    async def upload_media(self, data_base64: str, content_type: str) -> str:
-        """POST /api/media ``{data, contentType}`` → the URL the cloud serves it at."""
-        body = {"data": data_base64, "contentType": content_type}
-        answer = await self._call("POST", "/api/media", body)
-        url = answer.get("url")
-        if not isinstance(url, str):
-            raise CloudUnavailable("the cloud's media answer has no url")
-        return url
-
     async def call(self, method: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
         """Any other dial-in route (the outbox replays stored calls through this)."""
         return await self._call(method, path, body)

@@ -7,7 +7,8 @@ whether the cloud is there.
 
 Three tasks: a heartbeat (presence for the cloud's 60 s window, with the full capability list and
 ``lanUrl``), the relay loop (pull, handle, reply) and the event forwarder (the hub's own device
-events — ``nicla_wake``, transcripts, notes — to ``POST /api/devices/event``). They are separate
+events of the kinds the cloud accepts — wake words, transcripts, notes — to
+``POST /api/devices/event``). They are separate
 so a long ``invoke`` — the local model thinking for a minute — never lets the hub's presence
 lapse, and a burst of events never waits behind a pull.
 
@@ -47,12 +48,12 @@ from hub.cloud.client import (
 )
 from hub.cloud.outbox import Call, DrainResult, images_from, upload_call
 from hub.cloud.rounds import LinkState, rounds
-from hub.contracts import RELAY_PAYLOAD_MAX_BYTES
-from hub.devices.events import DEVICE_EVENT_KINDS, RingEvent
+from hub.contracts import CLOUD_EVENT_KINDS, NOTE_EVENT, RELAY_PAYLOAD_MAX_BYTES
+from hub.core.tasks import cancel_all
+from hub.devices.events import RingEvent
 from hub.devices.media import IMAGE_FORMATS
 from hub.devices.relay import DEAD_LETTER_AFTER_S
-from hub.runtime import Hub
-from hub.tasks import cancel_all
+from hub.runtime.hub import Hub
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +79,6 @@ REPLY_PATH = "/api/devices/relay"
 EVENT_PATH = "/api/devices/event"
 TASK_PATH = "/api/devices/task-result"
 IMAGE_TYPES = {fmt: content_type for content_type, fmt in IMAGE_FORMATS.items()}
-NOTE_KIND = "device_note"
 REFUSED_DETAIL = (
     "The cloud refused this hub's device token (it was revoked, or the device was removed). "
     "Run `tiny-hub cloud join` to enroll again, or `tiny-hub cloud adopt` to take the existing "
@@ -186,9 +186,10 @@ def _fit(text: str, fits: Callable[[str], bool]) -> str:
 
 
 def forwardable(event: RingEvent) -> bool:
-    """A device event the cloud should see: one of the device kinds, and not one the cloud
-    itself sent (a ``notify`` becomes a ``device_note`` with ``source: cloud`` — no echo)."""
-    if event.kind not in DEVICE_EVENT_KINDS:
+    """A device event the cloud should see: one of the kinds its ring accepts (a driver's own
+    kinds stay on this hub's ring), and not one the cloud itself sent (a ``notify`` becomes a
+    ``device_note`` with ``source: cloud`` — no echo)."""
+    if event.kind not in CLOUD_EVENT_KINDS:
         return False
     detail = event.detail
     return not (isinstance(detail, dict) and detail.get("source") == "cloud")
@@ -444,7 +445,7 @@ class CloudLink:
         detail["source"] = "cloud"
         if len(_dump(detail).encode("utf-8")) > RELAY_PAYLOAD_MAX_BYTES:
             return _error(f"notification is over {RELAY_PAYLOAD_MAX_BYTES} bytes")
-        self.hub.devices.events.publish(self.hub.owner.id, NOTE_KIND, None, detail)
+        self.hub.devices.events.publish(self.hub.owner.id, NOTE_EVENT, None, detail)
         if self.notifier is not None:
             title, body = _text(envelope.get("title")), _text(envelope.get("body"))
             try:

@@ -37,10 +37,10 @@ from hub.cloud.client import (
     read_answer,
 )
 from hub.cloud.rounds import LinkState, rounds
+from hub.core.tasks import cancel_all
 from hub.memory.graph import MemoryRefused
 from hub.memory.sync import SYNC_PAGE, Changes, parse_page
-from hub.runtime import Hub
-from hub.tasks import cancel_all
+from hub.runtime.hub import Hub
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ import shutil
 import sys
 from collections.abc import Callable
 
-from hub.tasks import cancel_all
+from hub.core.tasks import cancel_all
 
 log = logging.getLogger(__name__)
 

@@ -34,11 +34,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import sqlite_utils
-
 from hub.cloud.client import CloudAuthError, CloudClient, CloudRefused, CloudUnavailable
 from hub.contracts import RELAY_PAYLOAD_MAX_BYTES
 from hub.devices.registry import Clock
+from hub.store.db import Database
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +115,7 @@ class OutboxItem:
 
 
 class Outbox:
-    def __init__(self, db: sqlite_utils.Database, clock: Clock = time.time) -> None:
+    def __init__(self, db: Database, clock: Clock = time.time) -> None:
         self._db = db
         self._clock = clock
         # One drain at a time in this process: two would race to send the same item.

@@ -16,11 +16,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import sqlite_utils
-
 from hub.community.reputation import score
-from hub.errors import Refused
-from hub.identity import User
+from hub.core.errors import Refused
+from hub.people.identity import User
+from hub.store.db import Database
 
 REQUESTS_PER_POINT = 5
 MAX_REPUTATION_BONUS = 200
@@ -66,7 +65,7 @@ class OverAllowance(Refused):
 class ChatAllowance:
     def __init__(
         self,
-        db: sqlite_utils.Database,
+        db: Database,
         anonymous_per_day: int,
         member_per_day: int,
         clock: Callable[[], float],

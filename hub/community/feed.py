@@ -11,9 +11,8 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import sqlite_utils
-
 from hub.community.follows import followed_people
+from hub.store.db import Database
 
 DEFAULT_FEED = 20
 MAX_FEED = 100
@@ -31,7 +30,7 @@ class FeedItem:
         return asdict(self)
 
 
-def feed(db: sqlite_utils.Database, user_id: str, limit: int = DEFAULT_FEED) -> list[FeedItem]:
+def feed(db: Database, user_id: str, limit: int = DEFAULT_FEED) -> list[FeedItem]:
     people = followed_people(db, user_id)
     if not people:
         return []

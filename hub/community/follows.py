@@ -12,11 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import sqlite_utils
-
 from hub.community import reputation
-from hub.errors import Refused
-from hub.identity import Identity, User
+from hub.core.errors import Refused
+from hub.people.identity import Identity, User
+from hub.store.db import Database
 from hub.tinys.records import TinyStore
 from hub.tinys.social import (
     FOLLOWS,
@@ -49,10 +48,6 @@ class Target:
     node: str
     builder_id: str
     label: str  # ``@bea`` or ``tiny:chef``, as answers name it
-
-    @property
-    def is_person(self) -> bool:
-        return self.node.startswith(USER_PREFIX)
 
 
 @dataclass(frozen=True)
@@ -94,7 +89,7 @@ def resolve_target(
     return Target(tiny_node(found.name), found.owner_id, tiny_node(found.name))
 
 
-def follow(db: sqlite_utils.Database, follower: User, target: Target) -> FollowState:
+def follow(db: Database, follower: User, target: Target) -> FollowState:
     if target.node == user_node(follower.id):
         raise CommunityRefused("you cannot follow yourself")
     me = user_node(follower.id)
@@ -104,17 +99,17 @@ def follow(db: sqlite_utils.Database, follower: User, target: Target) -> FollowS
     return _state(db, me, target, changed=opened)
 
 
-def unfollow(db: sqlite_utils.Database, follower: User, target: Target) -> FollowState:
+def unfollow(db: Database, follower: User, target: Target) -> FollowState:
     me = user_node(follower.id)
     closed = close_social(db, me, FOLLOWS, target.node)
     return _state(db, me, target, changed=closed)
 
 
-def check(db: sqlite_utils.Database, follower: User, target: Target) -> FollowState:
+def check(db: Database, follower: User, target: Target) -> FollowState:
     return _state(db, user_node(follower.id), target, changed=False)
 
 
-def pay_for_follow(db: sqlite_utils.Database, follower_id: str, node: str, builder_id: str) -> None:
+def pay_for_follow(db: Database, follower_id: str, node: str, builder_id: str) -> None:
     """The reputation a follow earns others; idempotent, so calling it for a follow that was
     paid already (a re-follow, a follow merged in by sync) changes nothing."""
     if builder_id == follower_id:
@@ -127,17 +122,17 @@ def pay_for_follow(db: sqlite_utils.Database, follower_id: str, node: str, build
         reputation.award(db, follower_id, reputation.MUTUAL_FOLLOW, builder_id)
 
 
-def following(db: sqlite_utils.Database, user_id: str) -> list[str]:
+def following(db: Database, user_id: str) -> list[str]:
     """The nodes ``user_id`` follows now, newest follow first."""
     edges = edges_from(db, user_node(user_id), FOLLOWS)
     return [e.dst for e in sorted(edges, key=lambda e: e.valid_from, reverse=True)]
 
 
-def followers(db: sqlite_utils.Database, node: str) -> list[str]:
+def followers(db: Database, node: str) -> list[str]:
     return [e.src for e in edges_to(db, node, FOLLOWS)]
 
 
-def followed_people(db: sqlite_utils.Database, user_id: str) -> list[str]:
+def followed_people(db: Database, user_id: str) -> list[str]:
     """The ids of the people whose artifacts reach ``user_id``'s feed: those followed, and
     the builders of the tinys followed."""
     nodes = following(db, user_id)
@@ -150,6 +145,6 @@ def followed_people(db: sqlite_utils.Database, user_id: str) -> list[str]:
     return list(dict.fromkeys(p for p in people if p != user_id))
 
 
-def _state(db: sqlite_utils.Database, me: str, target: Target, *, changed: bool) -> FollowState:
+def _state(db: Database, me: str, target: Target, *, changed: bool) -> FollowState:
     is_following = current(db, me, FOLLOWS, target.node) is not None
     return FollowState(target, is_following, changed, len(followers(db, target.node)))

@@ -11,17 +11,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import sqlite_utils
-
 from hub.community.follows import followers, following
 from hub.community.reputation import standing
-from hub.identity import User
+from hub.people.identity import User
+from hub.store.db import Database
 from hub.tinys.social import user_node
 
-ProfileSection = Callable[[sqlite_utils.Database, User], tuple[str, Any]]
+ProfileSection = Callable[[Database, User], tuple[str, Any]]
 
 
-def public_tinys(db: sqlite_utils.Database, user: User) -> tuple[str, Any]:
+def public_tinys(db: Database, user: User) -> tuple[str, Any]:
     rows = db.execute(
         "SELECT name, tagline, created_at FROM tinys WHERE owner_id = ?"
         " AND visibility = 'public' ORDER BY created_at DESC, name",
@@ -33,7 +32,7 @@ def public_tinys(db: sqlite_utils.Database, user: User) -> tuple[str, Any]:
 PROFILE_SECTIONS: list[ProfileSection] = [public_tinys]
 
 
-def profile(db: sqlite_utils.Database, user: User) -> dict[str, Any]:
+def profile(db: Database, user: User) -> dict[str, Any]:
     page: dict[str, Any] = {
         "login": f"@{user.login}",
         "name": user.name,

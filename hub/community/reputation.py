@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import sqlite_utils
+from hub.store.db import Database
 
 FOLLOW_RECEIVED = "follow_received"
 MUTUAL_FOLLOW = "mutual_follow"
@@ -29,7 +29,7 @@ class Standing:
         return {"score": self.score, "breakdown": self.breakdown}
 
 
-def award(db: sqlite_utils.Database, user_id: str, kind: str, ref: str) -> bool:
+def award(db: Database, user_id: str, kind: str, ref: str) -> bool:
     """Give ``user_id`` the points of ``kind`` for the gesture ``ref``, once ever; True when
     this call gave them."""
     added = db.execute(
@@ -40,7 +40,7 @@ def award(db: sqlite_utils.Database, user_id: str, kind: str, ref: str) -> bool:
     return bool(added)
 
 
-def standing(db: sqlite_utils.Database, user_id: str) -> Standing:
+def standing(db: Database, user_id: str) -> Standing:
     rows = db.execute(
         "SELECT kind, SUM(points) FROM reputation WHERE user_id = ? GROUP BY kind ORDER BY kind",
         [user_id],
@@ -49,7 +49,7 @@ def standing(db: sqlite_utils.Database, user_id: str) -> Standing:
     return Standing(sum(breakdown.values()), breakdown)
 
 
-def score(db: sqlite_utils.Database, user_id: str) -> int:
+def score(db: Database, user_id: str) -> int:
     row = db.execute(
         "SELECT COALESCE(SUM(points), 0) FROM reputation WHERE user_id = ?", [user_id]
     ).fetchone()

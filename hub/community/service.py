@@ -8,8 +8,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import sqlite_utils
-
 from hub.community import follows, trust
 from hub.community.allowance import ChatAllowance
 from hub.community.feed import FeedItem, feed
@@ -18,7 +16,8 @@ from hub.community.profile import profile
 from hub.community.reputation import Standing, standing
 from hub.devices.notify import Notice, push_notice
 from hub.devices.service import Devices
-from hub.identity import Identity, User
+from hub.people.identity import Identity, User
+from hub.store.db import Database
 from hub.tinys.records import TinyStore
 from hub.tinys.social import (
     CONSULTED,
@@ -52,7 +51,7 @@ class Visit:
 class Community:
     def __init__(
         self,
-        db: sqlite_utils.Database,
+        db: Database,
         identity: Identity,
         tinys: TinyStore,
         devices: Devices,

@@ -17,10 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import sqlite_utils
-
 from hub.community.follows import pay_for_follow
 from hub.memory.sync import SELF, MergeReport, SyncedSocial
+from hub.store.db import Database
 from hub.tinys.social import (
     CONSULTED,
     FOLLOWS,
@@ -38,16 +37,14 @@ _THEIRS = (
 )
 
 
-def newest_social_rev(db: sqlite_utils.Database, owner: str) -> int:
+def newest_social_rev(db: Database, owner: str) -> int:
     row = db.execute(
         f"SELECT MAX(rev) FROM edge WHERE {_THEIRS}", {"me": user_node(owner), "owner": owner}
     ).fetchone()
     return int(row[0]) if row and row[0] is not None else 0
 
 
-def social_changes(
-    db: sqlite_utils.Database, owner: str, after: int, upto: int
-) -> list[SyncedSocial]:
+def social_changes(db: Database, owner: str, after: int, upto: int) -> list[SyncedSocial]:
     """The person's social edges changed in revisions (after, upto], in their wire form."""
     me = user_node(owner)
     rows = db.execute(
@@ -66,7 +63,7 @@ def social_changes(
 
 
 def merge_social(
-    db: sqlite_utils.Database,
+    db: Database,
     owner: str,
     edges: list[SyncedSocial],
     rev: Callable[[], int],
@@ -87,7 +84,7 @@ def merge_social(
 
 
 def _merge_one(
-    db: sqlite_utils.Database, src: str, dst: str, edge: SyncedSocial, rev: Callable[[], int]
+    db: Database, src: str, dst: str, edge: SyncedSocial, rev: Callable[[], int]
 ) -> bool:
     row = db.execute(
         "SELECT id, weight, valid_to FROM edge WHERE owner = ? AND src = ? AND rel = ?"
@@ -115,9 +112,7 @@ def _merge_one(
     return True
 
 
-def _one_open(
-    db: sqlite_utils.Database, src: str, rel: str, dst: str, rev: Callable[[], int]
-) -> None:
+def _one_open(db: Database, src: str, rel: str, dst: str, rev: Callable[[], int]) -> None:
     """Of two open edges of one pair, close the later at its own start."""
     rows = db.execute(
         "SELECT id, valid_from FROM edge WHERE owner = ? AND src = ? AND rel = ? AND dst = ?"
@@ -128,7 +123,7 @@ def _one_open(
         db.execute("UPDATE edge SET valid_to = ?, rev = ? WHERE id = ?", [start, rev(), edge_id])
 
 
-def _local(db: sqlite_utils.Database, owner: str, edge: SyncedSocial) -> tuple[str, str] | str:
+def _local(db: Database, owner: str, edge: SyncedSocial) -> tuple[str, str] | str:
     """The edge's local (src, dst), or why it is refused."""
     if edge.rel == CONSULTED:
         name = edge.src.removeprefix(TINY_PREFIX)
@@ -155,7 +150,7 @@ def _local(db: sqlite_utils.Database, owner: str, edge: SyncedSocial) -> tuple[s
     return src, tiny_node(name)
 
 
-def _builder(db: sqlite_utils.Database, node: str) -> str:
+def _builder(db: Database, node: str) -> str:
     if node.startswith(USER_PREFIX):
         return node.removeprefix(USER_PREFIX)
     row = db.execute(

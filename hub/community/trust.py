@@ -14,8 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import sqlite_utils
-
+from hub.store.db import Database
 from hub.tinys.social import CONSULTED, PLATFORM, TINY_PREFIX
 
 ITERATIONS = 10
@@ -63,7 +62,7 @@ def pagerank(
     return {node: rank[at] for node, at in index.items()}
 
 
-def consulted_edges(db: sqlite_utils.Database) -> list[WeightedEdge]:
+def consulted_edges(db: Database) -> list[WeightedEdge]:
     """The current consulted edges between public tinys, as (src, dst, weight)."""
     rows = db.execute(
         "SELECT e.src, e.dst, e.weight FROM edge e"
@@ -75,7 +74,7 @@ def consulted_edges(db: sqlite_utils.Database) -> list[WeightedEdge]:
     return [(str(src), str(dst), float(weight)) for src, dst, weight in rows]
 
 
-def ranking(db: sqlite_utils.Database, limit: int = 50) -> list[Ranked]:
+def ranking(db: Database, limit: int = 50) -> list[Ranked]:
     """The public tinys in the consulted graph, most trusted first."""
     ranks = pagerank(consulted_edges(db))
     ordered = sorted(ranks.items(), key=lambda item: (-item[1], item[0]))[:limit]

@@ -16,15 +16,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hub.confirmations.store import Pending, PendingActions
-from hub.errors import Refused
+from hub.core.errors import Refused
 from hub.forge.store import ForgeStore
-from hub.identity import User
 from hub.memory.forgetting import Scope, plural
+from hub.people.identity import User
 from hub.scheduler.store import ScheduleStore
 from hub.telegram.bots import Bots
 
 if TYPE_CHECKING:
-    from hub.runtime import Hub
+    from hub.runtime.hub import Hub
 
 log = logging.getLogger(__name__)
 

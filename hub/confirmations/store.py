@@ -18,9 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import sqlite_utils
-
-from hub.errors import Refused
+from hub.core.errors import Refused
+from hub.store.db import Database
 
 PENDING_TTL_S = 15 * 60
 # Answered or expired proposals are kept this long (a client that reconnects can still show
@@ -97,7 +96,7 @@ class PendingActions:
     """The table of proposals; each read and answer is the proposer's own (anyone else's
     proposal is not found, never shown)."""
 
-    def __init__(self, db: sqlite_utils.Database, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
         self._db = db
         self._clock = clock
 

@@ -19,7 +19,7 @@ about where it sends them:
   ``.internal`` and dotless names are refused, unless the hub's owner allowed the host by name,
   or the address by range, in ``devices.allow_private`` (a home LAN has devices on private
   addresses). Cloud metadata, unspecified and multicast addresses are never dialled.
-* At call time the host is resolved and checked again by ``hub.netguard``: a public name that
+* At call time the host is resolved and checked again by ``hub.core.netguard``: a public name that
   resolves to a private address is refused, and the connection goes to exactly the address
   that was checked (no DNS-rebinding window).
 * A redirect is refused, never followed: it could carry the bearer to another origin.
@@ -45,7 +45,7 @@ from urllib.parse import urlsplit
 import aiohttp
 from yarl import URL
 
-from hub.netguard import (
+from hub.core.netguard import (
     Allowance,
     HostRefused,
     IPNetwork,
@@ -70,7 +70,7 @@ T = TypeVar("T")
 
 ALLOW_HINT = "the hub's owner can allow a private host or range in devices.allow_private"
 USER_AGENT = "tiny-hub (endpoint devices)"
-# Refusal reasons (hub.netguard.refusal_reason) that no allowance overrides: none is a device.
+# Refusal reasons (hub.core.netguard.refusal_reason) that no allowance overrides: none is a device.
 NEVER_DIALLED = frozenset({"cloud metadata", "unspecified", "multicast"})
 # Our own allowlist: the type the device names -> the type we return.
 SNAPSHOT_TYPES = {

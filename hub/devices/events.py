@@ -13,12 +13,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-import sqlite_utils
-
 from hub.devices.registry import Clock
+from hub.store.db import Database
 
 RING_SIZE = 1000
-DEVICE_EVENT_KINDS = ("nicla_wake", "nicla_sentry", "nicla_transcript", "device_note")
 
 
 @dataclass(frozen=True)
@@ -40,7 +38,7 @@ class RingEvent:
 
 
 class EventRing:
-    def __init__(self, db: sqlite_utils.Database, clock: Clock) -> None:
+    def __init__(self, db: Database, clock: Clock) -> None:
         self._db = db
         self._clock = clock
         self._subscribers: dict[str, set[asyncio.Queue[RingEvent | None]]] = defaultdict(set)

@@ -13,9 +13,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-import sqlite_utils
-
 from hub.devices.registry import Clock, Device, DeviceError
+from hub.store.db import Database
 
 MAX_KEY_LENGTH = 100
 KEEP_KEYS_S = 24 * 3600
@@ -33,7 +32,7 @@ def idempotency_key(body: dict[str, Any]) -> str | None:
 
 
 class IdempotencyKeys:
-    def __init__(self, db: sqlite_utils.Database, clock: Clock) -> None:
+    def __init__(self, db: Database, clock: Clock) -> None:
         self._db = db
         self._clock = clock
 

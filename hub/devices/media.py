@@ -12,9 +12,8 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
-
 from hub.devices.registry import Clock, Device, DeviceError, DeviceNotFound
+from hub.store.db import Database
 
 MAX_MEDIA_BYTES = 8 * 1024 * 1024
 ALLOWED_TYPES = frozenset(
@@ -33,7 +32,7 @@ IMAGE_FORMATS = {"image/png": "png", "image/jpeg": "jpeg", "image/webp": "webp",
 
 
 class MediaStore:
-    def __init__(self, db: sqlite_utils.Database, folder: Path, clock: Clock) -> None:
+    def __init__(self, db: Database, folder: Path, clock: Clock) -> None:
         self._db = db
         self._folder = folder
         self._clock = clock

@@ -25,7 +25,6 @@ from hub.devices.service import Devices
 GLASSES = "meta_glasses"
 SCREENSHOT = "screenshot"
 GENERATE_IMAGE = "generate_image"
-PHONE_CAPABILITIES = (GLASSES, SCREENSHOT, GENERATE_IMAGE)
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import sqlite_utils
-
 from hub.contracts import PRESENCE_WINDOW_S
-from hub.errors import Refused
-from hub.identity import hash_token, new_token
+from hub.core.errors import Refused
+from hub.people.identity import hash_token, new_token
+from hub.store.db import Database
 
 Clock = Callable[[], float]
 
@@ -113,7 +112,7 @@ def capabilities_of(raw: Any) -> list[str]:
 
 
 class DeviceRegistry:
-    def __init__(self, db: sqlite_utils.Database, clock: Clock = time.time) -> None:
+    def __init__(self, db: Database, clock: Clock = time.time) -> None:
         self._db = db
         self.clock = clock
 

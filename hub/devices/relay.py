@@ -20,10 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import sqlite_utils
-
 from hub.contracts import RELAY_MAX_DEFAULT, RELAY_MAX_LIMIT, RELAY_PAYLOAD_MAX_BYTES
 from hub.devices.registry import Clock, Device, DeviceError, DeviceNotFound
+from hub.store.db import Database
 
 DEAD_LETTER_AFTER_S = 3600
 KEEP_REPLIES_S = 24 * 3600
@@ -76,7 +75,7 @@ def check_payload(payload: Any) -> str:
 
 
 class Mailbox:
-    def __init__(self, db: sqlite_utils.Database, clock: Clock) -> None:
+    def __init__(self, db: Database, clock: Clock) -> None:
         self._db = db
         self._clock = clock
         self._waiters: dict[str, asyncio.Event] = {}

@@ -14,8 +14,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-import sqlite_utils
-
 from hub.devices.endpoint import EndpointClient, EndpointError, EndpointPolicy
 from hub.devices.events import EventRing
 from hub.devices.idempotency import IdempotencyKeys
@@ -30,6 +28,7 @@ from hub.devices.registry import (
     DeviceUnreachable,
 )
 from hub.devices.relay import Mailbox
+from hub.store.db import Database
 
 INVOKE_WAIT_S = 45.0
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -51,7 +50,7 @@ class Devices:
 
     def __init__(
         self,
-        db: sqlite_utils.Database,
+        db: Database,
         media_folder: Path,
         policy: EndpointPolicy,
         hub_hosts: tuple[str, ...] = (),

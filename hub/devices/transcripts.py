@@ -1,28 +1,33 @@
-"""Transcripts: what a microphone heard, kept as text with a link to the recording.
+"""Transcripts: what a microphone heard, kept as text with a link to the recording, and the
+one path every recording takes (media store → speech-to-text → transcript → event ring).
 
-Each is also announced on the owner's event ring as ``nicla_transcript`` (the one transcript
-kind the contract's ring allows), so the TUI and the phones see it arrive.
+Each is also announced on the owner's event ring as ``contracts.TRANSCRIPT_EVENT`` (the one
+transcript kind the contract's ring allows), so the TUI and the phones see it arrive.
 """
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import sqlite_utils
-
+from hub.contracts import TRANSCRIPT_EVENT
 from hub.devices.events import EventRing
+from hub.devices.media import MediaStore
 from hub.devices.registry import Clock, DeviceNotFound
+from hub.store.db import Database
+from media.soundtrack import wav_of
+from media.speech import SpeechEngine, Transcript
 
-TRANSCRIPT_EVENT = "nicla_transcript"
+WAV_TYPE = "audio/wav"
 PREVIEW_CHARS = 280
 
 
 @dataclass(frozen=True)
 class TranscriptRecord:
     id: str
-    source: str  # nicla_voice, nicla_vision, microphone, or a device's own report
+    source: str  # the driver that recorded it (microphone, ...) or "device" (its own report)
     device_id: str | None
     text: str
     language: str
@@ -40,7 +45,7 @@ _COLUMNS = "id, source, device_id, text, language, audio_s, media_key, created_a
 
 
 class TranscriptStore:
-    def __init__(self, db: sqlite_utils.Database, events: EventRing, clock: Clock) -> None:
+    def __init__(self, db: Database, events: EventRing, clock: Clock) -> None:
         self._db = db
         self._events = events
         self._clock = clock
@@ -111,3 +116,42 @@ class TranscriptStore:
         if row is None:
             raise DeviceNotFound(f"no transcript {transcript_id}")
         return TranscriptRecord(*row)
+
+
+async def transcribe_recording(
+    speech: SpeechEngine,
+    media: MediaStore,
+    transcripts: TranscriptStore,
+    *,
+    owner: str,
+    source: str,
+    device_id: str | None,
+    wav: bytes,
+) -> tuple[TranscriptRecord, Transcript]:
+    """Keep the recording, transcribe it, keep the transcript (which announces it).
+
+    The transcription runs first: a recording speech cannot read is refused before anything is
+    stored, so a failure leaves nothing half-kept.
+    """
+    heard = await speech.transcribe(wav, source=source)
+    key = media.put(owner, device_id, wav, WAV_TYPE)
+    record = transcripts.add(
+        owner,
+        source,
+        heard.text,
+        device_id=device_id,
+        language=heard.language,
+        audio_s=heard.audio_s,
+        media_key=key,
+    )
+    return record, heard
+
+
+async def transcribe_media(
+    speech: SpeechEngine, data: bytes, content_type: str, *, source: str = ""
+) -> Transcript:
+    """What was said in a recording or a clip of any type with sound (a phone's WAV, the MP4
+    its glasses filmed). Raises AudioError for one without readable sound, SpeechUnavailable
+    when the model cannot be had."""
+    wav = await asyncio.to_thread(wav_of, data, content_type)
+    return await speech.transcribe(wav, source=source)

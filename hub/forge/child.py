@@ -38,9 +38,9 @@ from py_mini_racer import (
     mini_racer,
 )
 
+from hub.core.urls import canonical_url
 from hub.forge import protocol as p
 from hub.forge.prelude import PRELUDE
-from hub.urls import canonical_url
 
 V8_FLAGS = (*DEFAULT_V8_FLAGS, "--disallow-code-generation-from-strings")
 # Room for ArrayBuffers and the fetches' bodies above the warm engine's own data segment.
@@ -85,7 +85,7 @@ class Fetcher:
         options = json.loads(str(options_json))
         if not isinstance(options, dict):
             raise ValueError("fetch options must be an object")
-        target = canonical_url(str(url))  # hub.urls: the URL checked is the URL fetched
+        target = canonical_url(str(url))  # hub.core.urls: the URL checked is the URL fetched
         if target.scheme.lower() not in self.policy.schemes:
             allowed = ", ".join(f"{s}://" for s in self.policy.schemes)
             raise ValueError(f"{url} is refused: a tool may only fetch {allowed} URLs")

@@ -17,12 +17,11 @@ from typing import Any
 
 from yarl import URL
 
+from hub.core.netguard import is_localhost_name, literal_address
+from hub.core.urls import UrlRefused, canonical_url
 from hub.forge.store import ForgedDraft, ForgedTool, ForgeRefused, ForgeStore, sha256
-from hub.netguard import is_localhost_name, literal_address
 from hub.tinys.guarded import SendFailed, SendRefused, send
-from hub.urls import UrlRefused, canonical_url
 
-GITHUB_RAW = "https://raw.githubusercontent.com"
 MAX_FILE_BYTES = 16_384
 FETCH_TIMEOUT_S = 10.0
 USER_AGENT = "tiny-hub (install_tool)"
@@ -52,7 +51,7 @@ def is_loopback_base(base: str) -> bool:
 def locate(url: str, base: str) -> RawLocation:
     """Where ``url`` points under ``base``; refuses anything but a file at a full commit SHA.
 
-    Decided on the canonical URL (``hub.urls``), never on the text as given: the text a check
+    Decided on the canonical URL (``hub.core.urls``), never on the text as given: the text a check
     reads and the URL a request fetches must be the same one. Fetch ``place.url(base)``."""
     shape = f"{base.rstrip('/')}/<owner>/<repo>/<commit>/<path>"
     try:

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 from hub.forge import github
 from hub.forge.sandbox import Sandbox, ToolStopped
 from hub.forge.store import ForgedDraft, ForgedTool, ForgeRefused, ForgeStore
-from hub.identity import User
+from hub.people.identity import User
 
 if TYPE_CHECKING:
-    from hub.runtime import Hub
+    from hub.runtime.hub import Hub
 
 log = logging.getLogger(__name__)
 

@@ -15,9 +15,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import sqlite_utils
-
-from hub.identity import User
+from hub.people.identity import User
+from hub.store.db import Database
 
 MAX_CODE_BYTES = 4096
 MAX_DESCRIPTION_CHARS = 500
@@ -130,7 +129,7 @@ def _tool(row: dict[str, Any]) -> ForgedTool:
 
 
 class ForgeStore:
-    def __init__(self, db: sqlite_utils.Database) -> None:
+    def __init__(self, db: Database) -> None:
         self.db = db
 
     def save(
@@ -206,9 +205,6 @@ class ForgeStore:
         found = [dict(zip(columns, row, strict=True)) for row in rows.fetchall()]
         return [(_tool(row), str(row["author"])) for row in found]
 
-    def installed_from_github(self, user_id: str) -> list[ForgedTool]:
-        return [tool for tool in self.of(user_id) if tool.source_url]
-
     # --- the hashes of files fetched from GitHub ------------------------------------------
 
     def pin_file(self, url: str, digest: str) -> None:
@@ -256,6 +252,6 @@ class ForgeStore:
         return owner
 
 
-def public_tools(db: sqlite_utils.Database, user_id: str) -> list[dict[str, Any]]:
+def public_tools(db: Database, user_id: str) -> list[dict[str, Any]]:
     """A person's public forged tools with their code, as their profile shows them."""
     return [tool.as_json() for tool in ForgeStore(db).of(user_id)]

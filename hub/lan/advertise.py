@@ -19,8 +19,8 @@ from urllib.parse import urlsplit
 from zeroconf import IPVersion
 from zeroconf.asyncio import AsyncServiceInfo, AsyncZeroconf
 
+from hub.core.tasks import cancel_all
 from hub.lan.address import LanInfo, lan_address, usable
-from hub.tasks import cancel_all
 
 log = logging.getLogger(__name__)
 

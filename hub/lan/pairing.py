@@ -46,12 +46,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import segno
 
 from hub.contracts import PRESENCE_WINDOW_S
+from hub.core.errors import Refused
 from hub.devices.registry import NAME, Clock
-from hub.errors import Refused
-from hub.identity import User
+from hub.people.identity import User
 
 if TYPE_CHECKING:
-    from hub.runtime import Hub
+    from hub.runtime.hub import Hub
 
 log = logging.getLogger(__name__)
 

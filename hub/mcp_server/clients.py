@@ -12,10 +12,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import sqlite_utils
-
-from hub.errors import Refused
-from hub.identity import hash_token, new_token
+from hub.core.errors import Refused
+from hub.people.identity import hash_token, new_token
+from hub.store.db import Database
 
 NAME = re.compile(r"^[A-Za-z0-9][\w .-]{0,63}$")
 
@@ -40,7 +39,7 @@ OWNER_CLIENT = McpClient("owner")
 
 
 class McpClients:
-    def __init__(self, db: sqlite_utils.Database) -> None:
+    def __init__(self, db: Database) -> None:
         self._db = db
 
     def add(self, name: str) -> str:

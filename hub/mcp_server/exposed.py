@@ -3,9 +3,10 @@
 The tools are the very ones the hub's agent mounts (``hub.agent.tools``), run the way strands
 runs them, with the owner's turn in the invocation state, so a client gets the answers the agent
 gets. Groups: ``memory`` (learn, recall, unlearn, memory_graph), ``agent`` (``ask_tiny``, a turn
-of the hub's own agent), ``devices`` (``use_device``), ``drivers`` (the Flipper's and the Nicla
-boards' tools, and whatever tools the drivers of the devices online now contribute, so a new
-driver's tools appear with it) and ``senses`` (this machine's camera and microphone). Every call
+of the hub's own agent), ``devices`` (``use_device``), ``drivers`` (the tools of the drivers of
+the hardware attached to the hub, and whatever tools the devices online now contribute, so a
+new driver's tools appear with it) and ``senses`` (the tools of the machine's own camera and
+microphone, drivers too). Every call
 in a hardware group is written to the driver audit log, with the client's name, before it runs.
 """
 
@@ -20,11 +21,10 @@ from strands.types.events import ToolResultEvent
 from strands.types.tools import AgentTool, ToolResult
 
 from hub import contracts as c
-from hub.agent.tools import devices, memory, senses
+from hub.agent.tools import devices, memory
 from hub.agent.tools.context import STATE_KEY, ToolContext
-from hub.agent.tools.drivers import driver_tools
-from hub.preferences import disabled_tools
-from hub.runtime import Hub
+from hub.people.preferences import disabled_tools
+from hub.runtime.hub import Hub
 
 HARDWARE_GROUPS = frozenset({"devices", "drivers", "senses"})
 AUDIT_DRIVER = "mcp"
@@ -34,14 +34,19 @@ GroupTools = Callable[[ToolContext], Sequence[AgentTool]]
 
 
 def _drivers(ctx: ToolContext) -> list[AgentTool]:
-    return list(driver_tools(ctx))
+    manager = ctx.hub.drivers
+    return [*manager.catalog.family_tools(machine=False), *manager.tools()]
+
+
+def _senses(ctx: ToolContext) -> list[AgentTool]:
+    return ctx.hub.drivers.catalog.family_tools(machine=True)
 
 
 GROUP_TOOLS: dict[str, GroupTools] = {
     "memory": lambda ctx: [memory.learn, memory.recall, memory.unlearn, memory.memory_graph],
     "devices": devices.tools,
     "drivers": _drivers,
-    "senses": lambda ctx: [senses.camera_photo, senses.camera_clip, senses.microphone_listen],
+    "senses": _senses,
 }
 
 
@@ -120,7 +125,7 @@ def audit(hub: Hub, client: str, exposed: Exposed, arguments: dict[str, Any]) ->
     if exposed.group not in HARDWARE_GROUPS:
         return
     command = f"{exposed.name} {json.dumps(arguments, sort_keys=True, default=str)}"
-    hub.audit.sink(AUDIT_DRIVER)(f"mcp:{client}", command[:AUDIT_COMMAND_MAX])
+    hub.audit.record(AUDIT_DRIVER, f"mcp:{client}", command[:AUDIT_COMMAND_MAX])
 
 
 async def run_tool(ctx: ToolContext, exposed: Exposed, arguments: dict[str, Any]) -> ToolResult:

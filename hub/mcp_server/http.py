@@ -32,7 +32,7 @@ from hub.api.keys import HUB
 from hub.api.limits import read_body
 from hub.api.spec import ANY, TEXT, Operation, documented, obj
 from hub.mcp_server.clients import OWNER_CLIENT, McpClient, McpClients
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 
 routes = web.RouteTableDef()
 

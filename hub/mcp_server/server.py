@@ -22,7 +22,7 @@ from hub.agent.compose import AnswerFailed, answer_with_images
 from hub.agent.tools.context import ToolContext
 from hub.mcp_server.clients import McpClient
 from hub.mcp_server.exposed import Exposed, audit, exposed_tools, owner_context, run_tool
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 
 SERVER_NAME = "tiny-hub"
 CLIENT_SCOPE_KEY = "tiny_hub.mcp_client"

@@ -1,6 +1,6 @@
 """``tiny-hub mcp``: the hub's MCP server for clients that start a command (stdio).
 
-It is a bridge to the running hub's ``/mcp``, not a second hub: the Flipper's serial port, the
+It is a bridge to the running hub's ``/mcp``, not a second hub: the drivers' serial ports, the
 camera and the memory's files belong to the one hub process, and a second process opening them
 would fight it for the port and the database. Each JSON-RPC message read on stdin goes to the
 hub over streamable HTTP with the owner's token (or a client's), and each answer comes back on

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from hub.contracts import MAX_ENTRY_CHARS
-from hub.errors import Refused
+from hub.core.errors import Refused
 
 KINDS = ("fact", "person", "tiny", "project", "concept")
 LINK_RELS = ("part_of", "authored", "relates_to", "about")

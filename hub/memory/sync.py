@@ -24,7 +24,6 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from hub.identity import LOGIN
 from hub.memory.model import (
     KINDS,
     LINK_RELS,
@@ -35,6 +34,7 @@ from hub.memory.model import (
     SyncedEdge,
     check_text,
 )
+from hub.people.identity import LOGIN
 from hub.tinys.records import NAME_PATTERN
 from hub.tinys.social import SOCIAL_RELS
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hub.devices.notify import Notice, push_notice
-from hub.identity import User
 from hub.messages.store import Inbox, Message, MessageRefused, NoSuchRecipient, check_text
-from hub.runtime import Hub
+from hub.people.identity import User
+from hub.runtime.hub import Hub
 from hub.tinys.records import TinyError
 from hub.tinys.social import MESSAGED, record_social, user_node
 

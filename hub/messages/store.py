@@ -11,9 +11,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import sqlite_utils
-
-from hub.errors import Refused
+from hub.core.errors import Refused
+from hub.store.db import Database
 
 MAX_TEXT = 4000  # characters of one message
 MAX_LIST = 200  # conversations in the overview, or messages in one page of a conversation
@@ -82,7 +81,7 @@ def check_text(text: Any) -> str:
 class Inbox:
     """Every person's messages, in the hub's database."""
 
-    def __init__(self, db: sqlite_utils.Database) -> None:
+    def __init__(self, db: Database) -> None:
         self._db = db
 
     def add(self, sender_id: str, recipient_id: str, text: str, tiny: str = "") -> Message:

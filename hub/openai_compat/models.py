@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from hub import contracts as c
-from hub.identity import User
-from hub.runtime import Hub
+from hub.people.identity import User
+from hub.runtime.hub import Hub
 from hub.tinys.records import Tiny
 
 DEFAULT_MODEL = c.DEFAULT_TINY

@@ -19,7 +19,7 @@ from typing import Any
 from hub.agent.attachments import Attachment, BlockError, content_block
 from hub.agent.sampling import Sampling
 from hub.agent.turn import ChatMessage, ToolAnswer, ToolCall
-from hub.errors import Refused
+from hub.core.errors import Refused
 from hub.openai_compat.client_tools import EMPTY_PARAMETERS, ClientToolSpec
 
 MAX_TOOLS = 128  # OpenAI's own limit on ``tools``

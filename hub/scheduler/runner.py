@@ -19,10 +19,10 @@ from typing import Any, Protocol
 
 from hub import contracts as c
 from hub.agent.compose import answer
+from hub.core.tasks import cancel_all
 from hub.devices.notify import Notice, push_notice
-from hub.runtime import Hub
+from hub.runtime.hub import Hub
 from hub.scheduler.store import Scheduled, ScheduleStore
-from hub.tasks import cancel_all
 
 log = logging.getLogger(__name__)
 

@@ -13,11 +13,10 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import sqlite_utils
-
+from hub.core.errors import Refused
 from hub.devices.registry import Clock
-from hub.errors import Refused
 from hub.scheduler.when import MAX_ONE_SHOT_MINUTES, Every, parse_every, stamp_text
+from hub.store.db import Database
 
 Kind = Literal["job", "alert"]
 MAX_JOBS = 10  # per person, pending or repeating (the contract's limit)
@@ -98,7 +97,7 @@ class Scheduled:
 
 
 class ScheduleStore:
-    def __init__(self, db: sqlite_utils.Database, clock: Clock) -> None:
+    def __init__(self, db: Database, clock: Clock) -> None:
         self._db = db
         self.clock = clock
 
@@ -189,10 +188,6 @@ class ScheduleStore:
         return self._select(
             "next_run IS NOT NULL AND next_run <= ? ORDER BY next_run LIMIT ?", [now, limit]
         )
-
-    def next_due(self) -> float | None:
-        row = self._db.execute("SELECT min(next_run) FROM scheduled").fetchone()
-        return None if row[0] is None else float(row[0])
 
     def _select(self, where: str, params: list[Any]) -> list[Scheduled]:
         rows = self._db.execute(f"SELECT {_COLUMNS} FROM scheduled WHERE {where}", params)

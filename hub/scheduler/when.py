@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from hub.errors import Refused
+from hub.core.errors import Refused
 
 MAX_MINUTES = 24 * 60
 MAX_HOURS = 7 * 24

@@ -31,7 +31,7 @@ from typing import Any, cast
 
 import sqlite_utils
 
-from hub.errors import Refused
+from hub.core.errors import Refused
 
 BUSY_TIMEOUT_MS = 5000
 RETRY_AFTER_S = 1

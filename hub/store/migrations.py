@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-import sqlite_utils
-
 from hub.store.db import Database, connect
 
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
@@ -42,18 +40,18 @@ def bundled_migrations() -> list[Migration]:
     return sorted(found, key=lambda m: m.version)
 
 
-def current_version(db: sqlite_utils.Database) -> int:
+def current_version(db: Database) -> int:
     if not db["schema_version"].exists():
         return 0
     row = db.execute("SELECT MAX(version) FROM schema_version").fetchone()
     return int(row[0] or 0)
 
 
-def _applied(db: sqlite_utils.Database) -> set[int]:
+def _applied(db: Database) -> set[int]:
     return {int(row[0]) for row in db.execute("SELECT version FROM schema_version")}
 
 
-def migrate(db: sqlite_utils.Database, migrations: list[Migration] | None = None) -> list[int]:
+def migrate(db: Database, migrations: list[Migration] | None = None) -> list[int]:
     """Apply what is missing; return the versions applied."""
     pending_all = bundled_migrations() if migrations is None else migrations
     conn = db.conn

@@ -17,8 +17,8 @@ from urllib.parse import quote
 
 import aiohttp
 
-from hub.errors import Refused
-from hub.redaction import redact_text
+from hub.core.errors import Refused
+from hub.core.redaction import redact_text
 
 TOKEN = re.compile(r"^\d{3,15}:[A-Za-z0-9_-]{20,100}$")
 METHOD = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,63}$")
@@ -58,7 +58,7 @@ def mask(token: str) -> str:
 
 def redact(text: str, token: str) -> str:
     """``text`` with the bot's token masked however it is echoed (as it is, URL-encoded, in
-    another case), and any other credential redacted (``hub.redaction``)."""
+    another case), and any other credential redacted (``hub.core.redaction``)."""
     if token:
         for form in {token, quote(token, safe="")}:
             text = re.sub(re.escape(form), mask(token), text, flags=re.IGNORECASE)

@@ -10,12 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
-
 from hub.cloud.account import load_token, save_token
-from hub.errors import Refused
-
-REFUSED_SHOWN = 10  # refused chats a status lists
+from hub.core.errors import Refused
+from hub.store.db import Database
 
 
 class NoBot(Refused):
@@ -49,7 +46,7 @@ class Chat:
 
 
 class Bots:
-    def __init__(self, db: sqlite_utils.Database, home: Path) -> None:
+    def __init__(self, db: Database, home: Path) -> None:
         self._db = db
         self._home = home
 

@@ -25,9 +25,9 @@ import aiohttp
 
 from hub import contracts as c
 from hub.agent.compose import answer
+from hub.core.tasks import cancel_all
 from hub.devices.notify import Notice, push_notice
-from hub.runtime import Hub
-from hub.tasks import cancel_all
+from hub.runtime.hub import Hub
 from hub.telegram.api import BotApi, TelegramRefused, TelegramUnreachable
 from hub.telegram.bots import Bot, Bots
 
@@ -53,7 +53,7 @@ def parts_of(text: str) -> list[str]:
 
 
 class TelegramPoller:
-    """A part of the running hub (``hub/api/parts.py``): start, stop, status."""
+    """A part of the running hub (``hub/process/parts.py``): start, stop, status."""
 
     def __init__(self, hub: Hub, scan_s: float = SCAN_S) -> None:
         self._hub = hub

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
-from hub.errors import Refused
-from hub.identity import User
+from hub.core.errors import Refused
+from hub.people.identity import User
 from hub.telegram.api import BotApi, TelegramRefused, TelegramUnreachable, check_token, mask
 from hub.telegram.bots import Bots, NoBot
 
 if TYPE_CHECKING:
-    from hub.runtime import Hub
+    from hub.runtime.hub import Hub
 
 SETUP_TIMEOUT_S = 15.0
 

@@ -2,7 +2,7 @@
 
 A tiny's OpenAPI schema names a server, and the model fills in the requests; the `http` tool
 fetches whatever URL the model names. All of it is text from strangers, so every exchange follows
-one policy (``hub.netguard``): every hop's host is resolved and checked, the connection goes to
+one policy (``hub.core.netguard``): every hop's host is resolved and checked, the connection goes to
 exactly the checked addresses through a ``PinnedResolver``, and private or loopback addresses
 are refused unless the hub's owner named the host in ``http.allow_hosts``.
 
@@ -24,8 +24,8 @@ import aiohttp
 from aiohttp.abc import ResolveResult
 from yarl import URL
 
-from hub.netguard import Allowance, HostRefused, LookupFailed, PinnedResolver, resolve_checked
-from hub.urls import UrlRefused, canonical_url
+from hub.core.netguard import Allowance, HostRefused, LookupFailed, PinnedResolver, resolve_checked
+from hub.core.urls import UrlRefused, canonical_url
 
 __all__ = ["ALLOW_HINT", "Exchange", "SendFailed", "SendRefused", "send"]
 

@@ -14,11 +14,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import sqlite_utils
-
 from hub.contracts import DEFAULT_TINY
-from hub.errors import Refused
-from hub.identity import User, hash_token, new_token
+from hub.core.errors import Refused
+from hub.people.identity import User, hash_token, new_token
+from hub.store.db import Database
 
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{1,39}$")
 DEFAULT_CHIPS = ("What can you do?", "Tell me something interesting", "Help me plan my day")
@@ -229,7 +228,7 @@ def _skills(skills: Any) -> list[Skill]:
 
 
 class TinyStore:
-    def __init__(self, db: sqlite_utils.Database) -> None:
+    def __init__(self, db: Database) -> None:
         self._db = db
         # Told the name of every tiny created or changed, after the write (the universe keeps
         # its index in step this way). A listener must not raise and must return quickly.

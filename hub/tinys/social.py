@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-import sqlite_utils
+from hub.store.db import Database
 
 PLATFORM = "platform"
 VISITED = "visited"
@@ -72,7 +72,7 @@ def user_node(user_id: str) -> str:
     return f"{USER_PREFIX}{user_id}"
 
 
-def next_rev(db: sqlite_utils.Database) -> int:
+def next_rev(db: Database) -> int:
     """The memory clock's next revision; inside the writing transaction only."""
     row = db.execute("UPDATE memory_clock SET rev = rev + 1 RETURNING rev").fetchone()
     return int(row[0])
@@ -83,7 +83,7 @@ def _check_rel(rel: str) -> None:
         raise ValueError(f"rel must be one of {', '.join(SOCIAL_RELS)}, not {rel!r}")
 
 
-def record_social(db: sqlite_utils.Database, src: str, rel: str, dst: str) -> None:
+def record_social(db: Database, src: str, rel: str, dst: str) -> None:
     """``src → rel → dst``: opened once, then weighed up by 1 at each repeat."""
     _check_rel(rel)
     with db.atomic():
@@ -97,12 +97,12 @@ def record_social(db: sqlite_utils.Database, src: str, rel: str, dst: str) -> No
             _insert(db, src, rel, dst, rev)
 
 
-def record_consulted(db: sqlite_utils.Database, asker: str, asked: str) -> None:
+def record_consulted(db: Database, asker: str, asked: str) -> None:
     """``tiny:<asker> → consulted → tiny:<asked>``: what the trust ranking is computed over."""
     record_social(db, tiny_node(asker), CONSULTED, tiny_node(asked))
 
 
-def open_social(db: sqlite_utils.Database, src: str, rel: str, dst: str) -> bool:
+def open_social(db: Database, src: str, rel: str, dst: str) -> bool:
     """Open ``src → rel → dst`` unless it is open; True when this call opened it."""
     _check_rel(rel)
     with db.atomic():
@@ -112,7 +112,7 @@ def open_social(db: sqlite_utils.Database, src: str, rel: str, dst: str) -> bool
         return True
 
 
-def close_social(db: sqlite_utils.Database, src: str, rel: str, dst: str) -> bool:
+def close_social(db: Database, src: str, rel: str, dst: str) -> bool:
     """Close the open ``src → rel → dst`` (it stays as history); True when one was open."""
     with db.atomic():
         closed = db.execute(
@@ -123,7 +123,7 @@ def close_social(db: sqlite_utils.Database, src: str, rel: str, dst: str) -> boo
     return bool(closed)
 
 
-def current(db: sqlite_utils.Database, src: str, rel: str, dst: str) -> SocialEdge | None:
+def current(db: Database, src: str, rel: str, dst: str) -> SocialEdge | None:
     row = db.execute(
         f"SELECT {_COLUMNS} FROM edge WHERE owner = ? AND rel = ? AND src = ? AND dst = ?"
         " AND valid_to IS NULL",
@@ -132,19 +132,17 @@ def current(db: sqlite_utils.Database, src: str, rel: str, dst: str) -> SocialEd
     return _edge(row) if row else None
 
 
-def edges_from(db: sqlite_utils.Database, node: str, rel: str = "") -> list[SocialEdge]:
+def edges_from(db: Database, node: str, rel: str = "") -> list[SocialEdge]:
     """The current social edges leaving ``node`` (e.g. ``tiny:chef``), heaviest first."""
     return _current_at(db, "src", node, rel)
 
 
-def edges_to(db: sqlite_utils.Database, node: str, rel: str = "") -> list[SocialEdge]:
+def edges_to(db: Database, node: str, rel: str = "") -> list[SocialEdge]:
     """The current social edges arriving at ``node``, heaviest first."""
     return _current_at(db, "dst", node, rel)
 
 
-def _current_at(
-    db: sqlite_utils.Database, end: Literal["src", "dst"], node: str, rel: str
-) -> list[SocialEdge]:
+def _current_at(db: Database, end: Literal["src", "dst"], node: str, rel: str) -> list[SocialEdge]:
     """The current edges with ``node`` at ``end`` (of relation ``rel``; any when empty)."""
     rows = db.execute(
         f"SELECT {_COLUMNS} FROM edge WHERE owner = ? AND {end} = ? AND valid_to IS NULL"
@@ -154,7 +152,7 @@ def _current_at(
     return [_edge(row) for row in rows]
 
 
-def _insert(db: sqlite_utils.Database, src: str, rel: str, dst: str, rev: int) -> None:
+def _insert(db: Database, src: str, rel: str, dst: str, rev: int) -> None:
     db.execute(
         "INSERT INTO edge (owner, src, rel, dst, visibility, valid_from, rev)"
         " VALUES (?, ?, ?, ?, ?, ?, ?)",

@@ -26,9 +26,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-import sqlite_utils
-
 from hub.memory.vectors import HNSW, VectorIndex, embed, embed_query
+from hub.store.db import Database
 from hub.tinys.records import Tiny, TinyStore
 
 log = logging.getLogger(__name__)
@@ -74,7 +73,7 @@ class Universe:
     def __init__(
         self,
         tinys: TinyStore,
-        db: sqlite_utils.Database,
+        db: Database,
         vectors: VectorIndex,
         collection: str = COLLECTION,
     ) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import uvicorn
 
-from tests.waits import until
+from harness.waits import until
 
 Scope = MutableMapping[str, Any]
 Asgi = Callable[[Scope, Any, Any], Awaitable[None]]

@@ -10,7 +10,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import ModalScreen
 from textual.widgets import Select, Static
 
-from tui.client import HubError
+from hub.client.http import HubError
 
 Answer = dict[str, Any]
 DraftT = TypeVar("DraftT")

@@ -30,7 +30,7 @@ from textual.widgets import (
 from textual.widgets.select import NoSelection
 
 from hub import contracts as c
-from tui.client import HubError
+from hub.client.http import HubError
 from tui.guidance import FULL_AGENT_COMMAND, model_guidance, model_words, tools_word
 from tui.settings.forms import Answer, FormModal
 

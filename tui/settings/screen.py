@@ -31,7 +31,7 @@ from textual.widgets import (
 )
 
 from hub import contracts as c
-from tui.client import HubClient, HubError
+from hub.client.http import HubClient, HubError
 from tui.settings.forms import Answer
 from tui.settings.model import (
     ASKING_OLLAMA,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tui.client import HubError
+from hub.client.http import HubError
 from tui.settings.forms import Answer
 from tui.settings.model import describe_default
 

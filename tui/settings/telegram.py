@@ -13,7 +13,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Input, Label, Select, Static
 
-from tui.client import HubClient, HubError
+from hub.client.http import HubClient, HubError
 from tui.settings.forms import Answer, FormModal
 
 NO_BOT = "no bot connected · t connects the one @BotFather made for you"

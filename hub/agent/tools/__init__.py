@@ -30,7 +30,6 @@ from hub.agent.tools import (
     page,
     phone,
     schedule,
-    senses,
     skills,
     spawn,
     telegram,
@@ -40,7 +39,7 @@ from hub.agent.tools import (
 from hub.agent.tools.context import ToolContext
 from hub.agent.tools.drivers import driver_tools
 from hub.agent.tools.http import make_http_tool
-from hub.preferences import disabled_tools
+from hub.people.preferences import disabled_tools
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +66,7 @@ BUILTIN: tuple[ToolGroup, ...] = (
     client.tools,
     manage.tools,
     devices.tools,
-    driver_tools,  # every installed driver's tools: Flipper, Nicla Vision, Nicla Voice, others
-    senses.tools,
+    driver_tools,  # every installed driver's tools: attached hardware, then the machine's own
     phone.tools,  # the paired phone's: its Meta glasses, its screen, its image generator
     native.tools,
     page.tools,  # the live map and the phone's device actions
@@ -85,10 +83,9 @@ DYNAMIC: tuple[ToolGroup, ...] = (skills.tools, operations.tools, universe.mount
 MCP: tuple[ToolGroup, ...] = ()
 
 # What a model without tools is asked for that only these tools do: the hub's devices (its
-# drivers', the machine's camera and microphone, the paired phone's), and work for later.
-DEVICE_GROUPS: MountOrder = (
-    ("built-in", (devices.tools, driver_tools, senses.tools, phone.tools)),
-)
+# drivers', the machine's camera and microphone among them, the paired phone's), and work for
+# later.
+DEVICE_GROUPS: MountOrder = (("built-in", (devices.tools, driver_tools, phone.tools)),)
 JOB_GROUPS: MountOrder = (("built-in", (schedule.tools,)),)
 
 MOUNT_ORDER: MountOrder = (

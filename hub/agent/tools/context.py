@@ -13,8 +13,8 @@ from hub import contracts as c
 from hub.agent.tools.client_caps import SILENT, ClientCaps
 from hub.agent.tools.host import HubHost
 from hub.agent.tools.results import failed, ok, with_image
-from hub.identity import User
-from hub.runtime import Hub
+from hub.people.identity import User
+from hub.runtime.hub import Hub
 from hub.tinys.records import Tiny
 
 __all__ = [

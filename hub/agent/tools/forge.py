@@ -21,12 +21,12 @@ from hub.agent.tools.confirming import proposed
 from hub.agent.tools.context import ToolContext, failed, login_required, ok, turn_context
 from hub.confirmations.actions import REMOVE_TOOL
 from hub.confirmations.store import Item
+from hub.core.text_tools import text_tool
 from hub.forge import github
 from hub.forge.keeping import SAVED, install_pinned, keep_checked, ran, taken
 from hub.forge.sandbox import Sandbox
 from hub.forge.store import ForgedDraft, ForgedTool, ForgeRefused, ForgeStore
-from hub.identity import User
-from hub.text_tools import text_tool
+from hub.people.identity import User
 
 
 async def _save(ctx: ToolContext, user: User, draft: ForgedDraft, **origin: Any) -> dict[str, Any]:

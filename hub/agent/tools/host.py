@@ -15,8 +15,8 @@ from hub import contracts as c
 from hub.agent.tools.media import filmed, heard, seen
 from hub.agent.tools.results import answer_result, failed, ok
 from hub.devices.registry import DeviceError
-from hub.identity import User
-from hub.runtime import Hub
+from hub.people.identity import User
+from hub.runtime.hub import Hub
 
 
 class HubHost:
@@ -49,7 +49,10 @@ class HubHost:
         ]
 
     def audit(self, driver: str, device_id: str, command: str) -> None:
-        self.hub.audit.sink(driver)(device_id, command)
+        self.hub.drivers.host.audit(driver, device_id, command)
+
+    def emit(self, driver: str, kind: str, device_id: str | None, detail: Any) -> None:
+        self.hub.drivers.host.emit(driver, kind, device_id, detail)
 
     def ok(self, text: str, **data: Any) -> ToolResult:
         return ok(text, **data)

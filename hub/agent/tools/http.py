@@ -7,7 +7,7 @@ of which trust anything already inside the network. So a public tiny must not tu
 a pivot into the home network: only public addresses are fetched unless the hub's owner has
 named a host in `http.allow_hosts`.
 
-Every hop (the first URL and every redirect) goes through `hub.netguard`: its host is resolved
+Every hop (the first URL and every redirect) goes through `hub.core.netguard`: its host is resolved
 and checked there, and the connection goes to exactly the checked addresses through a
 `PinnedResolver`, so DNS rebinding has no window between the check and the connect. The
 exchange itself is `hub.tinys.guarded`'s, the one OpenAPI operations go through too; this module
@@ -23,7 +23,7 @@ from typing import Any
 from strands import tool
 from strands.types.tools import AgentTool
 
-from hub.netguard import PinnedResolver, refusal_reason
+from hub.core.netguard import PinnedResolver, refusal_reason
 from hub.tinys.guarded import Exchange, SendFailed, SendRefused, send
 
 __all__ = [

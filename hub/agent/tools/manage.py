@@ -13,7 +13,7 @@ from strands.types.tools import ToolContext as StrandsToolContext
 from hub import contracts as c
 from hub.agent.tools.context import ToolContext, failed, login_required, ok, turn_context
 from hub.forge.store import ForgeRefused, ForgeStore
-from hub.preferences import disabled_tools, set_tool_enabled
+from hub.people.preferences import disabled_tools, set_tool_enabled
 
 ACTIONS = ("list", "disable", "enable", "trust", "untrust")
 

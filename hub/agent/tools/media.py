@@ -1,17 +1,17 @@
 """What every camera and microphone tool answers: the capture kept in the owner's media store,
-recordings transcribed on this hub. Shared by the machine's own senses and the drivers' tools."""
+recordings transcribed on this hub. Every driver's camera and microphone tools answer so."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from drivers.audio import AudioError
-from drivers.speech import SpeechUnavailable
-from drivers.video import CLIP_TYPE
 from hub.agent.tools.results import failed, ok, with_image
 from hub.devices.registry import DeviceError
-from hub.runtime import Hub
-from hub.senses import transcribe_recording
+from hub.devices.transcripts import transcribe_recording
+from hub.runtime.hub import Hub
+from media.audio import AudioError
+from media.speech import SpeechUnavailable
+from media.video import CLIP_TYPE
 
 
 def seen(hub: Hub, camera: str, device_id: str | None, jpeg: bytes) -> dict[str, Any]:
@@ -48,7 +48,7 @@ async def heard(hub: Hub, source: str, device_id: str | None, wav: bytes) -> dic
     """The answer of every listening tool: the recording kept, transcribed, announced."""
     try:
         record, transcript = await transcribe_recording(
-            hub.senses.speech,
+            hub.speech,
             hub.devices.media,
             hub.transcripts,
             owner=hub.owner.id,

@@ -22,7 +22,7 @@ from hub.community.feed import DEFAULT_FEED, MAX_FEED
 from hub.confirmations.actions import FORGET
 from hub.confirmations.store import Item
 from hub.contracts import MAX_ENTRIES
-from hub.errors import Refused
+from hub.core.errors import Refused
 from hub.memory.forgetting import plural
 from hub.memory.graph import DAY_S, Fact, MemoryRefused, parse_ids, parse_links
 from hub.memory.wording import third_person

@@ -16,8 +16,6 @@ from hub.agent.tools.context import ToolContext, failed, login_required, ok, tur
 from hub.messages.delivery import peer, send_message
 from hub.messages.store import MAX_LIST, Inbox, MessageRefused
 
-OVERVIEW_SIZE = 20
-
 
 @tool(name="send_message", context=True)
 def send_message_tool(to: str, text: str, tool_context: StrandsToolContext) -> dict[str, Any]:

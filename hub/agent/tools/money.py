@@ -15,8 +15,8 @@ from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
 from hub.agent.tools.context import ToolContext, failed, login_required, ok, turn_context
-from hub.identity import User
-from hub.payments import DISABLED, PaymentError, Payments, Quote, dollars, payments_of
+from hub.payments.ledger import DISABLED, PaymentError, Payments, Quote, dollars, payments_of
+from hub.people.identity import User
 
 CONFIRM_IN_APP = (
     "Nothing has moved: the person confirms this quote in their app (you cannot approve it)."

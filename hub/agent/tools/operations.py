@@ -18,7 +18,7 @@ from hub.tinys.openapi import OpenAPIError, load_operations, operation_tools
 from hub.tinys.records import Tiny
 
 if TYPE_CHECKING:
-    from hub.runtime import Hub
+    from hub.runtime.hub import Hub
 
 log = logging.getLogger(__name__)
 

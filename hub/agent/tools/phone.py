@@ -17,9 +17,6 @@ from strands import tool
 from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
-from drivers.audio import AudioError
-from drivers.soundtrack import has_sound
-from drivers.speech import SpeechUnavailable
 from hub.agent.tools.context import (
     ToolContext,
     failed,
@@ -39,8 +36,11 @@ from hub.devices.phones import (
     phone_for,
 )
 from hub.devices.registry import DeviceError
-from hub.runtime import Hub
-from hub.senses import transcribe_media
+from hub.devices.transcripts import transcribe_media
+from hub.runtime.hub import Hub
+from media.audio import AudioError
+from media.soundtrack import has_sound
+from media.speech import SpeechUnavailable
 
 
 @tool(name="screenshot", context=True)
@@ -185,7 +185,7 @@ async def _heard(
     source = f"{reply.device.name} (phone)"
     try:
         transcript = await transcribe_media(
-            hub.senses.speech, media.data, media.content_type, source=source
+            hub.speech, media.data, media.content_type, source=source
         )
     except (AudioError, SpeechUnavailable) as exc:
         return f"{kept}; not transcribed: {exc}", None

@@ -22,7 +22,7 @@ from hub.agent.tools.confirming import proposed
 from hub.agent.tools.context import ToolContext, failed, login_required, ok, turn_context
 from hub.confirmations.actions import CANCEL_ALERTS, DELETE_JOB
 from hub.confirmations.store import Item
-from hub.errors import Refused
+from hub.core.errors import Refused
 from hub.memory.forgetting import plural
 from hub.scheduler.store import MAX_JOBS, Scheduled, ScheduleStore
 from hub.scheduler.when import next_local_time, stamp_text

@@ -21,8 +21,8 @@ from hub.agent.tools.confirming import proposed
 from hub.agent.tools.context import ToolContext, failed, login_required, ok, turn_context
 from hub.confirmations.actions import REMOVE_BOT
 from hub.confirmations.store import Item
-from hub.errors import Refused
-from hub.identity import User
+from hub.core.errors import Refused
+from hub.people.identity import User
 from hub.telegram.api import redact
 from hub.telegram.bots import Bots, NoBot
 from hub.telegram.setup import bots_of, call_bot, connect_bot, described, status_line

@@ -10,7 +10,7 @@ from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
 from hub.agent.tools.context import ToolContext, failed, login_required, ok, turn_context
-from hub.identity import User
+from hub.people.identity import User
 from hub.tinys.records import Tiny, TinyError, TinyStore, clamp_limit
 
 

@@ -27,8 +27,8 @@ from hub.agent.prompt import system_prompt
 from hub.agent.tools.context import STATE_KEY, ToolContext, failed, ok, turn_context
 from hub.agent.tools.operations import tiny_operation_tools
 from hub.agent.tools.skills import skill_tool
-from hub.preferences import disabled_tools
-from hub.runtime import Hub
+from hub.people.preferences import disabled_tools
+from hub.runtime.hub import Hub
 from hub.tinys import social
 from hub.tinys.records import Tiny
 from hub.tinys.universe import TOP_K, tiny_url

@@ -33,7 +33,7 @@ from hub.tinys.openapi.parse import parse_operations
 from hub.tinys.records import is_inline_schema
 
 if TYPE_CHECKING:
-    from hub.runtime import Hub
+    from hub.runtime.hub import Hub
 
 __all__ = ["forget_cached_schemas", "load_operations"]
 

@@ -1,6 +1,6 @@
 """Operations as strands tools: one tool per operation, named uniquely among a turn's tools.
 
-Each is a ``hub.text_tools`` tool: a failure inside a call is an error result the model reads.
+Each is a ``hub.core.text_tools`` tool: a failure inside a call is an error result the model reads.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 from strands.types.tools import AgentTool
 
-from hub.text_tools import text_tool
+from hub.core.text_tools import text_tool
 from hub.tinys.openapi.call import call_operation
 from hub.tinys.openapi.model import Operation
 from hub.tinys.openapi.names import name_key, tool_name, unique_name

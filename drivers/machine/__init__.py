@@ -1,0 +1,1 @@
+"""The machine's own camera (OpenCV) and microphone (PortAudio through sounddevice)."""

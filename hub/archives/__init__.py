@@ -1,0 +1,1 @@
+"""Archives and shares of conversations."""

@@ -1,0 +1,1 @@
+"""Money between the people of one hub (off unless ``payments.enabled``)."""
