@@ -18,7 +18,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Input, Label, Select, Static
 
 from hub.client.http import HubError
-from tui.jobs import when_text
+from tui.run_times import when_text
 from tui.settings.forms import Answer, FormModal
 
 # (what the person reads, the form's key, an example of its value)

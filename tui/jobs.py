@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import partial
 from typing import Any, ClassVar
 
@@ -27,34 +27,14 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Header, Static
 
 from hub.client.http import HubClient, HubError
+from tui.job_form import JobDraft, JobForm
+from tui.run_times import when_text
 from tui.tables import Cells, cursor_key, one_line
 from tui.widgets import ConfirmScreen, KeysFooter
 
 COLUMNS = ("what", "schedule", "next run", "last run", "status")
 WHAT_CHARS = 28
 STATUS_CHARS = 40
-
-
-def in_words(seconds: float) -> str:
-    """ "in 5 min", "in 2 h", "now": how far away a run is."""
-    if seconds < 60:
-        return "now" if seconds < 1 else f"in {int(seconds)} s"
-    for unit, size in (("d", 86_400), ("h", 3_600), ("min", 60)):
-        if seconds >= size:
-            return f"in {int(seconds / size + 0.5)} {unit}"  # 4 min 59 s is "in 5 min"
-    return "now"  # unreachable: the loop ends at minutes
-
-
-def when_text(stamp: Any, now: float) -> str:
-    """A run time as ``14:05 (13:05 UTC)`` (``13:05 UTC`` where local time is UTC), the date
-    too when it is not today, and how far it is when it is ahead."""
-    if not isinstance(stamp, int | float):
-        return "—"
-    local, utc = datetime.fromtimestamp(stamp).astimezone(), datetime.fromtimestamp(stamp, UTC)
-    same_day = local.date() == datetime.fromtimestamp(now).astimezone().date()
-    shown = f"{local:%H:%M}" if same_day else f"{local:%m-%d %H:%M}"
-    shown += " UTC" if local.utcoffset() == utc.utcoffset() else f" ({utc:%H:%M} UTC)"
-    return f"{shown}, {in_words(stamp - now)}" if stamp > now else shown
 
 
 def status_cell(item: Mapping[str, Any]) -> Text:
@@ -151,11 +131,9 @@ class JobsScreen(Screen[None]):
         status.set_class(problem, "problem")
 
     def action_add(self) -> None:
-        from tui.job_form import JobForm  # the form imports this module's time wording
-
         self.app.push_screen(JobForm(self._create, self._preview), self._added)
 
-    async def _create(self, draft: Any) -> dict[str, Any]:
+    async def _create(self, draft: JobDraft) -> dict[str, Any]:
         return await self.client.call("POST", "/api/jobs", body=draft.body())
 
     async def _preview(self, schedule: dict[str, Any]) -> dict[str, Any]:
