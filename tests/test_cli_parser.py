@@ -34,6 +34,9 @@ NEEDS: dict[str, list[str]] = {
     "people": ["list"],
     "mcp": [],
     "mcp token": ["list"],
+    "jobs": ["list"],
+    "telegram": ["status"],
+    "tools": ["list"],
     "version": [],
 }
 SHARED = ["--home", "/data/elsewhere", "--host", "127.0.0.9", "--port", "9123"]
@@ -65,7 +68,10 @@ def test_home_host_and_port_work_in_both_places(command: str, where: str) -> Non
     assert (parsed.home, parsed.host, parsed.port) == (Path("/data/elsewhere"), "127.0.0.9", 9123)
 
 
-@pytest.mark.parametrize("command", ["cloud status", "people list", "mcp token list"])
+@pytest.mark.parametrize(
+    "command",
+    ["cloud status", "people list", "mcp token list", "jobs list", "telegram status", "tools list"],
+)
 def test_a_command_with_actions_takes_them_between_the_two_words(command: str) -> None:
     first, *rest = command.split()
     parsed = parse([first, "--home", "/between", "--port", "9124", *rest])
@@ -166,3 +172,24 @@ def test_every_command_in_the_readme_and_docs_parses_as_printed() -> None:
         and (in_block or "arguments are required" not in problem)
     ]
     assert problems == []
+
+
+def test_url_and_token_go_before_or_after_the_action() -> None:
+    before = parse(["jobs", "--url", "http://127.0.0.1:1", "list", "--token", "t"])
+    after = parse(["tools", "run", "my_x", '{"a": 1}', "--url", "http://127.0.0.1:1"])
+    install = parse(["tools", "install", "https://raw.example/f.json", "--url", "http://h:1"])
+    assert (install.file_url, install.url) == ("https://raw.example/f.json", "http://h:1")
+    assert (before.url, before.token, after.url, after.input) == (
+        "http://127.0.0.1:1",
+        "t",
+        "http://127.0.0.1:1",
+        '{"a": 1}',
+    )
+
+
+def test_a_job_needs_exactly_one_schedule() -> None:
+    with contextlib.redirect_stderr(io.StringIO()), pytest.raises(SystemExit):
+        parse(["jobs", "add", "hi"])
+    with contextlib.redirect_stderr(io.StringIO()), pytest.raises(SystemExit):
+        parse(["jobs", "add", "hi", "--every", "*/5m", "--in", "5"])
+    assert parse(["jobs", "add", "hi", "--in", "5"]).in_minutes == 5

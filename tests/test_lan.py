@@ -27,7 +27,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from hub.api.server import RunningServer, bind_socket, start_server
+from hub.api.listen_socket import bind_socket
+from hub.api.server import RunningServer, start_server
 from hub.cli.serve import where_to_reach
 from hub.config import ConfigError, load_settings
 from hub.lan import advertise
@@ -36,10 +37,10 @@ from hub.lan.advertise import (
     SERVICE_TYPE,
     Advertiser,
     advertised_addresses,
-    hub_id,
     hub_name,
     txt_record,
 )
+from hub.lan.hub_id import hub_id
 from hub.lan.tls import ensure_certificate
 from hub.runtime.hub import Hub
 from tests.conftest import StartHub, settings_for
@@ -173,7 +174,9 @@ async def test_health_shows_lan_url(start_hub: StartHub, http: aiohttp.ClientSes
     """On loopback only there is no LAN (null) and no advertisement; lan.url is shown as set."""
     server: RunningServer = await start_hub()
     async with http.get(f"{server.url}/api/health") as response:
-        assert (await response.json())["lanUrl"] is None
+        health = await response.json()
+    assert health["lanUrl"] is None
+    assert health["id"] == hub_id(server.hub.settings.home), "the id its mDNS record carries"
     assert server.parts.advertiser is None
     named = await start_hub(lan_url="http://hub.home.arpa:8765")
     async with http.get(f"{named.url}/api/health") as response:

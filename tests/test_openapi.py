@@ -66,6 +66,24 @@ SHAPE_REJECTIONS = (400, 413, 415, 422)
 UNSAYABLE: dict[tuple[str, str], tuple[str, ...]] = {
     ("POST", "/api/chat"): ("the last message must have role user",),
     ("DELETE", "/learnings"): ("give ?id=<fact> to close one fact, or ?scope=all",),
+    # A schedule's ranges (N minutes or hours, a real time of day), and every or runInMinutes.
+    ("POST", "/api/jobs"): ("give either every", "must be 1 to", "needs a time from"),
+    ("GET", "/api/jobs/preview"): ("give either every", "must be 1 to", "needs a time from"),
+    # What only the kept bot (its token, its tiny) or Telegram itself can say.
+    ("PUT", "/api/telegram"): ("give the bot token", "name the tiny", "Telegram refuses"),
+    # The code's size in bytes, its JSON schema's size, and what the sandbox finds running it.
+    ("POST", "/api/tools"): ("a forged tool is at most", "input_schema is over", "not saved:"),
+    # Where the file is and whether its owner is trusted are the fetch's to find out.
+    ("POST", "/api/tools/install"): (
+        "install_tool takes",
+        "has a query or a fragment",
+        "is not https",
+        "has an encoded /",
+        "is not pinned",
+        "is neither in the hub's tool allowlist",
+        "cannot fetch",
+    ),
+    ("PATCH", "/api/tools/{name}"): ("is protected and cannot be turned off",),
     # OpenAI's messages: which comes last, each call answered by the message right after it,
     # and a user message's parts together holding something.
     ("POST", "/v1/chat/completions"): (

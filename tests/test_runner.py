@@ -183,7 +183,7 @@ def test_default_threads_leave_a_core_for_the_hub() -> None:
 
 
 def test_doctor_runs_the_model(home: Path) -> None:
-    check = check_embedded_model(settings_for(home, embedded_threads=1))
+    check = check_embedded_model(settings_for(home, embedded_threads=1), decode=True)
     assert check.status == "OK", check.line()
     assert re.search(r"\d+ tokens at [\d.]+ tok/s after a \d+-token prompt", check.detail)
     prompt_tokens = int(re.search(r"after a (\d+)-token prompt", check.detail).group(1))
@@ -192,7 +192,7 @@ def test_doctor_runs_the_model(home: Path) -> None:
 
 def test_doctor_fails_with_the_fix_when_the_runner_cannot_decode(home: Path, monkeypatch) -> None:
     monkeypatch.setenv(FAULT_ENV, "illegal-instruction")
-    check = check_embedded_model(settings_for(home, embedded_threads=1))
+    check = check_embedded_model(settings_for(home, embedded_threads=1), decode=True)
     assert check.status == "FAIL"
     assert "SIGILL" in check.detail
     assert "rebuild llama-cpp-python" in check.fix

@@ -36,7 +36,9 @@ async def a_card(
     call = {"function": {"name": "unlearn", "arguments": {"scope": "all"}}}
     fake.script(Reply(chunks=[], tool_calls=[call]), Reply(chunks=["Confirm it in the card."]))
     app = TinyApp(HubClient(server.url, token_of(server)), TuiConfig(tmp_path))
-    async with app.run_test(size=(100, 40)) as pilot:
+    # 120 wide: at 100 the footer gains or loses a row when the click moves the focus to the
+    # button, which moves the button between press and release (a known KeysFooter limit).
+    async with app.run_test(size=(120, 40)) as pilot:
         chat = chat_of(app)
         await say(pilot, chat, "forget everything about me")
         await turn_done(chat, 2)

@@ -24,7 +24,8 @@ from tests.scheduling import QUIET, clock, scheduler
 from tests.toolcall import use_tool
 from tui.app import TinyApp
 from tui.config import TuiConfig
-from tui.jobs import JobsScreen, in_words, when_text
+from tui.jobs import JobsScreen
+from tui.run_times import in_words, when_text
 from tui.widgets import ConfirmScreen
 
 

@@ -32,18 +32,20 @@ from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
 from harness.waits import until
 from hub.api.server import RunningServer
 from hub.client.http import HubClient
+from hub.forge.store import ForgedDraft, ForgeStore
 from hub.lan import pairing
 from tests.conftest import StartHub, owner_headers
 from tests.screen_words import cut_words
 from tests.test_tui import chat_of
 from tests.test_tui_chat import say, turn_done
 from tests.test_tui_confirmations import FACTS
-from tui import device_rows, forgotten
+from tui import device_rows, forgotten, job_form
 from tui import memory as memory_screen
 from tui.app import TinyApp
 from tui.config import TuiConfig
 from tui.confirmation import ConfirmationCard
 from tui.devices import DevicesScreen, RowDetail
+from tui.job_form import JobForm
 from tui.jobs import JobsScreen
 from tui.settings import (
     KeyNotice,
@@ -53,10 +55,12 @@ from tui.settings import (
     RemoveQuestion,
     TinyForm,
 )
+from tui.settings.telegram import TelegramForm
+from tui.tool_forms import ForgeForm, InstallForm, TryForm
 from tui.widgets import AskTextScreen, ConfirmScreen, Sidebar
 
 SIZES = [(80, 24), (120, 40)]
-SCREENS = ["chat", "devices", "memory", "settings", "map", "inbox", "community", "jobs"]
+SCREENS = ["chat", "devices", "memory", "settings", "map", "inbox", "community", "jobs", "tools"]
 LOADED = {  # what each screen shows once the hub has answered
     "chat": "embedded model",
     "devices": "live ·",
@@ -66,6 +70,7 @@ LOADED = {  # what each screen shows once the hub has answered
     "inbox": "conversation(s)",
     "community": "reputation",
     "jobs": "pending alert(s)",
+    "tools": "forged by you",
 }
 
 
@@ -255,6 +260,17 @@ def flipper_online(app: TinyApp) -> bool:
     return "live · 1 device, 1 online" in visible_text(app)
 
 
+def job_previewed(app: TinyApp) -> bool:
+    form = app.screen
+    return isinstance(form, JobForm) and "next" in str(form.query_one("#job-preview").render())
+
+
+def forged_a_tool(server: RunningServer) -> None:
+    code = "({ text }) => text.length"
+    draft = ForgedDraft("length", "How long a text is.", {"type": "object"}, code)
+    ForgeStore(server.hub.db).save(server.hub.owner, draft)
+
+
 def dropdown_open(app: TinyApp) -> bool:
     form = app.screen
     return isinstance(form, ModelForm) and form.query_one("#provider", Select).expanded
@@ -295,6 +311,11 @@ SCENES: dict[str, Scene] = {
         partial(press, keys="ctrl+b"),
         lambda app: app.screen.query_one(Sidebar).has_class("-shown"),
     ),
+    "add-job": Scene("jobs", partial(when_loaded, keys="a"), job_previewed),
+    "telegram-form": Scene("settings", partial(when_loaded, keys="t"), is_open(TelegramForm)),
+    "forge-tool": Scene("tools", partial(when_loaded, keys="f"), is_open(ForgeForm)),
+    "install-tool": Scene("tools", partial(when_loaded, keys="i"), is_open(InstallForm)),
+    "try-tool": Scene("tools", partial(when_loaded, keys="t"), is_open(TryForm), forged_a_tool),
     "devices-flipper": Scene("devices", press, flipper_online),
     "device-record": Scene("devices", open_the_flipper, is_open(RowDetail)),
 }
@@ -327,8 +348,8 @@ async def test_each_dialog_looks_as_it_did(
 ) -> None:
     scene = SCENES[name]
     monkeypatch.setattr(pairing, "secrets", FixedCode())
-    for module in (device_rows, forgotten, memory_screen):  # the clock in table cells
-        for function in ("clock_time", "stamp", "_local"):
+    for module in (device_rows, forgotten, memory_screen, job_form):  # the clock in cells
+        for function in ("clock_time", "stamp", "_local", "when_text"):
             if hasattr(module, function):
                 monkeypatch.setattr(module, function, lambda *_: "TIME")
     hub: dict[str, Any] = {"ollama_host": f"http://127.0.0.1:{closed_port}"}

@@ -1,9 +1,9 @@
 """The terminal UI: one Textual app with a screen per part of the hub, talking to it only over
 its HTTP API (``hub/client/http.py``) — the reference client of the API the phones use.
 
-Screens are Textual modes (chat, devices, memory, settings, map, inbox, community, jobs), each
-built once and kept, so switching away from a streaming reply does not stop it. Every binding has
-an id; ``[keys]`` in ``tui.toml`` rebinds any of them (``tui/config.py``).
+Screens are Textual modes (chat, devices, memory, settings, map, inbox, community, jobs,
+tools), each built once and kept, so switching away from a streaming reply does not stop it.
+Every binding has an id; ``[keys]`` in ``tui.toml`` rebinds any of them (``tui/config.py``).
 """
 
 from __future__ import annotations
@@ -28,14 +28,25 @@ from tui.map_board import MapBoard
 from tui.memory import MemoryScreen
 from tui.notices import follow_notices
 from tui.settings import SettingsScreen
+from tui.tools import ToolsScreen
 
-SCREENS_IN_ORDER = ("chat", "devices", "memory", "settings", "map", "inbox", "community", "jobs")
+SCREENS_IN_ORDER = (
+    "chat",
+    "devices",
+    "memory",
+    "settings",
+    "map",
+    "inbox",
+    "community",
+    "jobs",
+    "tools",
+)
 
 
 class TinyApp(App[None]):
     TITLE = "tiny-hub"
     BINDINGS: ClassVar[list[BindingType]] = [
-        # F1 … F8 show the screens in their order.
+        # F1 … F9 show the screens in their order.
         *(
             Binding(f"f{key}", f"switch_mode('{mode}')", mode.title(), id=f"show_{mode}")
             for key, mode in enumerate(SCREENS_IN_ORDER, start=1)
@@ -66,6 +77,7 @@ class TinyApp(App[None]):
         self.add_mode("inbox", lambda: InboxScreen(self.client))
         self.add_mode("community", lambda: CommunityScreen(self.client))
         self.add_mode("jobs", lambda: JobsScreen(self.client))
+        self.add_mode("tools", lambda: ToolsScreen(self.client))
         register_themes(self)  # the presets set_theme offers, before the saved theme is applied
         if self.config.keys:
             self.set_keymap(self.config.keys)

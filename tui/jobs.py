@@ -1,10 +1,12 @@
 """The jobs screen: your scheduled jobs and pending alerts, with next and last run, kept live.
 
-Jobs are made by talking to the companion (its ``schedule`` and ``schedule_alert`` tools); this
-screen shows them as ``GET /api/jobs`` gives them and deletes one with ``d``
-(``DELETE /api/jobs/{id}``, after a yes). Times are shown on this machine's clock with UTC
-beside them, because a daily job's time is UTC. It re-fetches on a beat, on ``r`` and when a
-notice arrives (a job ran, an alert fired); a hub that is away is said in one line.
+Jobs are made by talking to the companion (its ``schedule`` and ``schedule_alert`` tools) or
+here by hand: ``a`` opens a form (``tui/job_form.py``) that saves with ``POST /api/jobs``, the
+same store and rules as the tool. The screen shows them as ``GET /api/jobs`` gives them and
+deletes one with ``d`` (``DELETE /api/jobs/{id}``, after a yes). Times are shown on this
+machine's clock with UTC beside them, because a daily job's time is UTC. It re-fetches on a
+beat, on ``r`` and when a notice arrives (a job ran, an alert fired); a hub that is away is said
+in one line.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import partial
 from typing import Any, ClassVar
 
@@ -25,34 +27,14 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Header, Static
 
 from hub.client.http import HubClient, HubError
+from tui.job_form import JobDraft, JobForm
+from tui.run_times import when_text
 from tui.tables import Cells, cursor_key, one_line
 from tui.widgets import ConfirmScreen, KeysFooter
 
 COLUMNS = ("what", "schedule", "next run", "last run", "status")
 WHAT_CHARS = 28
 STATUS_CHARS = 40
-
-
-def in_words(seconds: float) -> str:
-    """ "in 5 min", "in 2 h", "now": how far away a run is."""
-    if seconds < 60:
-        return "now" if seconds < 1 else f"in {int(seconds)} s"
-    for unit, size in (("d", 86_400), ("h", 3_600), ("min", 60)):
-        if seconds >= size:
-            return f"in {int(seconds / size + 0.5)} {unit}"  # 4 min 59 s is "in 5 min"
-    return "now"  # unreachable: the loop ends at minutes
-
-
-def when_text(stamp: Any, now: float) -> str:
-    """A run time as ``14:05 (13:05 UTC)`` (``13:05 UTC`` where local time is UTC), the date
-    too when it is not today, and how far it is when it is ahead."""
-    if not isinstance(stamp, int | float):
-        return "—"
-    local, utc = datetime.fromtimestamp(stamp).astimezone(), datetime.fromtimestamp(stamp, UTC)
-    same_day = local.date() == datetime.fromtimestamp(now).astimezone().date()
-    shown = f"{local:%H:%M}" if same_day else f"{local:%m-%d %H:%M}"
-    shown += " UTC" if local.utcoffset() == utc.utcoffset() else f" ({utc:%H:%M} UTC)"
-    return f"{shown}, {in_words(stamp - now)}" if stamp > now else shown
 
 
 def status_cell(item: Mapping[str, Any]) -> Text:
@@ -84,6 +66,7 @@ class JobsScreen(Screen[None]):
     JobsScreen #jobs { height: 1fr; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("a", "add", "Add", id="jobs_add"),
         Binding("r", "refresh", "Refresh", id="jobs_refresh"),
         Binding("d", "delete", "Delete", id="jobs_delete"),
     ]
@@ -136,7 +119,7 @@ class JobsScreen(Screen[None]):
             table.add_row(*job_cells(item, now), key=key)
         jobs = sum(1 for item in answer.get("jobs", []) if item.get("nextRun") is not None)
         alerts = len(answer.get("alerts", []))
-        hint = "" if listed else " · ask the companion to schedule one"
+        hint = "" if listed else " · a adds one (or ask the companion)"
         self.say(
             f"{jobs} of {answer.get('limit', '?')} jobs, {alerts} pending alert(s) · "
             f"updated {datetime.now():%H:%M:%S}{hint}"
@@ -146,6 +129,22 @@ class JobsScreen(Screen[None]):
         status = self.query_one("#status", Static)
         status.update(Text(text))
         status.set_class(problem, "problem")
+
+    def action_add(self) -> None:
+        self.app.push_screen(JobForm(self._create, self._preview), self._added)
+
+    async def _create(self, draft: JobDraft) -> dict[str, Any]:
+        return await self.client.call("POST", "/api/jobs", body=draft.body())
+
+    async def _preview(self, schedule: dict[str, Any]) -> dict[str, Any]:
+        return await self.client.call("GET", "/api/jobs/preview", params=schedule)
+
+    def _added(self, answer: dict[str, Any] | None) -> None:
+        if answer is None:
+            return
+        job = answer.get("job", {})
+        self.notify(f"{job.get('schedule')}: next {job.get('nextRunText')}", title="job added")
+        self._wake.set()
 
     def action_delete(self) -> None:
         key = cursor_key(self.query_one("#jobs", DataTable))

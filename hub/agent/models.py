@@ -22,20 +22,21 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
-from strands.models import Model
 
 from hub import contracts as c
 from hub.agent import bundled_models, model_access
 from hub.agent.bundled_models import BundledModel
-from hub.agent.embedded import EmbeddedModel
 from hub.agent.runner.process import RunnerSpec
 from hub.agent.runner.supervisor import RunnerSupervisor, default_threads
 from hub.config import Settings
 from hub.core.netguard import Allowance
 from hub.people.preferences import SavedModel
+
+if TYPE_CHECKING:  # strands loads in a second; `tiny-hub doctor` reads this module without it
+    from strands.models import Model
 
 log = logging.getLogger(__name__)
 
@@ -443,6 +444,8 @@ class ModelRouter:
     def build(self, choice: ModelChoice) -> Model:
         max_tokens = choice.max_tokens or self._settings.model_max_tokens
         if choice.provider == c.PROVIDER_EMBEDDED:
+            from hub.agent.embedded import EmbeddedModel
+
             return EmbeddedModel(
                 self.embedded_runner(bundled_model_named(choice.model_id)),
                 max_tokens=max_tokens,

@@ -29,7 +29,9 @@ from hub.api import (
     payments,
     people,
     relay,
+    telegram,
     tinys,
+    tools,
     universe,
 )
 from hub.api.auth import auth_middleware
@@ -91,6 +93,8 @@ def create_app(
     app.add_routes(drivers.routes)
     app.add_routes(pair.routes)
     app.add_routes(jobs.routes)
+    app.add_routes(telegram.routes)
+    app.add_routes(tools.routes)
     app.add_routes(messages.routes)
     app.add_routes(people.routes)
     app.add_routes(payments.routes)

@@ -138,3 +138,13 @@ def query_int(request: web.Request, name: str, default: int, low: int, high: int
     if not re.fullmatch(r"[0-9]{1,18}", raw) or not low <= int(raw) <= high:
         raise http_error(web.HTTPBadRequest, f"{name} must be a whole number from {low} to {high}")
     return int(raw)
+
+
+def whole_number(value: Any) -> int | None:
+    """A whole number as JSON may write it (``5881`` or ``5881.0``); None for anything else,
+    ``true`` and ``false`` included."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value if isinstance(value, int) else None

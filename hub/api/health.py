@@ -1,9 +1,11 @@
 """GET /api/health: is the hub up, which model answers and why (anonymous callers allowed).
 
-``lanUrl`` is what a phone on the same network dials (null when the hub is not on a LAN);
-``loopbackUrl`` is the plain-HTTP listener kept on 127.0.0.1 for local clients when TLS is on.
-An anonymous caller sees what a phone needs to connect and nothing about this machine's disk:
-``dataDir`` is shown to signed-in callers only. ``model`` is what answers the caller's turns
+``id`` is the hub's stable id (``hub.id`` in its data dir, as its mDNS record carries it):
+``tiny-hub doctor`` tells its own running hub from another by it. ``lanUrl`` is what a phone on
+the same network dials (null when the hub is not on a LAN); ``loopbackUrl`` is the plain-HTTP
+listener kept on 127.0.0.1 for local clients when TLS is on. An anonymous caller sees what a
+phone needs to connect and nothing about this machine's disk: ``dataDir`` is shown to
+signed-in callers only. ``model`` is what answers the caller's turns
 when a turn names no model: a signed-in caller's saved choice (``/api/model``), else the hub's
 default, with whether it calls tools; every screen of a client reads it from here.
 """
@@ -15,6 +17,7 @@ from aiohttp import web
 from hub.api.auth import Access, access, caller
 from hub.api.keys import HUB, PARTS
 from hub.api.spec import BOOLEAN, NUMBER, STRING, Operation, documented, obj
+from hub.lan.hub_id import hub_id
 from hub.people.preferences import saved_model
 
 routes = web.RouteTableDef()
@@ -25,7 +28,11 @@ routes = web.RouteTableDef()
 @documented(
     Operation(
         "whether the hub is up, and its model, LAN and cloud state",
-        answers={200: obj({"ok": BOOLEAN, "version": STRING, "model": obj(), "uptime": NUMBER})},
+        answers={
+            200: obj(
+                {"ok": BOOLEAN, "version": STRING, "id": STRING, "model": obj(), "uptime": NUMBER}
+            )
+        },
     )
 )
 async def health(request: web.Request) -> web.Response:
@@ -37,6 +44,7 @@ async def health(request: web.Request) -> web.Response:
         {
             "ok": True,
             "version": hub.version,
+            "id": hub_id(hub.settings.home),
             "model": model.describe(),
             "embedded": hub.models.embedded_status(),
             "uptime": round(hub.uptime_s, 3),

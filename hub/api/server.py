@@ -6,7 +6,6 @@ with one line, before the hub has opened its database or loaded a model.
 
 from __future__ import annotations
 
-import errno
 import logging
 import socket
 import ssl
@@ -17,16 +16,13 @@ from aiohttp import web
 from hub.api.app import create_app
 from hub.api.connection import HubRunner
 from hub.api.keys import PARTS
+from hub.api.listen_socket import StartError, bind_socket
 from hub.lan.address import dialable, lan_address
 from hub.lan.advertise import hub_name
 from hub.process.parts import Listening, Parts
 from hub.runtime.hub import Hub
 
 log = logging.getLogger(__name__)
-
-
-class StartError(Exception):
-    """The hub cannot start; the message is one line saying why and what to do."""
 
 
 @dataclass
@@ -62,23 +58,6 @@ class RunningServer:
     async def stop(self) -> None:
         """Stop serving; the parts stop in the reverse of their start order (see hub/process)."""
         await self.runner.cleanup()
-
-
-def bind_socket(host: str, port: int) -> socket.socket:
-    """Listen on host:port (0 picks a free port); StartError when that is impossible. ``::``
-    (every IPv6 address) takes IPv4 too where the system can, as ``0.0.0.0`` and ``::``
-    together would: phones dial the hub's IPv4 LAN address."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    both = host == "::" and socket.has_dualstack_ipv6()
-    try:
-        return socket.create_server((host, port), family=family, backlog=128, dualstack_ipv6=both)
-    except OSError as exc:
-        if exc.errno == errno.EADDRINUSE:
-            raise StartError(
-                f"port {port} on {host} is already in use (is another tiny-hub running? "
-                "choose another with --port or TINY_HUB_PORT, or 0 for any free port)"
-            ) from None
-        raise StartError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
 async def start_server(

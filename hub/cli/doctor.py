@@ -2,26 +2,40 @@
 
 WARN marks what limits the hub but does not stop it (no Ollama, no microphone, no Bluetooth);
 FAIL marks what stops it. Checks never raise: a check that breaks is itself a FAIL line.
+
+By default the doctor *looks*: what is installed, what answers, what is free — a second or two,
+as ``brew doctor`` or Home Assistant's config check. ``--model`` also *loads*: it imports every
+library the hub is built on (native code included) and decodes a prompt with the embedded model,
+which takes several seconds more. A port held by this data dir's own running hub is said as such
+(the hub's id from its ``/api/health`` against ``hub.id`` here), not as a port someone else holds.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
+import importlib.metadata
 import importlib.util
+import json
 import os
+import ssl
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from drivers.base import Driver, load_drivers
 from hub import contracts as c
-from hub.agent.models import OllamaProbe, choose_from_probe, probe_ollama
 from hub.config import Settings
+
+if TYPE_CHECKING:
+    from hub.agent.models import OllamaProbe
+    from hub.agent.runner.process import RunnerSpec
 
 Status = Literal["OK", "WARN", "FAIL"]
 
@@ -43,6 +57,8 @@ DEPENDENCIES: tuple[tuple[str, str], ...] = (
     ("onnxruntime", "onnxruntime"),
     ("tokenizers", "tokenizers"),
 )
+HEALTH_TIMEOUT_S = 1.0
+WITH_MODEL = "tiny-hub doctor --model"
 
 
 @dataclass(frozen=True)
@@ -57,42 +73,63 @@ class Check:
         return f"{text} — fix: {self.fix}" if self.fix else text
 
 
-def run_checks(settings: Settings, config_error: str = "") -> Iterator[Check]:
+Planned = tuple[str, Callable[[], Check]]
+
+
+def planned_checks(
+    settings: Settings, config_error: str = "", *, model: bool = False
+) -> list[Planned]:
+    """Each check's name and how to run it, in the order they are shown (the command says
+    which one it is waiting for). ``model``: import every dependency and decode with the
+    embedded model (seconds); without it, a dependency is checked as installed and the model
+    as there."""
+    probe = functools.cache(partial(_probe, settings.ollama_host))  # one look, two checks
+    load = check_import if model else check_installed
+    return [
+        ("config", partial(check_config, settings, config_error)),
+        ("python", check_python),
+        *((f"import {module}", partial(load, module, dist)) for module, dist in DEPENDENCIES),
+        *(
+            (cls.name, partial(check_machine_device, cls, settings))
+            for cls in load_drivers()
+            if cls.machine
+        ),
+        ("speech model", partial(check_speech, settings)),
+        ("ollama", lambda: check_ollama(probe())),
+        ("chat model", lambda: check_chat_model(settings, probe())),
+        ("embedded model", partial(check_embedded_model, settings, decode=model)),
+        ("prompt cache", partial(check_prompt_cache, settings)),
+        ("embedding model", check_embedding_model),
+        ("serial ports", check_serial_ports),
+        ("bluetooth", check_bluetooth),
+        ("data dir", partial(check_data_dir, settings.home)),
+        (
+            "port",
+            partial(check_port, settings.host, settings.port, settings.home, settings.lan_tls),
+        ),
+    ]
+
+
+def check_config(settings: Settings, config_error: str) -> Check:
     if config_error:
-        yield Check("FAIL", "config", config_error, "correct the file or variable named")
-    elif settings.deprecated:
-        yield Check("WARN", "config", "; ".join(settings.deprecated), "rename the variable")
-    else:
-        source = settings.config_path if settings.config_path.exists() else "defaults"
-        yield Check("OK", "config", f"{source} and TINY_HUB_* variables")
-    yield check_python()
-    for module, dist in DEPENDENCIES:
-        yield _guarded(f"import {module}", partial(check_import, module, dist))
-    for cls in load_drivers():
-        if cls.machine:
-            yield _guarded(cls.name, partial(check_machine_device, cls, settings))
-    yield _guarded("speech model", lambda: check_speech(settings))
-    probe = _probe(settings.ollama_host)
-    yield _guarded("ollama", lambda: check_ollama(probe))
-    yield _guarded("chat model", lambda: check_chat_model(settings, probe))
-    yield _guarded("embedded model", lambda: check_embedded_model(settings))
-    yield _guarded("prompt cache", lambda: check_prompt_cache(settings))
-    yield _guarded("embedding model", check_embedding_model)
-    yield _guarded("serial ports", check_serial_ports)
-    yield _guarded("bluetooth", check_bluetooth)
-    yield _guarded("data dir", lambda: check_data_dir(settings.home))
-    yield _guarded("port", lambda: check_port(settings.host, settings.port))
+        return Check("FAIL", "config", config_error, "correct the file or variable named")
+    if settings.deprecated:
+        return Check("WARN", "config", "; ".join(settings.deprecated), "rename the variable")
+    source = settings.config_path if settings.config_path.exists() else "defaults"
+    return Check("OK", "config", f"{source} and TINY_HUB_* variables")
 
 
 def _probe(host: str) -> OllamaProbe:
     """One look at Ollama for the checks that need it (the probe itself never raises)."""
+    from hub.agent.models import OllamaProbe, probe_ollama
+
     try:
         return asyncio.run(probe_ollama(host))
     except Exception as exc:  # a check that breaks is a line, not a traceback
         return OllamaProbe(host=host, answering=False, error=f"{type(exc).__name__}: {exc}")
 
 
-def _guarded(name: str, check: Callable[[], Check]) -> Check:
+def guarded(name: str, check: Callable[[], Check]) -> Check:
     try:
         return check()
     except Exception as exc:
@@ -102,6 +139,43 @@ def _guarded(name: str, check: Callable[[], Check]) -> Check:
 def check_python() -> Check:
     # Older Pythons never get here (tomllib, 3.11+); the line says which one runs the hub.
     return Check("OK", "python", f"{'.'.join(map(str, sys.version_info[:3]))} ({sys.executable})")
+
+
+def check_installed(module: str, dist: str) -> Check:
+    """Whether ``module`` is installed, found on the path without running it, and which
+    version of ``dist`` it comes with (``--model`` imports it for real)."""
+    if _module_file(module) is None:
+        return Check(
+            "FAIL",
+            f"import {module}",
+            "not installed",
+            f"pip install '{dist}' (or rerun ./scripts/hub)",
+        )
+    try:
+        version = importlib.metadata.version(dist.split("[")[0])
+    except importlib.metadata.PackageNotFoundError:
+        version = "version unknown"
+    return Check("OK", f"import {module}", f"{dist} {version}")
+
+
+def _module_file(module: str) -> Path | None:
+    """Where ``module`` is, without importing it or its parents (``find_spec`` of
+    ``a.b`` would run ``a``)."""
+    top, *rest = module.split(".")
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    if not rest:
+        return Path(spec.origin or top)
+    for folder in spec.submodule_search_locations or ():
+        base = Path(folder, *rest)
+        for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+            if candidate.is_file():
+                return candidate
+    return None
 
 
 def check_import(module: str, dist: str) -> Check:
@@ -165,6 +239,7 @@ def check_chat_model(settings: Settings, probe: OllamaProbe) -> Check:
     hub makes from the same probe, so it is what /api/health says (a person's saved choice
     aside, which the TUI's settings screen shows)."""
     from hub.agent.bundled_models import QWEN_CODER_1_5B, installed
+    from hub.agent.models import choose_from_probe
 
     choice = choose_from_probe(settings, probe)
     offline = "offline, " if choice.provider == c.PROVIDER_EMBEDDED else ""
@@ -183,14 +258,12 @@ def check_chat_model(settings: Settings, probe: OllamaProbe) -> Check:
     return Check("WARN", "chat model", detail, c.HOW_TO_GET_TOOLS)
 
 
-def check_embedded_model(settings: Settings) -> Check:
-    """A real decode in a runner process: the file exists (a joined model is joined and its
-    SHA-256 checked), llama.cpp loads it, and this CPU runs llama.cpp's batched kernels (a
-    prompt of one token would run even where they crash). Says which model and whether it
-    calls tools."""
-    from hub.agent.bundled_models import ModelFileRefused
+def check_embedded_model(settings: Settings, *, decode: bool = False) -> Check:
+    """Which embedded model answers offline, whether it calls tools, and that its file is
+    there. ``decode``: a real decode in a runner process: the file exists (a joined model is
+    joined and its SHA-256 checked), llama.cpp loads it, and this CPU runs llama.cpp's batched
+    kernels (a prompt of one token would run even where they crash)."""
     from hub.agent.models import ModelUnavailable, embedded_choice, embedded_model, embedded_spec
-    from hub.agent.runner.probe import decode_probe
 
     name = "embedded model"
     try:
@@ -200,6 +273,15 @@ def check_embedded_model(settings: Settings) -> Check:
     choice = embedded_choice("", embedded_model(settings), settings)
     tools = "calls tools" if choice.tools else "plain chat, no tools"
     what = f"{choice.model_id} ({tools}, {spec.model_path.name})"
+    if not decode:
+        return Check("OK", name, f"{what}: installed; {WITH_MODEL} decodes with it")
+    return _decoded(name, what, spec)
+
+
+def _decoded(name: str, what: str, spec: RunnerSpec) -> Check:
+    from hub.agent.bundled_models import ModelFileRefused
+    from hub.agent.runner.probe import decode_probe
+
     try:
         result = asyncio.run(decode_probe(spec))
     except ModelFileRefused as exc:
@@ -236,7 +318,7 @@ def check_prompt_cache(settings: Settings) -> Check:
 
 
 def check_embedding_model() -> Check:
-    from hub.memory.embedder import bundled_model_files
+    from hub.memory.embedding_files import bundled_model_files
 
     found = bundled_model_files()
     if found is None:
@@ -301,15 +383,19 @@ def check_data_dir(home: Path) -> Check:
     return Check("OK", "data dir", f"{home} is writable")
 
 
-def check_port(host: str, port: int) -> Check:
-    """Binds exactly as ``serve`` will (``hub.api.server.bind_socket``), then lets go."""
+def check_port(host: str, port: int, home: Path, tls: bool = False) -> Check:
+    """Binds exactly as ``serve`` will (``hub.api.listen_socket.bind_socket``), then lets go. A
+    port in use is asked who holds it: this data dir's own hub is fine, not a warning."""
     if port == 0:
         return Check("OK", "port", "0: a free port is picked at start")
-    from hub.api.server import StartError, bind_socket
+    from hub.api.listen_socket import StartError, bind_socket
 
     try:
         bind_socket(host, port).close()
     except StartError as exc:
+        held = held_by(host, port, home, tls)
+        if held is not None:
+            return held
         return Check(
             "WARN",
             "port",
@@ -317,3 +403,44 @@ def check_port(host: str, port: int) -> Check:
             "stop it, or choose another with --port or TINY_HUB_PORT (0 picks any free port)",
         )
     return Check("OK", "port", f"{host}:{port} is free")
+
+
+def held_by(host: str, port: int, home: Path, tls: bool = False) -> Check | None:
+    """Whether a tiny-hub answers on the port, and if so whether it is this data dir's one
+    (its ``/api/health`` id is the ``hub.id`` kept here); None when no hub answers there."""
+    from hub.lan.address import dialable
+    from hub.lan.hub_id import kept_hub_id
+
+    scheme = "https" if tls else "http"
+    health = _health(f"{scheme}://{dialable(host)}:{port}/api/health")
+    if health is None or not health.get("ok"):
+        return None
+    running = f"version {health.get('version', '?')}, up {_uptime(health.get('uptime'))}"
+    if health.get("id") and health.get("id") == kept_hub_id(home):
+        return Check("OK", "port", f"{host}:{port}: this data dir's hub is running ({running})")
+    return Check(
+        "WARN",
+        "port",
+        f"{host}:{port} is held by another tiny-hub ({running}), with another data dir",
+        "stop that hub, or give this one another --port or TINY_HUB_PORT",
+    )
+
+
+def _health(url: str) -> dict[str, object] | None:
+    """The anonymous ``/api/health`` at ``url``; an https hub's self-signed certificate is not
+    checked, since nothing is sent and only its public id is read."""
+    unchecked = ssl._create_unverified_context() if url.startswith("https:") else None
+    try:
+        with urllib.request.urlopen(url, timeout=HEALTH_TIMEOUT_S, context=unchecked) as response:
+            answer = json.loads(response.read(65_536))
+    except (OSError, ValueError):
+        return None
+    return answer if isinstance(answer, dict) else None
+
+
+def _uptime(seconds: object) -> str:
+    if not isinstance(seconds, int | float):
+        return "?"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"

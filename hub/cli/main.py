@@ -30,6 +30,9 @@ COMMANDS: dict[str, str] = {
     "cloud": "hub.cloud.cli:cloud_command",
     "export": "hub.cli.export:export_command",
     "mcp": "hub.cli.mcp:mcp_bridge",
+    "jobs": "hub.cli.jobs:jobs_command",
+    "telegram": "hub.cli.telegram:telegram_command",
+    "tools": "hub.cli.tools:tools_command",
 }
 
 
@@ -61,7 +64,7 @@ def load(target: str) -> Callable[..., int]:
 # Errors a person can fix: one line, no traceback.
 USER_ERRORS = (
     ("hub.config", "ConfigError"),
-    ("hub.api.server", "StartError"),
+    ("hub.api.listen_socket", "StartError"),
     ("hub.store.migrations", "MigrationError"),
     ("hub.cli.common", "CliError"),
 )

@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import sys
 import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hub.cli.common import settings_of
+from hub.cli.waiting import waiting_line
 from hub.config import HOME_ENV, ConfigError, Settings, default_home, describe_settings
 
 if TYPE_CHECKING:
@@ -20,22 +22,27 @@ PROGRESS_EVERY_S = 0.5
 
 
 def doctor_command(args: argparse.Namespace) -> int:
-    from hub.cli.doctor import run_checks
+    from hub.cli.doctor import guarded, planned_checks
     from hub.config import load_settings
 
     error = ""
+    overrides = {"host": getattr(args, "host", None), "port": getattr(args, "port", None)}
     try:
-        settings = load_settings(home=args.home)
+        settings = load_settings(home=args.home, overrides=overrides)
     except ConfigError as exc:
         error = str(exc)
         try:  # the other checks as the environment says, without the broken file
-            settings = load_settings(home=args.home, read_file=False)
+            settings = load_settings(home=args.home, read_file=False, overrides=overrides)
         except ConfigError:
             settings = Settings(home=Path(args.home or os.environ.get(HOME_ENV) or default_home()))
     failed = False
-    for check in run_checks(settings, error):
-        print(check.line(), flush=True)
-        failed = failed or check.status == "FAIL"
+    with waiting_line(sys.stderr) as waiting:
+        for name, run in planned_checks(settings, error, model=args.model):
+            waiting.waiting_for(f"checking {name}")
+            check = guarded(name, run)
+            waiting.clear()
+            print(check.line(), flush=True)
+            failed = failed or check.status == "FAIL"
     return 1 if failed else 0
 
 

@@ -8,9 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from firmware_bridges import emulate as emulated
+from hub.cli.hand_parsers import (
+    TOKEN_ENV,
+    add_jobs_parser,
+    add_telegram_parser,
+    add_tools_parser,
+)
 from hub.mcp_server.command import add_mcp_parser
 
-TOKEN_ENV = "TINY_HUB_TOKEN"
+__all__ = ["TOKEN_ENV", "build_parser", "shared_options"]
 
 
 def shared_options(default: Any) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
@@ -80,11 +86,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="an https hub's certificate fingerprint (SHA-256 hex, as `tiny-hub discover` and "
         "the pairing QR show it): trust that hub by it (default: the local hub's own)",
     )
-    sub.add_parser(
+    doctor = sub.add_parser(
         "doctor",
         parents=[common, listen],
         help="check this machine, one line per check",
-        description="Check Python, dependencies, models, devices, data dir and port.",
+        description="Check Python, dependencies, models, devices, data dir and port: what is "
+        "installed, what answers and what is free, in a second or two.",
+    )
+    doctor.add_argument(
+        "--model",
+        action="store_true",
+        help="also load what the hub runs: import every dependency (native code included) and "
+        "decode a prompt with the embedded model (several seconds more)",
     )
     sub.add_parser(
         "config",
@@ -190,6 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cloud_parser(sub, [common, listen])
     _add_people_parser(sub, [common, listen])
     add_mcp_parser(sub, [common, listen])
+    add_jobs_parser(sub, [common, listen])
+    add_telegram_parser(sub, [common, listen])
+    add_tools_parser(sub, [common, listen])
     sub.add_parser(
         "version",
         parents=[common, listen],

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any, TextIO
 
 from hub import contracts as c
+from hub.cli.common import is_terminal
 from hub.client.progress import TurnProgress
 
 ERASE = "\r\x1b[2K"
@@ -28,7 +29,7 @@ class ProgressLine:
 
     def __init__(self, err: TextIO, out: TextIO) -> None:
         self.err, self.out = err, out
-        self.enabled = _is_terminal(err)
+        self.enabled = is_terminal(err)
         self.progress = TurnProgress()
         self.shown = False
         self.text_open = False
@@ -98,10 +99,3 @@ async def progress_line(err: TextIO, out: TextIO) -> AsyncIterator[ProgressLine]
             with contextlib.suppress(asyncio.CancelledError):
                 await ticker
         line.clear()
-
-
-def _is_terminal(stream: TextIO) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):  # a closed or unusual stream
-        return False

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from hub import __version__
-from hub.api.server import RunningServer, bind_socket, start_server
+from hub.api.listen_socket import bind_socket
+from hub.api.server import RunningServer, start_server
 from hub.cli.common import CliError, is_terminal, local_url, pin, settings_of, token
 from hub.config import Settings
 from hub.core.collector import settle

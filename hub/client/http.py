@@ -20,7 +20,12 @@ Event = dict[str, Any]
 
 
 class HubError(Exception):
-    """The hub answered with an error, or could not be reached; the message says which."""
+    """The hub answered with an error, or could not be reached; the message says which.
+    ``status`` is the hub's HTTP status (0 when it did not answer)."""
+
+    def __init__(self, message: str, status: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 @dataclass
@@ -165,7 +170,9 @@ async def _json_or_raise(response: aiohttp.ClientResponse) -> dict[str, Any]:
         body = {}
     if response.status >= 400 or not isinstance(body, dict):
         message = body.get("error") if isinstance(body, dict) else None
-        raise HubError(f"the hub answered {response.status}: {message or response.reason}")
+        raise HubError(
+            f"the hub answered {response.status}: {message or response.reason}", response.status
+        )
     return body
 
 

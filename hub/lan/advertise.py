@@ -11,14 +11,9 @@ port 5353. The address is checked every ``RECHECK_S`` and the records re-announc
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import os
-import re
 import socket
-import uuid
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from urllib.parse import urlsplit
 
 from zeroconf import IPVersion
@@ -35,25 +30,6 @@ SERVICE_TYPE = "_tinyhub._tcp.local."
 TXT_VALUE_MAX = 230
 LABEL_MAX = 63
 RECHECK_S = 30.0
-HUB_ID_FILE = "hub.id"
-
-
-def hub_id(home: Path) -> str:
-    """This hub's stable id (32 hex digits), made once and kept in ``home/hub.id``.
-
-    Not the owner's id or anything derived from a secret: it is broadcast to the whole LAN.
-    """
-    path = home / HUB_ID_FILE
-    with contextlib.suppress(FileNotFoundError):
-        existing = path.read_text(encoding="ascii").strip()
-        if re.fullmatch(r"[0-9a-f]{32}", existing):
-            return existing
-    new = uuid.uuid4().hex
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{HUB_ID_FILE}.{os.getpid()}.tmp")
-    temporary.write_text(new + "\n", encoding="ascii")
-    os.replace(temporary, path)
-    return new
 
 
 def hub_name(configured: str) -> str:

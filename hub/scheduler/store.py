@@ -36,6 +36,12 @@ class ScheduleRefused(Refused):
     pass
 
 
+class TooMany(ScheduleRefused):
+    """The per-person limit: a request that is fine in itself, refused for what is kept."""
+
+    status = 409
+
+
 class NotScheduled(Refused):
     status = 404
 
@@ -124,7 +130,7 @@ class ScheduleStore:
             first = now + run_in_minutes * 60.0
         self._trim_done(owner)
         if self.pending(owner, "job") >= MAX_JOBS:
-            raise ScheduleRefused(
+            raise TooMany(
                 f"you already have {MAX_JOBS} jobs, the most one person may have: delete one "
                 "(schedule action delete) before adding another"
             )
@@ -134,9 +140,7 @@ class ScheduleStore:
         title, now = _text(title, "title", TITLE_MAX), self.clock()
         message = message.strip()[:TEXT_MAX]
         if self.pending(owner, "alert") >= MAX_ALERTS:
-            raise ScheduleRefused(
-                f"you already have {MAX_ALERTS} pending alerts: cancel some first"
-            )
+            raise TooMany(f"you already have {MAX_ALERTS} pending alerts: cancel some first")
         return self._insert(owner, "alert", "", message, title, "", now, max(at, now))
 
     def _insert(

@@ -50,6 +50,7 @@ from tui.settings.people import (
     RemoveQuestion,
 )
 from tui.settings.status import status_lines
+from tui.settings.telegram import TelegramForm, telegram_section
 from tui.settings.tinys import KeyNotice, TinyDraft, TinyForm, prompt_preview
 from tui.tables import cursor_key
 from tui.widgets import ConfirmScreen, KeysFooter
@@ -79,6 +80,7 @@ class SettingsScreen(Screen[None]):
         Binding("x", "unpair", "Unpair", id="settings_unpair"),
         Binding("a", "add_person", "Add person", id="settings_add_person"),
         Binding("d", "remove_person", "Remove", id="settings_remove_person"),
+        Binding("t", "telegram", "Telegram", id="settings_telegram"),
     ]
 
     def __init__(self, client: HubClient) -> None:
@@ -92,6 +94,7 @@ class SettingsScreen(Screen[None]):
         self.phones: dict[str, Answer] = {}
         self.people: dict[str, Answer] = {}
         """GET /api/people's people by login (the owner's screen only)."""
+        self.bot: Answer | None = None  # GET /api/telegram's bot; None: none, or not read yet
         self.talking_to = ""
         """The tiny picked here ("" until one is: the app's own then applies)."""
         self.held_headers: dict[str, str] | None = None
@@ -115,6 +118,8 @@ class SettingsScreen(Screen[None]):
             yield Static("People", classes="heading", id="people-heading")
             yield DataTable(id="people", cursor_type="row", zebra_stripes=True)
             yield Static("loading…", id="people-note", markup=False)
+            yield Static("Telegram", classes="heading")
+            yield Static("loading…", id="telegram", markup=False)
         yield KeysFooter()
 
     def on_mount(self) -> None:
@@ -160,6 +165,20 @@ class SettingsScreen(Screen[None]):
     def action_reload(self) -> None:
         self.load_tinys()
         self.load_model()
+        self.load_telegram()
+
+    @work(exclusive=True, group="telegram")
+    async def load_telegram(self) -> None:
+        self.bot, lines, failed = await telegram_section(self.client)
+        self.show("#telegram", lines, failed)
+
+    def action_telegram(self) -> None:
+        self.app.push_screen(TelegramForm(self.client, self.bot, self.tiny_name), self.bot_saved)
+
+    def bot_saved(self, answer: Answer | None) -> None:
+        if answer is not None:
+            self.notify(str(answer.get("said") or "Telegram saved"), title="Telegram")
+            self.load_telegram()
 
     # --- tinys -----------------------------------------------------------------------------
 

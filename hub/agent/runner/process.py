@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from strands.types.exceptions import ContextWindowOverflowException
-
 from hub.agent.runner import protocol as p
 
 log = logging.getLogger(__name__)
@@ -305,6 +303,10 @@ class RunnerProcess:
                 self.active = None
                 message = str(event.get("message", "the runner failed"))
                 if event.get("kind") == p.ERROR_CONTEXT_OVERFLOW:
+                    # strands is imported here, not above: loading it takes a second, and
+                    # `tiny-hub doctor` reads this module's neighbours without running a turn.
+                    from strands.types.exceptions import ContextWindowOverflowException
+
                     return "".join(pieces), ContextWindowOverflowException(message)
                 return "".join(pieces), RunnerError(message)
         return "".join(pieces), "more"

@@ -126,8 +126,12 @@ class Mounted:
         return True
 
 
-def mount_tools(ctx: ToolContext, order: MountOrder = MOUNT_ORDER) -> Mounted:
-    mounted = Mounted(off=disabled_tools(ctx.hub.db, ctx.caller))
+def mount_tools(
+    ctx: ToolContext, order: MountOrder = MOUNT_ORDER, *, with_off: bool = False
+) -> Mounted:
+    """The turn's tools; ``with_off``: the ones the user turned off too (to list them)."""
+    off = frozenset() if with_off else disabled_tools(ctx.hub.db, ctx.caller)
+    mounted = Mounted(off=off)
     for tier, groups in order:
         for group in groups:
             for candidate in group(ctx):

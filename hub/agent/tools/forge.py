@@ -10,8 +10,7 @@ deletion; the person confirms it in their app (``hub.agent.tools.confirming``).
 
 from __future__ import annotations
 
-import json
-import logging
+from collections.abc import Awaitable
 from typing import Any
 
 from strands import tool
@@ -24,25 +23,23 @@ from hub.confirmations.actions import REMOVE_TOOL
 from hub.confirmations.store import Item
 from hub.core.text_tools import text_tool
 from hub.forge import github
-from hub.forge.sandbox import Sandbox, ToolStopped
+from hub.forge.keeping import SAVED, install_pinned, keep_checked, ran, taken
+from hub.forge.sandbox import Sandbox
 from hub.forge.store import ForgedDraft, ForgedTool, ForgeRefused, ForgeStore
 from hub.people.identity import User
-
-log = logging.getLogger(__name__)
 
 
 async def _save(ctx: ToolContext, user: User, draft: ForgedDraft, **origin: Any) -> dict[str, Any]:
     """Check `draft`'s code in the sandbox, then keep it as the person's tool."""
+    return await _kept(keep_checked(ctx.hub, user, draft, **origin))
+
+
+async def _kept(keeping: Awaitable[ForgedTool]) -> dict[str, Any]:
     try:
-        await ctx.hub.sandbox.check(draft.code)
-    except ToolStopped as exc:
-        return failed(f"not saved: {exc}")
-    saved = ForgeStore(ctx.hub.db).save(user, draft, **origin)
-    return ok(
-        f"Saved {saved.tool_name}; it can be called from the next message. Its code is public "
-        "on your profile.",
-        tool=saved.as_json(),
-    )
+        saved = await keeping
+    except ForgeRefused as exc:
+        return failed(str(exc))
+    return ok(f"Saved {saved.tool_name}; {SAVED}", tool=saved.as_json())
 
 
 @tool(name="create_tool", context=True)
@@ -105,27 +102,7 @@ async def install_tool(url: str, tool_context: StrandsToolContext) -> dict[str, 
     ctx = turn_context(tool_context)
     if ctx.caller is None:
         return login_required()
-    settings, store = ctx.hub.settings, ForgeStore(ctx.hub.db)
-    try:
-        place = github.locate(url, settings.tool_raw_base_url)
-        github.check_owner(place, settings.tool_repo_allowlist, store.trusted(ctx.caller.id))
-        # The URL the checks read, not the text as given (hub.core.urls says why).
-        source = place.url(settings.tool_raw_base_url)
-        draft = await github.fetch_pinned(source, settings.tool_raw_base_url, store)
-    except ForgeRefused as exc:
-        return failed(str(exc))
-    existing = store.named(ctx.caller.id, draft.name)
-    if existing is not None and not github.same_file(existing, place, settings.tool_raw_base_url):
-        return _taken(existing)
-    return await _save(ctx, ctx.caller, draft, source_url=source)
-
-
-def _taken(existing: ForgedTool) -> dict[str, Any]:
-    """An install never replaces a tool of the same name from somewhere else."""
-    return failed(
-        f"you already have {existing.tool_name} from elsewhere; remove_tool it first to "
-        "install this one"
-    )
+    return await _kept(install_pinned(ctx.hub, ctx.caller, url))
 
 
 def _listing(found: list[tuple[ForgedTool, str]]) -> str:
@@ -172,7 +149,7 @@ async def _install_copy(
         return failed(f"{original.tool_name} is already yours")
     existing = store.named(user.id, original.name)
     if existing is not None and existing.copied_from != original.id:
-        return _taken(existing)
+        return failed(str(taken(existing)))
     draft = ForgedDraft(original.name, original.description, original.input_schema, original.code)
     return await _save(ctx, user, draft, copied_from=original.id)
 
@@ -217,21 +194,8 @@ def forged_tools(ctx: ToolContext) -> list[AgentTool]:
     ]
 
 
-async def _ran(sandbox: Sandbox, forged: ForgedTool, input: Any) -> tuple[bool, str]:
-    """Whether the call succeeded, and its result as JSON text or what stopped it."""
-    name = forged.tool_name
-    try:
-        value = await sandbox.run(forged.code, input)
-    except ToolStopped as exc:
-        return False, f"{name} stopped: {exc}"
-    except Exception as exc:  # a tool must answer, whatever went wrong
-        log.exception("forged tool %s failed unexpectedly", name)
-        return False, f"{name} failed unexpectedly: {exc or type(exc).__name__}"
-    return True, json.dumps(value, ensure_ascii=False)
-
-
 def _mounted(sandbox: Sandbox, forged: ForgedTool) -> AgentTool:
     async def run(arguments: Any) -> tuple[bool, str]:
-        return await _ran(sandbox, forged, arguments or {})
+        return await ran(sandbox, forged, arguments or {})
 
     return text_tool(forged.tool_name, forged.description, forged.input_schema, run)
