@@ -13,6 +13,7 @@ import aiohttp
 import pytest
 
 from fakes.ollama import FakeOllama
+from fakes.telegram import FakeTelegram
 from harness.machine import drivers_with_machine_off
 from hub.api.server import RunningServer, start_server
 from hub.config import Settings, load_settings
@@ -29,6 +30,15 @@ os.environ["TINY_HUB_EMBEDDED_WARM_AT_START"] = "false"
 # Boards a test serves announce their ports here (drivers/transports/announced.py): one place
 # per test process, so the hubs of other processes, and the person's own, never see them.
 os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="tiny-hub-run-")
+
+
+@pytest.fixture
+async def fake_telegram() -> AsyncIterator[FakeTelegram]:
+    """The Telegram Bot API, faked on 127.0.0.1."""
+    fake = FakeTelegram()
+    await fake.start()
+    yield fake
+    await fake.stop()
 
 
 @pytest.fixture

@@ -34,14 +34,6 @@ WORD_COUNT = {
 
 
 @pytest.fixture
-async def fake_telegram() -> AsyncIterator[FakeTelegram]:
-    fake = FakeTelegram()
-    await fake.start()
-    yield fake
-    await fake.stop()
-
-
-@pytest.fixture
 async def raw() -> AsyncIterator[FakeRaw]:
     fake = FakeRaw()
     await fake.start()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import logging
 import stat
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +30,6 @@ from tests.sse import tool_in_a_turn
 from tests.toolcall import call_tool, result_text
 
 CHAT = 5550123
-
-
-@pytest.fixture
-async def fake_telegram() -> AsyncIterator[FakeTelegram]:
-    fake = FakeTelegram()
-    await fake.start()
-    yield fake
-    await fake.stop()
 
 
 async def hub_with_bot_api(

@@ -4,7 +4,6 @@ Bot API) and a forged tool from the Tools screen; each is what the agent's own t
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -28,14 +27,6 @@ from tui.settings.telegram import NO_BOT, TelegramForm
 from tui.tables import cursor_key
 from tui.tool_forms import ForgeForm, TryForm
 from tui.tools import ToolsScreen
-
-
-@pytest.fixture
-async def fake_telegram() -> AsyncIterator[FakeTelegram]:
-    fake = FakeTelegram()
-    await fake.start()
-    yield fake
-    await fake.stop()
 
 
 @pytest.fixture
