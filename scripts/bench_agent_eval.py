@@ -51,7 +51,7 @@ import jsonschema
 
 from harness.machine import drivers_with_machine_off
 from scripts.bench_common import BenchmarkFailed, owner_headers, percentile, running_hub
-from scripts.bench_llama_server import Recorded, recording, replay
+from scripts.bench_llama_server import Recorded, recording, replay, threads_for_peer
 from scripts.bench_rows import Row, run_alone
 
 NONE = ""  # "no tool" in a case's accepted set
@@ -348,7 +348,12 @@ async def embedded_outcomes(
             await server.hub.models.close()  # the peer runs alone
             print("offline agent eval: the same generations on llama_cpp.server", file=sys.stderr)
             peer_s = await asyncio.to_thread(
-                replay, recorded, spec.model_path, spec.context, spec.threads, spec.cache_mb << 20
+                replay,
+                recorded,
+                spec.model_path,
+                spec.context,
+                threads_for_peer(spec.threads),
+                spec.cache_mb << 20,
             )
             return outcomes, tool_schemas, peer_s
 

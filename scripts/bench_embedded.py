@@ -109,7 +109,7 @@ async def hub_run(http: Any, url: str) -> tuple[float, float]:
 async def _direct_and_hub(runs: int) -> list[Figure]:
     import aiohttp
 
-    from hub.agent.runner.supervisor import default_threads
+    from hub.agent.runner.idle_cores import default_threads
 
     threads = default_threads()
     messages = await hub_chat_messages(PROMPT)
@@ -151,7 +151,7 @@ def bench_embedded(runs: int) -> list[Figure]:
 
 
 def bench_embedded_busy(runs: int) -> list[Figure]:
-    from hub.agent.runner.supervisor import default_threads, usable_cpus
+    from hub.agent.runner.idle_cores import default_threads, usable_cpus
 
     messages = asyncio.run(hub_chat_messages(PROMPT))
     cpus = usable_cpus()

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -28,7 +27,12 @@ from typing import Any
 
 from scripts.bench_common import BenchmarkFailed
 
+REPO = Path(__file__).resolve().parents[1]
 START_WAIT_S = 300.0
+# How many entries' logits copies the peer's cache has room for beside the hub's budget.
+PEER_ENTRIES = 16
+# llama-cpp-python's default batch, the rows of the logits array each cache entry copies.
+PEER_BATCH = 512
 
 
 @dataclass
@@ -69,12 +73,15 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def llama_server(model: Path, context: int, threads: int, cache_bytes: int) -> Iterator[str]:
-    """The server on a free loopback port, its prompt cache in RAM; its base URL."""
+    """The server on a free loopback port, its prompt cache in RAM; its base URL. The cache
+    gets the hub's budget for llama.cpp's states plus room for the logits copies its entries
+    also hold (:mod:`scripts.peer_llama_server`) of :data:`PEER_ENTRIES` entries."""
+    cache_bytes += PEER_ENTRIES * logits_copy_bytes(model)
     port = free_port()
     command = [
         sys.executable,
         "-m",
-        "llama_cpp.server",
+        "scripts.peer_llama_server",
         "--model",
         str(model),
         "--n_ctx",
@@ -97,7 +104,7 @@ def llama_server(model: Path, context: int, threads: int, cache_bytes: int) -> I
         str(port),
     ]
     with tempfile.TemporaryFile() as log:
-        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
         try:
             url = f"http://127.0.0.1:{port}"
             wait_for(url, server, log)
@@ -146,6 +153,13 @@ def body_of(request: dict[str, Any], renders_tools: bool) -> dict[str, Any]:
     return {**body, "messages": messages, **request.get("sampling", {})}
 
 
+def logits_copy_bytes(model: Path) -> int:
+    from llama_cpp import Llama
+
+    vocab = Llama(model_path=str(model), vocab_only=True, verbose=False)
+    return PEER_BATCH * int(vocab.n_vocab()) * 4
+
+
 def renders_tools(model: Path) -> bool:
     from llama_cpp import Llama
 
@@ -184,7 +198,9 @@ def replay(
     return per_turn
 
 
-def threads_for_peer() -> int:
-    from hub.agent.runner.supervisor import default_threads
+def threads_for_peer(hub_threads: int) -> int:
+    """The hub's fixed count, or the most its runner takes on an idle machine (every usable
+    core): the peer replays alone, on an idle machine."""
+    from hub.agent.runner.idle_cores import usable_cpus
 
-    return int(os.environ.get("TINY_HUB_EMBEDDED_THREADS", "0") or 0) or default_threads()
+    return hub_threads or usable_cpus()

@@ -26,7 +26,6 @@ from hub.agent.runner.supervisor import (
     FAILURES_BEFORE_OFF,
     RunnerFailed,
     RunnerSupervisor,
-    default_threads,
 )
 from hub.api.server import RunningServer
 from hub.cli.doctor import check_embedded_model
@@ -174,12 +173,6 @@ def test_every_death_is_described_in_words() -> None:
     exited = describe_exit(1, ["Traceback ...", "OSError: no such file"])
     assert "status 1" in exited.what and "no such file" in exited.what
     assert "signal 31" in describe_exit(-31, []).what
-
-
-def test_default_threads_leave_a_core_for_the_hub() -> None:
-    assert default_threads(1) == 1
-    assert default_threads(2) == 1
-    assert default_threads(16) == 15
 
 
 def test_doctor_runs_the_model(home: Path) -> None:

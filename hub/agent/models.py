@@ -30,7 +30,7 @@ from hub import contracts as c
 from hub.agent import bundled_models, model_access
 from hub.agent.bundled_models import BundledModel
 from hub.agent.runner.process import RunnerSpec
-from hub.agent.runner.supervisor import RunnerSupervisor, default_threads
+from hub.agent.runner.supervisor import RunnerSupervisor
 from hub.config import Settings
 from hub.core.netguard import Allowance
 from hub.people.preferences import SavedModel
@@ -471,7 +471,7 @@ class ModelRouter:
 def embedded_spec(settings: Settings) -> RunnerSpec:
     """The GGUF and settings the embedded model runs with; ModelUnavailable without a file.
     A joined model's file may not exist yet: the runner joins and checks it before loading."""
-    threads = settings.embedded_threads or default_threads()
+    threads = settings.embedded_threads  # 0: the runner uses the cores that are idle
     configured = settings.embedded_model_path
     if configured:
         path = Path(configured).expanduser()

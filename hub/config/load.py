@@ -239,7 +239,7 @@ def _validate(settings: Settings, path: Path, env: Mapping[str, str]) -> None:
     if settings.embedded_context < 256:
         fail("embedded_context", "must be at least 256 tokens")
     if settings.embedded_threads < 0:
-        fail("embedded_threads", "must be 0 (every core but one) or more")
+        fail("embedded_threads", "must be 0 (the idle cores) or more")
     if not 0 <= settings.embedded_prompt_cache_mb <= 65536:
         fail("embedded_prompt_cache_mb", "must be 0 (off) to 65536 MB")
     if not 0 <= settings.memory_forget_grace_days <= 3650:

@@ -132,7 +132,7 @@ class Settings:
         "threads",
         "TINY_HUB_EMBEDDED_THREADS",
         0,
-        "CPU threads; 0 means every core the hub may use but one",
+        "CPU threads; 0 means the cores no other program is using, looked at as it decodes",
     )
     embedded_keep_alive_s: float = _setting(
         "embedded",

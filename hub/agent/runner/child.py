@@ -91,8 +91,13 @@ def execute_illegal_instruction() -> None:
 def load(
     model_path: str, context: int, threads: int, cache_bytes: int = 0, cache_dir: str = ""
 ) -> Any:
+    """``threads`` 0: the cores no other process uses, chosen again at each generation."""
+    from hub.agent.runner.idle_cores import default_threads, governor, usable_cpus
     from hub.agent.runner.kept_llama import KeptLlama
 
+    idle_cores = governor(usable_cpus()) if threads == 0 else None
+    if threads == 0:
+        threads = idle_cores.threads if idle_cores else default_threads()
     return KeptLlama(
         model_path=model_path,
         n_ctx=context,
@@ -101,6 +106,7 @@ def load(
         verbose=False,
         cache_bytes=cache_bytes,
         cache_dir=cache_dir,
+        idle_cores=idle_cores,
     )
 
 
@@ -226,6 +232,7 @@ def generate(llama: Any, request: dict[str, Any], cancelled: set[int], out: Outp
             "completion_tokens": completion,
             "seconds": time.perf_counter() - started,
             "cache": llama.prompt_cache.stats().as_dict(),
+            "threads": int(llama.threads),
         }
     )
 
@@ -234,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hub.agent.runner.child")
     parser.add_argument("--model", required=True)
     parser.add_argument("--context", type=int, default=4096)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=0, help="0: the idle cores")
     parser.add_argument("--cache-mb", type=int, default=0)
     parser.add_argument("--cache-dir", default="")
     args = parser.parse_args(argv)
@@ -251,7 +258,8 @@ def main(argv: list[str] | None = None) -> int:
             "ev": p.EV_READY,
             "model": os.path.basename(args.model),
             "load_s": round(time.perf_counter() - started, 4),
-            "threads": args.threads,
+            "threads": int(llama.threads),
+            "adaptive": llama.idle_cores is not None,
             "cache_bytes": cache_bytes,
             "cache_entries": len(llama.prompt_cache),
             "system_info": system_info(),

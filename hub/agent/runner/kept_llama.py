@@ -8,7 +8,9 @@ library's copy the logits buffer too (hundreds of megabytes for a large vocabula
 runner never reads (it samples inside llama.cpp and asks for no log-probabilities).
 
 It also counts the prompt tokens each generation really evaluated, which is what the cache is
-for, so the hub can say it.
+for, so the hub can say it; samples with a grammar the way llama.cpp's own tools do
+(:mod:`checked_grammar`); and, given an :class:`~hub.agent.runner.idle_cores.IdleCores`,
+decodes with the cores no other process is using (looked at again while it decodes).
 
 Imported by the runner process only (it imports llama.cpp).
 """
@@ -26,6 +28,8 @@ import numpy as np
 from llama_cpp import Llama, LlamaState
 from llama_cpp.llama_cache import BaseLlamaCache
 
+from hub.agent.runner.checked_grammar import CheckedGrammarSampler
+from hub.agent.runner.idle_cores import IdleCores
 from hub.agent.runner.prefix_cache import EntryFolder, PrefixCache, as_tokens
 
 
@@ -67,9 +71,16 @@ class KeptLlama(Llama):
     """``Llama`` whose states are llama.cpp's bytes alone, with a count of evaluated tokens."""
 
     def __init__(
-        self, *args: Any, cache_bytes: int = 0, cache_dir: str = "", **kwargs: Any
+        self,
+        *args: Any,
+        cache_bytes: int = 0,
+        cache_dir: str = "",
+        idle_cores: IdleCores | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
+        self.idle_cores = idle_cores
+        self.threads = int(self.context_params.n_threads)
         folder = EntryFolder(Path(cache_dir), self.identity()) if cache_dir else None
         self.prompt_cache = PrefixCache(cache_bytes, folder)
         self.prompt_evaluated: int | None = None
@@ -95,9 +106,25 @@ class KeptLlama(Llama):
         )
 
     def begin(self) -> None:
-        """Start counting for one generation."""
+        """Start counting for one generation, with the cores that are free now."""
         self.prompt_evaluated = None
         self.prompt_length = 0
+        self.use_free_cores()
+
+    def use_free_cores(self) -> None:
+        if self.idle_cores is None:
+            return
+        threads = self.idle_cores.look()
+        if threads != self.threads:
+            llama_cpp.llama_set_n_threads(self._ctx.ctx, threads, threads)
+            self.threads = threads
+
+    def _init_sampler(self, *args: Any, **kwargs: Any) -> Any:
+        grammar = kwargs.pop("grammar", None)  # Llama passes every setting by name
+        chain = super()._init_sampler(*args, **kwargs)
+        if grammar is None:
+            return chain
+        return CheckedGrammarSampler.build(chain, self._model.vocab, grammar, self._n_vocab)
 
     def generate(self, tokens: Sequence[int], *args: Any, **kwargs: Any) -> Any:
         self.prompt_length = len(tokens)
@@ -106,6 +133,8 @@ class KeptLlama(Llama):
     def eval(self, tokens: Sequence[int]) -> None:
         if self.prompt_evaluated is None:  # the first evaluation of a generation is its prompt
             self.prompt_evaluated = len(tokens)
+        elif self.idle_cores is not None and self.idle_cores.due():
+            self.use_free_cores()
         super().eval(tokens)
 
     def save_state(self) -> LlamaState:

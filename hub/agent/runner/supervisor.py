@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import itertools
 import logging
-import os
 from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any
 
@@ -32,22 +31,6 @@ log = logging.getLogger(__name__)
 CANCEL_GRACE_S = 0.08
 START_TIMEOUT_S = 120.0
 FAILURES_BEFORE_OFF = 3
-
-
-def usable_cpus() -> int:
-    """CPUs this process may run on (a container or taskset may allow fewer than exist)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def default_threads(cpus: int | None = None) -> int:
-    """One core left to the hub and everything else: llama.cpp's workers spin while they wait
-    for each other, so a worker that loses its core to another process stalls every token
-    (measured: 2 threads on 2 cores with one core busy decode 20x slower than 1 thread)."""
-    cpus = usable_cpus() if cpus is None else cpus
-    return max(1, cpus - 1)
 
 
 class RunnerFailed(Exception):
