@@ -16,6 +16,7 @@ from harness.waits import until
 from hub import contracts as c
 from hub.agent import small_tools
 from hub.agent.embedded import SAMPLING, EmbeddedModel, bundled_gguf
+from hub.agent.prompt import for_the_answer
 from hub.agent.runner.process import Generation, RunnerSpec
 from hub.agent.runner.protocol import (
     FIELD_CONSTRAIN,
@@ -117,6 +118,12 @@ def test_a_tool_result_reaches_a_small_model_as_its_text_not_its_json() -> None:
     assert result_text(text_and_json) == "Learned: The user likes tea."
     json_only = {"status": "success", "content": [{"json": {"level": 87}}]}
     assert result_text(json_only) == '{"level": 87}'
+
+
+def test_a_result_is_read_without_fact_ids_and_said_to_the_person() -> None:
+    stored = "Saved to memory [m_0123456789abcdef0123]: The user's sister is called Ana."
+    assert for_the_answer(stored) == "Saved to memory: your sister is called Ana."
+    assert for_the_answer("Battery 87%.") == "Battery 87%."
 
 
 async def test_list_content_history_gets_a_real_reply(runner: RunnerSupervisor) -> None:

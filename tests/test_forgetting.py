@@ -14,7 +14,7 @@ import pytest
 
 from hub.memory.forgetting import later
 from hub.memory.graph import FactNotFound, Link, MemoryFull, MemoryRefused, now
-from hub.memory.wording import third_person
+from hub.memory.wording import second_person, third_person
 from hub.process.housekeeping import delete_forgotten
 from hub.runtime.hub import Hub
 from tests.conftest import StartHub, owner_headers, settings_for
@@ -202,6 +202,30 @@ def test_the_facts_about_something_are_found_by_meaning_and_never_others(hub: Hu
 )
 def test_facts_are_put_in_the_third_person(written: str, stored: str) -> None:
     assert third_person(written) == stored
+
+
+@pytest.mark.parametrize(
+    ("stored", "said"),
+    [
+        ("The user is allergic to hazelnuts.", "You are allergic to hazelnuts."),
+        ("The user's bicycle is a green Brompton.", "Your bicycle is a green Brompton."),
+        ("The user likes tea", "You like tea"),
+        ("The user really likes jazz", "You really like jazz"),
+        ("The user studies medicine", "You study medicine"),
+        ("The user watches football on Sundays", "You watch football on Sundays"),
+        ("The user misses Lisbon", "You miss Lisbon"),
+        ("The user bought a car last year", "You bought a car last year"),
+        ("The user doesn't eat meat", "You don't eat meat"),
+        ("The user has got two cats", "You have got two cats"),
+        ("The user was born in Porto", "You were born in Porto"),
+        ("The user can swim", "You can swim"),
+        ("Ana is the user's sister", "Ana is your sister"),
+        ("Yesterday the user moved to Lisbon", "Yesterday you moved to Lisbon"),
+        ("Lisbon is sunny.", "Lisbon is sunny."),
+    ],
+)
+def test_facts_are_said_to_the_person(stored: str, said: str) -> None:
+    assert second_person(stored) == said
 
 
 async def test_the_routes_forget_list_and_undo(start_hub: StartHub) -> None:

@@ -236,7 +236,7 @@ async def test_the_hub_runs_learn_and_the_fact_is_in_learnings(
     assert message.content == "Noted: Miso."
     assert message.tool_calls is None and done.choices[0].finish_reason == "stop"
     tool_answers = [m for m in fake_ollama.requests[-1]["messages"] if m["role"] == "tool"]
-    assert "Learned" in tool_answers[0]["content"]
+    assert "Saved to memory" in tool_answers[0]["content"]
     async with (
         aiohttp.ClientSession() as http,
         http.get(f"{hub.url}/learnings", headers=owner_headers(hub)) as response,

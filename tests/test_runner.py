@@ -230,3 +230,15 @@ def test_the_compiled_cpu_backend_holds_no_amx_tile_instruction() -> None:
         found = AMX_MNEMONICS.findall(listing)
         assert not found, f"{library.name}: {len(found)} AMX instructions, e.g. {found[:3]}"
         assert "%zmm" not in listing, f"{library.name} uses AVX-512 registers"
+
+
+async def test_health_says_the_threads_the_runner_chose_from_the_idle_cores(
+    start_hub: StartHub, closed_port: int, http: aiohttp.ClientSession
+) -> None:
+    server = await start_hub(ollama_host=f"http://127.0.0.1:{closed_port}", model_max_tokens=8)
+    text, errors = await chat(http, server)
+    assert text.strip() and not errors
+    embedded = (await health(http, server))["embedded"]
+    assert isinstance(embedded, dict)
+    assert embedded["threadsChosen"] == "idle cores"
+    assert 1 <= int(embedded["threads"]) <= (os.cpu_count() or 1)

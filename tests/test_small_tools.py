@@ -357,16 +357,45 @@ async def test_a_call_described_in_words_is_asked_again_as_that_call(
     assert in_words(answer)
 
 
-async def test_a_tool_named_in_words_that_is_not_the_nearest_is_not_called(
-    start_hub: StartHub, closed_port: int, tmp_path: Path, emulator: FlipperEmulator
+FORCED_LEARN = '<tool_call>\n{"name": "learn", "arguments": {"fact": "Paris"}}\n</tool_call>'
+
+
+@pytest.mark.parametrize(
+    ("message", "described", "between"),
+    [
+        ("is my Flipper charged?", "I could use the `learn` tool later.", []),
+        (
+            "book me a flight to Paris",
+            'To book a flight to Paris, you can use the "learn" function with the following '
+            'arguments:\n```json\n{"name": "learn", "arguments": {"destination": "Paris"}}\n```',
+            [FORCED_LEARN, "no"],  # asked again for the call it named, which the check refuses
+        ),
+    ],
+)
+async def test_words_that_name_a_tool_are_never_shown_and_the_model_answers_again(
+    start_hub: StartHub,
+    closed_port: int,
+    tmp_path: Path,
+    emulator: FlipperEmulator,
+    message: str,
+    described: str,
+    between: list[str],
 ) -> None:
-    """Chit-chat that mentions a tool in passing stays an answer."""
-    server, log = await scripted_hub(
-        start_hub, closed_port, tmp_path, ["Good morning! I could use the `learn` tool later."]
-    )
-    transcript = await say(server, "is my Flipper charged?")
+    """Words that name a tool but call nothing are not the answer: the model is asked again,
+    told that no tool fits, and only that answer is shown."""
+    plain = "I can't do that from here, sorry."
+    replies = [described, *between, plain]
+    server, log = await scripted_hub(start_hub, closed_port, tmp_path, replies)
+    transcript = await say(server, message)
     assert transcript.done and not transcript.of_type(c.EV_BEFORE_TOOL)
-    assert len(requests_sent(log)) == 1
+    assert transcript.text == plain
+    sent = requests_sent(log)
+    first, again = sent[0], sent[-1]
+    assert len(sent) == len(replies)
+    assert in_words(again)
+    assert again["messages"][:-2] == first["messages"][:-1], "read only the note and message"
+    assert again["messages"][-2] == {"role": "system", "content": small_tools.NO_TOOL_FITS}
+    assert again["messages"][-1] == first["messages"][-1]
 
 
 async def test_a_call_to_a_tool_not_made_for_the_request_is_not_run(
@@ -496,9 +525,8 @@ async def test_a_small_model_sees_its_facts_without_dates_or_ids_and_unlearns_by
     answering, forgetting, _ = requests_sent(log)  # asked to forget in so many words: no check
     facts = answering["messages"][1]["content"]
     assert facts == (
-        f"{REMEMBERED_HEADER}\n- The user's sister is called Ana.\n"
-        "- The user is allergic to hazelnuts."
-    ), "oldest first"
+        f"{REMEMBERED_HEADER}\n- Your sister is called Ana.\n- You are allergic to hazelnuts."
+    ), "oldest first, as said to the person"
     assert "[m_" not in facts and "since" not in facts
     [offered] = [f for f in forgetting["tools"] if f["function"]["name"] == "unlearn"]
     parameters = offered["function"]["parameters"]
@@ -558,7 +586,7 @@ async def test_a_learned_fact_is_answered_without_its_id_and_learn_takes_no_ids(
     [learn] = [f["function"] for f in first["tools"] if f["function"]["name"] == "learn"]
     assert list(learn["parameters"]["properties"]) == ["fact"]
     assert (
-        "What the tool learn returned: Learned: The thermostat is at 21."
+        "What the tool learn returned: Saved to memory: The thermostat is at 21."
         in (answer["messages"][-1]["content"])
     )
     assert "[m_" not in answer["messages"][-1]["content"]

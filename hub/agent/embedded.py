@@ -235,21 +235,26 @@ class EmbeddedModel(PlainModel):
         usage: Generation,
         cancel_signal: threading.Event | None,
     ) -> AsyncGenerator[StreamEvent, None]:
-        """Text that cannot be a call streams as it comes; a reply that may be one is read
-        whole, then becomes a tool use, its text, or (nothing usable) a plain answer."""
+        """Words whose first sentence neither begins a call nor names a tool stream from there
+        on; a reply that may be a call is read whole, then becomes a tool use, its text, or
+        (nothing usable) a plain answer. Words that describe a call instead of making it are
+        never shown: the model answers again, told that no tool fits."""
         tools = small_tools.with_answer(offer.tools)
         offered = {spec["name"]: spec for spec in tools}
         fields = self._fields(offer)
-        reply, streaming = "", False
+        reply, streaming, decided = "", False, False
         yield {"contentBlockStart": {"start": {}}}
         async for piece in self._pieces(chat, fields, usage, cancel_signal):
             reply += piece
-            if not streaming and len(reply.strip()) >= 2:
-                streaming = not small_tools.looks_like_call(reply, offered)
-                if streaming:
-                    yield {"contentBlockDelta": {"delta": {"text": reply}}}
-            elif streaming:
+            if streaming:
                 yield {"contentBlockDelta": {"delta": {"text": piece}}}
+            elif not decided and len(reply.strip()) >= 2:
+                decided = small_tools.looks_like_call(reply, offered)  # read whole
+                if not decided and small_tools.first_sentence_done(reply):
+                    decided = True
+                    streaming = not small_tools.tools_named(reply, offered)
+                    if streaming:
+                        yield {"contentBlockDelta": {"delta": {"text": reply}}}
         parsed = small_tools.parse_reply(reply, offered)
         self._log_reply(reply, usage, parsed)
         cancelled = usage.stop_reason == STOP_CANCELLED
@@ -262,7 +267,8 @@ class EmbeddedModel(PlainModel):
             text = text if streaming else answered
         if not streaming and small_tools.looks_like_call(text, offered):
             text = ""  # an unreadable call is never shown; the model answers again below
-        if not streaming and text and not cancelled:
+        describing = not streaming and bool(small_tools.tools_named(text, offered))
+        if not streaming and text and not describing and not cancelled:
             yield {"contentBlockDelta": {"delta": {"text": text}}}
         yield {"contentBlockStop": {}}
         if call is None and not cancelled and self._call_grammar:
@@ -276,8 +282,9 @@ class EmbeddedModel(PlainModel):
             for event in tool_use_events(call):
                 yield event
             usage.stop_reason = "tool_use"
-        elif not (streaming or text) and usage.stop_reason != STOP_CANCELLED:
-            async for event in self._text(chat, self._answer_fields(offer), usage, cancel_signal):
+        elif not (streaming or (text and not describing)) and usage.stop_reason != STOP_CANCELLED:
+            again = with_note_before_message(chat, small_tools.NO_TOOL_FITS) if describing else chat
+            async for event in self._text(again, self._answer_fields(offer), usage, cancel_signal):
                 yield event
 
     async def _aside(
@@ -362,6 +369,12 @@ class EmbeddedModel(PlainModel):
         )
         if parsed.refused:
             log.info("embedded model's call not taken: %s", parsed.refused)
+
+
+def with_note_before_message(chat: list[dict[str, str]], note: str) -> list[dict[str, str]]:
+    """``chat`` with a system message right before its last message (what came before stays
+    the same, so the runner reads only the note and the message)."""
+    return [*chat[:-1], {"role": "system", "content": note}, chat[-1]]
 
 
 def tool_use_events(call: small_tools.Call) -> list[StreamEvent]:

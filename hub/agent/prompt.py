@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from hub.memory.graph import Fact
 from hub.memory.model import FACT_ID_PATTERN
+from hub.memory.wording import second_person
 from hub.tinys.records import DEFAULT_PROMPT, Tiny
 from hub.tinys.universe import tiny_url
 
@@ -24,9 +25,11 @@ MEMORY_HEADER = (
 FACT_ID = re.compile(rf" ?\[{FACT_ID_PATTERN}\]")
 # Oldest first, so a fact learned later joins the end and the runner keeps what it read of the
 # others (see EmbeddedModel). Told only this, not to answer from these facts: told that, the
-# 1.5B answered requests for its tools from them too ("what's the battery of my board?").
+# 1.5B answered requests for its tools from them too ("what's the battery of my board?"). The
+# facts are written as said to the person (see ``second_person``): the model answers in them.
 REMEMBERED_HEADER = (
-    "## What you remember about the user\nOldest first; where two disagree, the later one holds."
+    "## What you know about the person you are talking to, as you would say it to them\n"
+    "Oldest first; where two disagree, the later one holds."
 )
 MATCHED_HEADER = "## Also in your memory, related to this message"
 
@@ -41,17 +44,17 @@ def remembered_note(facts: Sequence[Fact], header: str = REMEMBERED_HEADER) -> s
     facts) and no ids (no tool a small model is offered takes one; shown ids, it answered
     "what's my sister's name?" with where the fact is stored, and each id is new random text
     in the prompt, so the same question met a different prompt on every run)."""
-    return header + "\n" + "\n".join(f"- {f.text}" for f in facts)
+    return header + "\n" + "\n".join(f"- {second_person(f.text)}" for f in facts)
 
 
 def oldest_first(facts: Sequence[Fact]) -> list[Fact]:
     return sorted(facts, key=lambda f: f.valid_from)
 
 
-def without_fact_ids(text: str) -> str:
-    """A tool's result without the ids of facts, for a small model's answer turn (see
-    :func:`remembered_note`)."""
-    return FACT_ID.sub("", text)
+def for_the_answer(text: str) -> str:
+    """A tool's result as a small model's answer turn reads it: without the ids of facts (see
+    :func:`remembered_note`), its facts as said to the person."""
+    return second_person(FACT_ID.sub("", text))
 
 
 RELATED_HEADER = (

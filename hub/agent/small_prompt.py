@@ -10,7 +10,7 @@ from typing import Any
 
 from strands.types.content import Messages
 
-from hub.agent.prompt import without_fact_ids
+from hub.agent.prompt import for_the_answer
 
 RESULT_CHARS = 1500
 
@@ -42,7 +42,7 @@ def block_text(block: Mapping[str, Any], names: dict[str, str]) -> str:
     if "toolResult" in block:
         result = block["toolResult"]
         name = names.get(str(result.get("toolUseId", "")), "the tool")
-        return f"What the tool {name} returned: {without_fact_ids(result_text(result))}"
+        return f"What the tool {name} returned: {for_the_answer(result_text(result))}"
     return ""
 
 

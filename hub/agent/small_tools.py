@@ -36,7 +36,7 @@ import contextlib
 import dataclasses
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -528,20 +528,40 @@ def asked_in_so_many_words(message: str, offered: Sequence[str]) -> str:
 
 
 def named_in_words(text: str, offered: Sequence[str]) -> str:
-    """The one offered tool a reply names as a tool (in backticks or quotes, as "the X
-    function/tool", or as the whole reply), as a model does when it describes a call instead
-    of making it; empty when it names none or several."""
+    """The one offered tool a reply names as a tool; empty when it names none or several."""
+    named = tools_named(text, offered)
+    return named.pop() if len(named) == 1 else ""
+
+
+def tools_named(text: str, offered: Collection[str]) -> set[str]:
+    """The offered tools words name as tools (in backticks or quotes, as "the X function/tool",
+    or as the whole reply), as a small model does when it describes a call instead of making
+    it: such words are never an answer for a person."""
     bare = text.strip().strip("`'\".()").strip()
     if bare in offered:
-        return bare
-    named = {
+        return {bare}
+    return {
         name
         for name in offered
         if re.search(
             rf"[`'\"]{re.escape(name)}[`'\"(]|\b{re.escape(name)}\s+(?:function|tool)\b", text
         )
     }
-    return named.pop() if len(named) == 1 else ""
+
+
+# Where the first sentence of a reply in words ends; what it says decides whether the reply is
+# shown as it comes (see ``EmbeddedModel._with_tools``).
+SENTENCE_END = re.compile(r"[.!?:;]\s|\n")
+FIRST_SENTENCE_CHARS = 160
+# Said right before the message when the model's words named a tool but made no call.
+NO_TOOL_FITS = (
+    "No tool here does what this message asks. Answer it yourself in plain words, and do not "
+    "name any tool or function; when you cannot do what it asks, say so."
+)
+
+
+def first_sentence_done(text: str) -> bool:
+    return len(text) >= FIRST_SENTENCE_CHARS or SENTENCE_END.search(text) is not None
 
 
 def json_objects(text: str) -> Iterator[tuple[dict[str, Any], str]]:

@@ -83,3 +83,52 @@ def conjugated(verb: str) -> str:
     if len(lower) > 2 and lower.endswith("y") and lower[-2] not in "aeiou":
         return verb[:-1] + "ies"
     return verb + "s"
+
+
+# "the user" + a form whose second person is not the verb without its "s".
+SECOND_PERSON_FORMS = {
+    "the user's": "your",
+    "the user is": "you are",
+    "the user was": "you were",
+    "the user has": "you have",
+    "the user does": "you do",
+    "the user doesn't": "you don't",
+    "the user goes": "you go",
+    "the user themselves": "you yourself",
+    "themselves": "yourself",
+}
+_USER_PHRASE = re.compile(
+    r"\b(?:"
+    + "|".join(re.escape(k) for k in sorted(SECOND_PERSON_FORMS, key=len, reverse=True))
+    + r")\b",
+    re.IGNORECASE,
+)
+_USER_VERB = re.compile(rf"\bthe user\s+((?:(?:{ADVERBS})\s+)*)([a-z']+)\b", re.IGNORECASE)
+_USER = re.compile(r"\bthe user\b", re.IGNORECASE)
+
+
+def second_person(text: str) -> str:
+    """A fact about "the user" as said to the person ("The user's sister is Ana" → "Your
+    sister is Ana"); text that does not speak of the user is returned as it was.
+
+    A small model answers in the words it was shown: shown facts about "the user", the 1.5B
+    answered "The user's dog is called Rex" to the person who owns the dog."""
+    changed = _USER_PHRASE.sub(lambda m: SECOND_PERSON_FORMS[m.group(0).lower()], text)
+    changed = _USER_VERB.sub(lambda m: f"you {m.group(1)}{base_form(m.group(2))}", changed)
+    changed = _USER.sub("you", changed)
+    if changed == text:
+        return text
+    return changed[:1].upper() + changed[1:]
+
+
+def base_form(verb: str) -> str:
+    """The base form of a third-person singular verb ("likes" → "like"); the reverse of
+    :func:`conjugated`. Anything else (a past tense, a modal) is returned unchanged."""
+    lower = verb.lower()
+    if lower in UNCHANGED or not lower.endswith("s") or lower.endswith(("ss", "us", "is")):
+        return verb
+    if len(lower) > 4 and lower.endswith("ies"):
+        return verb[:-3] + "y"
+    if lower.endswith(("sses", "shes", "ches", "xes", "zes", "oes")):
+        return verb[:-2]
+    return verb[:-1]

@@ -172,6 +172,7 @@ class RunnerProcess:
         self._next_id = 0
         self.active: int | None = None  # the generation the runner is working on
         self.cache: dict[str, Any] = {}  # the prompt cache's stats, as the last ``done`` said
+        self.threads = 0  # the threads it decoded with last (ready, then each ``done``)
 
     @property
     def pid(self) -> int | None:
@@ -199,6 +200,7 @@ class RunnerProcess:
         if event.get("ev") != p.EV_READY:
             raise await self._exited_error()
         self.ready = event
+        self.threads = int(event.get("threads", 0))
         log.info(
             "model runner %s: %s loaded in %.2f s, %d thread(s)",
             self.pid,
@@ -298,6 +300,7 @@ class RunnerProcess:
                 usage.prompt_evaluated += int(event.get("prompt_evaluated", 0))
                 usage.seconds += float(event.get("seconds", 0.0))
                 self.cache = dict(event.get("cache") or {})
+                self.threads = int(event.get("threads", self.threads))
                 return "".join(pieces), "done"
             elif kind == p.EV_ERROR:
                 self.active = None

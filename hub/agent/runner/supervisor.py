@@ -89,9 +89,11 @@ class RunnerSupervisor:
         status: dict[str, Any] = {
             "state": state,
             "model": self.spec.model_path.stem,
-            "threads": self.spec.threads,
+            "threads": self.threads,
             "pid": self.pid,
         }
+        if not self.spec.threads:
+            status["threadsChosen"] = "idle cores"
         if self.preparing:
             status["preparing"] = self.preparing
         if cache := self.cache:
@@ -158,6 +160,13 @@ class RunnerSupervisor:
         async for _ in self.generate(messages, 1, {}, usage, offer, p.OP_WARM):
             pass
         return usage
+
+    @property
+    def threads(self) -> int:
+        """The fixed count, or the one the runner last decoded with (0 before it has run)."""
+        if self.spec.threads or self._process is None:
+            return self.spec.threads
+        return self._process.threads
 
     @property
     def cache(self) -> dict[str, Any]:

@@ -85,7 +85,7 @@ def learn(
         )
     except MemoryRefused as exc:
         return failed(str(exc))
-    return ok(f"Learned [{stored.id}]: {stored.text}", fact=stored.as_json())
+    return ok(f"Saved to memory [{stored.id}]: {stored.text}", fact=stored.as_json())
 
 
 @tool(name="recall", context=True)
