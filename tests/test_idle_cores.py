@@ -15,6 +15,7 @@ from hub.agent.runner.idle_cores import (
     Sample,
     default_threads,
     others_cores,
+    physical_cores,
     read_sample,
     threads_for,
     usable_cpus,
@@ -92,3 +93,13 @@ def test_a_process_spinning_on_each_core_leaves_one_thread(tmp_path: Path) -> No
             spinner.wait()
     assert threads == 1
     assert cores.others >= usable_cpus() * 0.5
+
+
+def test_two_hyperthreads_of_one_core_count_once(tmp_path: Path) -> None:
+    for cpu, siblings in {0: "0,2", 1: "1,3", 2: "0,2", 3: "1,3", 4: "4"}.items():
+        topology = tmp_path / f"cpu{cpu}" / "topology"
+        topology.mkdir(parents=True)
+        (topology / "thread_siblings_list").write_text(siblings + "\n")
+    assert physical_cores({0, 1, 2, 3, 4}, str(tmp_path)) == 3
+    assert physical_cores({0, 2}, str(tmp_path)) == 1
+    assert physical_cores({7}, str(tmp_path)) == 1, "unreadable: the CPU counts on its own"

@@ -646,3 +646,40 @@ def test_a_tools_family_is_the_module_that_defines_it() -> None:
 
     families = small_tools.families_of([memory.learn, memory.recall])
     assert families == {"learn": "hub.agent.tools.memory", "recall": "hub.agent.tools.memory"}
+
+
+@pytest.mark.parametrize(
+    ("reply", "describes"),
+    [
+        ("To turn off the lights, you can use the `flashlight` function with on false.", True),
+        ("You can use the set_light tool.", True),
+        ("Here is the function call:", True),
+        ('Try the "learn" tool.', True),
+        ("Why did the tomato turn red? It saw the salad dressing!", False),
+        ("I used my tools to check: your Flipper is at 87%.", False),
+    ],
+)
+def test_words_that_speak_of_calling_a_function_describe_a_call(
+    reply: str, describes: bool
+) -> None:
+    assert small_tools.describes_a_call(reply, ["learn", "answer"]) is describes
+
+
+def test_a_small_model_writes_a_new_fact_about_the_user() -> None:
+    """It is shown its facts as said to the person; the call grammar keeps new ones about "the
+    user", on one line and without quotes it could not escape."""
+    import jsonschema
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    from hub.agent.runner import call_grammar
+    from hub.agent.tools.memory import learn
+
+    function = small_tools.as_function(learn.tool_spec)
+    fact = function["function"]["parameters"]["properties"]["fact"]
+    check = jsonschema.Draft202012Validator(fact)
+    assert check.is_valid("The user's sister is called Ana.")
+    assert not check.is_valid("Your sister is called Ana.")
+    assert not check.is_valid('The user says "hi"')
+    grammar = call_grammar.grammar_for([function], only="learn")
+    assert '"The use' in grammar, "the call must write the fact's first words"
+    LlamaGrammar.from_string(grammar, verbose=False)  # llama.cpp parses it

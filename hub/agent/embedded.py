@@ -252,7 +252,7 @@ class EmbeddedModel(PlainModel):
                 decided = small_tools.looks_like_call(reply, offered)  # read whole
                 if not decided and small_tools.first_sentence_done(reply):
                     decided = True
-                    streaming = not small_tools.tools_named(reply, offered)
+                    streaming = not small_tools.describes_a_call(reply, offered)
                     if streaming:
                         yield {"contentBlockDelta": {"delta": {"text": reply}}}
         parsed = small_tools.parse_reply(reply, offered)
@@ -267,7 +267,7 @@ class EmbeddedModel(PlainModel):
             text = text if streaming else answered
         if not streaming and small_tools.looks_like_call(text, offered):
             text = ""  # an unreadable call is never shown; the model answers again below
-        describing = not streaming and bool(small_tools.tools_named(text, offered))
+        describing = not streaming and small_tools.describes_a_call(text, offered)
         if not streaming and text and not describing and not cancelled:
             yield {"contentBlockDelta": {"delta": {"text": text}}}
         yield {"contentBlockStop": {}}

@@ -351,8 +351,21 @@ def offered_schema(
     return {**schema, "properties": kept, "required": required}
 
 
+# Arguments a small model may write only in one shape. The facts it is shown are said to the
+# person ("Your sister is Ana", see ``prompt.remembered_note``) and a 1.5B copies that into new
+# facts; a fact is stored about "the user", so the call grammar makes it begin that way (and
+# keeps it one line without quotes, which the pattern could not escape).
+SHAPED = {"learn": {"fact": {"pattern": '^The user[^"\\\\\\n]+$'}}}
+
+
 def offered_schema_of(spec: ToolSpec) -> dict[str, Any]:
-    return offered_schema(schema_of(spec), WITHHELD.get(spec["name"], frozenset()))
+    schema = offered_schema(schema_of(spec), WITHHELD.get(spec["name"], frozenset()))
+    shaped = SHAPED.get(spec["name"], {})
+    properties = schema.get("properties", {})
+    for name, shape in shaped.items():
+        if name in properties:
+            properties[name] = {**properties[name], **shape}
+    return schema
 
 
 def as_function(spec: ToolSpec) -> dict[str, Any]:
@@ -531,6 +544,21 @@ def named_in_words(text: str, offered: Sequence[str]) -> str:
     """The one offered tool a reply names as a tool; empty when it names none or several."""
     named = tools_named(text, offered)
     return named.pop() if len(named) == 1 else ""
+
+
+# Words about calling a function, named or not ("use the `flashlight` function with ..."),
+# whether or not the name is one the hub offered.
+CALL_WORDS = re.compile(
+    r"[`'\"][\w.]+[`'\"]\s+(?:function|tool)\b|\b(?:function|tool) call\b|"
+    r"\b(?:use|call)\s+the\s+[\w.]+\s+(?:function|tool)\b",
+    re.IGNORECASE,
+)
+
+
+def describes_a_call(text: str, offered: Collection[str]) -> bool:
+    """Whether words describe a call instead of answering: they name an offered tool as a
+    tool, or speak of using a function."""
+    return bool(tools_named(text, offered)) or CALL_WORDS.search(text) is not None
 
 
 def tools_named(text: str, offered: Collection[str]) -> set[str]:

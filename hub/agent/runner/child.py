@@ -91,11 +91,12 @@ def execute_illegal_instruction() -> None:
 def load(
     model_path: str, context: int, threads: int, cache_bytes: int = 0, cache_dir: str = ""
 ) -> Any:
-    """``threads`` 0: the cores no other process uses, chosen again at each generation."""
-    from hub.agent.runner.idle_cores import default_threads, governor, usable_cpus
+    """``threads`` 0: the cores no other process uses (one thread a physical core), chosen
+    again at each generation."""
+    from hub.agent.runner.idle_cores import default_threads, governor
     from hub.agent.runner.kept_llama import KeptLlama
 
-    idle_cores = governor(usable_cpus()) if threads == 0 else None
+    idle_cores = governor() if threads == 0 else None
     if threads == 0:
         threads = idle_cores.threads if idle_cores else default_threads()
     return KeptLlama(

@@ -105,15 +105,33 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
+def physical_cores(cpus: set[int] | None = None, sysfs: str = "/sys/devices/system/cpu") -> int:
+    """The cores behind the CPUs this process may use: two hyperthreads of one core count once
+    (llama.cpp's workers on both halves of a core decode slower than one). Where the topology
+    cannot be read, every CPU counts."""
+    try:
+        usable = cpus if cpus is not None else set(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return usable_cpus()
+    siblings = set()
+    for cpu in usable:
+        try:
+            with open(f"{sysfs}/cpu{cpu}/topology/thread_siblings_list", encoding="ascii") as f:
+                siblings.add(f.read().strip())
+        except OSError:
+            siblings.add(f"cpu{cpu}")
+    return max(1, len(siblings))
+
+
 def default_threads(cpus: int | None = None) -> int:
     """The fixed count where the share cannot be read: one core left to everything else."""
     cpus = usable_cpus() if cpus is None else cpus
     return max(1, cpus - 1)
 
 
-def governor(cores: int) -> IdleCores | None:
+def governor(cores: int | None = None) -> IdleCores | None:
     """An :class:`IdleCores` where ``/proc`` can be read; None elsewhere (a fixed count)."""
     try:
-        return IdleCores(cores)
+        return IdleCores(physical_cores() if cores is None else cores)
     except (OSError, ValueError, IndexError):
         return None

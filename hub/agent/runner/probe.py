@@ -49,6 +49,7 @@ async def decode_probe(spec: RunnerSpec, max_tokens: int = PROBE_TOKENS) -> Prob
         return ProbeResult(False, str(exc))
     finally:
         info = runner.system_info
+        threads = runner.threads
         await runner.close()
     if usage.completion_tokens == 0:
         return ProbeResult(False, "the runner decoded nothing", system_info=info)
@@ -56,7 +57,8 @@ async def decode_probe(spec: RunnerSpec, max_tokens: int = PROBE_TOKENS) -> Prob
     return ProbeResult(
         True,
         f"{usage.completion_tokens} tokens at {rate:.1f} tok/s after a "
-        f"{usage.prompt_tokens}-token prompt ({spec.threads} thread(s))",
+        f"{usage.prompt_tokens}-token prompt ({threads} thread(s)"
+        + (", the idle cores)" if not spec.threads else ")"),
         tokens_per_s=rate,
         prompt_tokens=usage.prompt_tokens,
         first_token_ms=(first - started) * 1000,
