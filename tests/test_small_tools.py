@@ -398,6 +398,17 @@ async def test_words_that_name_a_tool_are_never_shown_and_the_model_answers_agai
     assert again["messages"][-1] == first["messages"][-1]
 
 
+async def test_words_that_still_describe_a_call_become_a_plain_cannot(
+    start_hub: StartHub, closed_port: int, tmp_path: Path, emulator: FlipperEmulator
+) -> None:
+    described = "To turn off the lights, use the `ceiling_light` function with on false."
+    server, log = await scripted_hub(start_hub, closed_port, tmp_path, [described, described])
+    transcript = await say(server, "turn off the living room lights")
+    assert transcript.done and not transcript.of_type(c.EV_BEFORE_TOOL)
+    assert transcript.text == small_tools.CANNOT_DO
+    assert len(requests_sent(log)) == 2
+
+
 async def test_a_call_to_a_tool_not_made_for_the_request_is_not_run(
     start_hub: StartHub, closed_port: int, tmp_path: Path, emulator: FlipperEmulator
 ) -> None:
@@ -683,3 +694,11 @@ def test_a_small_model_writes_a_new_fact_about_the_user() -> None:
     grammar = call_grammar.grammar_for([function], only="learn")
     assert '"The use' in grammar, "the call must write the fact's first words"
     LlamaGrammar.from_string(grammar, verbose=False)  # llama.cpp parses it
+
+
+def test_a_small_model_makes_a_tiny_from_a_name_a_prompt_and_a_tagline() -> None:
+    from hub.agent.tools.tinys import create_ai
+
+    parameters = small_tools.as_function(create_ai.tool_spec)["function"]["parameters"]
+    assert sorted(parameters["properties"]) == ["name", "systemPrompt", "tagline"]
+    assert parameters["required"] == ["name", "systemPrompt"]

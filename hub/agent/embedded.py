@@ -48,6 +48,8 @@ TOOL_SAMPLING = {**SAMPLING, "temperature": 0.0}
 
 # A call asked for on its own gets at least this many tokens: a tiny's prompt is an argument.
 CALL_TOKENS = 384
+# Enough for saying what cannot be done (the answer is read whole before it is shown).
+CANNOT_TOKENS = 96
 
 
 def bundled_gguf() -> Path | None:
@@ -282,10 +284,33 @@ class EmbeddedModel(PlainModel):
             for event in tool_use_events(call):
                 yield event
             usage.stop_reason = "tool_use"
-        elif not (streaming or (text and not describing)) and usage.stop_reason != STOP_CANCELLED:
-            again = with_note_before_message(chat, small_tools.NO_TOOL_FITS) if describing else chat
-            async for event in self._text(again, self._answer_fields(offer), usage, cancel_signal):
+        elif describing and usage.stop_reason != STOP_CANCELLED:
+            async for event in self._answer_without_tools(chat, offer, usage, cancel_signal):
                 yield event
+        elif not (streaming or text) and usage.stop_reason != STOP_CANCELLED:
+            async for event in self._text(chat, self._answer_fields(offer), usage, cancel_signal):
+                yield event
+
+    async def _answer_without_tools(
+        self,
+        chat: list[dict[str, str]],
+        offer: small_tools.Offer,
+        usage: Generation,
+        cancel_signal: threading.Event | None,
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """The answer after words that described a call and made none: asked again, told that
+        no tool fits, and read whole; words that still speak of functions become a plain "I
+        cannot do that here"."""
+        again = with_note_before_message(chat, small_tools.NO_TOOL_FITS)
+        fields = self._answer_fields(offer) or {}
+        text, _ = await self._aside(again, fields, usage, cancel_signal, CANNOT_TOKENS)
+        names = [spec["name"] for spec in small_tools.with_answer(offer.tools)]
+        if small_tools.describes_a_call(text, names) or not text.strip():
+            text = small_tools.CANNOT_DO
+        yield {"contentBlockStart": {"start": {}}}
+        if usage.stop_reason != STOP_CANCELLED:
+            yield {"contentBlockDelta": {"delta": {"text": text.strip()}}}
+        yield {"contentBlockStop": {}}
 
     async def _aside(
         self,

@@ -320,9 +320,16 @@ def plain(schema: Mapping[str, Any]) -> bool:
 # offered by what a fact is about ("my bicycle"), which the hub resolves to the facts by meaning
 # and the person confirms; never by id (a 1.5B copies a random id wrongly, and may close another
 # fact) nor for everything.
+# A new tiny gets a name, a prompt and a tagline from a small model; the rest it made up (the
+# 1.5B filled all eleven: example.com URLs for data, worker, hero and logo, "public"), and each
+# took seconds to decode. The person sets them by hand (the TUI's tiny form, or PATCH /api/tinys).
 WITHHELD = {
     "learn": frozenset({"visibility", "supersedes"}),
     "unlearn": frozenset({"id", "scope"}),
+    "create_ai": frozenset(
+        {"systemKnowledge", "data", "worker", "hook", "hero", "logo", "theme", "chips"}
+        | {"intro_vibe", "visibility"}
+    ),
 }
 
 
@@ -586,6 +593,10 @@ NO_TOOL_FITS = (
     "No tool here does what this message asks. Answer it yourself in plain words, and do not "
     "name any tool or function; when you cannot do what it asks, say so."
 )
+
+
+# What the person reads when the model, told that no tool fits, still only describes a call.
+CANNOT_DO = "I can't do that here: none of the tools I have does it."
 
 
 def first_sentence_done(text: str) -> bool:
