@@ -428,6 +428,7 @@ async def test_a_call_to_a_tool_not_made_for_the_request_is_not_run(
         'Message: "unlock the front door with my Flipper"\nTool: flipper_find'
     )
     assert in_words(answer)
+    assert answer["messages"][-2] == {"role": "system", "content": small_tools.NO_TOOL_FITS}
 
 
 LEARN_CALL = (

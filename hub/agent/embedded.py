@@ -279,7 +279,7 @@ class EmbeddedModel(PlainModel):
         if call is not None and not await self._confirmed(
             chat, call, offer, offered.get(call.name), usage, cancel_signal
         ):
-            call = None
+            call, describing = None, True  # it reached for a tool that does not fit
         if call is not None and usage.stop_reason != STOP_CANCELLED:
             for event in tool_use_events(call):
                 yield event
@@ -298,9 +298,9 @@ class EmbeddedModel(PlainModel):
         usage: Generation,
         cancel_signal: threading.Event | None,
     ) -> AsyncGenerator[StreamEvent, None]:
-        """The answer after words that described a call and made none: asked again, told that
-        no tool fits, and read whole; words that still speak of functions become a plain "I
-        cannot do that here"."""
+        """The answer after words that described a call and made none, or a call the check
+        refused: asked again, told that no tool fits, and read whole; words that still speak
+        of functions become a plain "I cannot do that here"."""
         again = with_note_before_message(chat, small_tools.NO_TOOL_FITS)
         fields = self._answer_fields(offer) or {}
         text, _ = await self._aside(again, fields, usage, cancel_signal, CANNOT_TOKENS)
