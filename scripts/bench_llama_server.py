@@ -136,6 +136,7 @@ def wait_for(url: str, server: subprocess.Popen[bytes], log: Any) -> None:
 
 def body_of(request: dict[str, Any], renders_tools: bool) -> dict[str, Any]:
     """The chat-completions body that asks the server what the runner was asked."""
+    from hub.agent.runner import call_grammar
     from hub.agent.runner import protocol as p
     from hub.agent.runner.child import requested_grammar, with_tools_prompt
 
@@ -143,7 +144,7 @@ def body_of(request: dict[str, Any], renders_tools: bool) -> dict[str, Any]:
     body: dict[str, Any] = {"max_tokens": request["max_tokens"], "stream": False}
     if tools := request.get(p.FIELD_TOOLS):
         if renders_tools:
-            body["tools"] = tools
+            body["tools"] = call_grammar.shown(tools)
         else:
             messages = with_tools_prompt(messages, str(request.get(p.FIELD_TOOLS_PROMPT, "")))
     if grammar := requested_grammar(request):

@@ -694,6 +694,11 @@ def test_a_small_model_writes_a_new_fact_about_the_user() -> None:
     assert not check.is_valid('The user says "hi"')
     grammar = call_grammar.grammar_for([function], only="learn")
     assert '"The use' in grammar, "the call must write the fact's first words"
+    [shown] = call_grammar.shown([function])
+    assert "pattern" not in shown["function"]["parameters"]["properties"]["fact"], (
+        "the grammar holds the model to it; the prompt does not show it"
+    )
+    assert "pattern" in fact, "the offer itself is left as it was"
     LlamaGrammar.from_string(grammar, verbose=False)  # llama.cpp parses it
 
 

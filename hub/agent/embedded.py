@@ -30,6 +30,7 @@ from strands.types.tools import ToolSpec
 from hub.agent import small_tools
 from hub.agent.plain_model import PlainModel
 from hub.agent.prompt import MATCHED_HEADER, oldest_first, remembered_note
+from hub.agent.runner import call_grammar
 from hub.agent.runner import protocol as p
 from hub.agent.runner.process import Generation
 from hub.agent.runner.protocol import STOP_CANCELLED
@@ -169,7 +170,7 @@ class EmbeddedModel(PlainModel):
         functions = [small_tools.as_function(s) for s in small_tools.with_answer(offer.tools)]
         return {
             p.FIELD_TOOLS: functions,
-            p.FIELD_TOOLS_PROMPT: small_tools.tools_prompt(functions),
+            p.FIELD_TOOLS_PROMPT: small_tools.tools_prompt(call_grammar.shown(functions)),
             p.FIELD_CONSTRAIN: self._call_grammar,
         }
 

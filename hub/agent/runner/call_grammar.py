@@ -23,6 +23,32 @@ CALL_CLOSE = "\n</tool_call>"
 ANSWER_RULE = "answer ::= [^<{`\\[ \\t\\n] [^\\x00]*"
 
 
+# Keywords of an offered schema that only the grammar needs: the model is not shown them (a
+# pattern is noise in every prompt; the grammar already holds the model to it).
+GRAMMAR_ONLY = frozenset({"pattern"})
+
+
+def shown(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The offered tools as the model is shown them: without :data:`GRAMMAR_ONLY` keywords in
+    their arguments."""
+    return [_shown_tool(tool) for tool in tools]
+
+
+def _shown_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
+    function = tool.get("function", tool)
+    parameters = dict(function.get("parameters") or {})
+    properties = parameters.get("properties")
+    if isinstance(properties, Mapping):
+        parameters["properties"] = {
+            name: {k: v for k, v in prop.items() if k not in GRAMMAR_ONLY}
+            if isinstance(prop, Mapping)
+            else prop
+            for name, prop in properties.items()
+        }
+    shown_function = {**function, "parameters": parameters}
+    return {**tool, "function": shown_function} if "function" in tool else shown_function
+
+
 def call_schema(function: Mapping[str, Any]) -> dict[str, Any]:
     """One offered function as the JSON schema of a call to it."""
     parameters = dict(function.get("parameters") or {})

@@ -157,7 +157,7 @@ def tool_arguments(llama: Any, request: dict[str, Any]) -> dict[str, Any]:
     extra: dict[str, Any] = {}
     if tools := request.get(p.FIELD_TOOLS):
         if template_renders_tools(llama):
-            extra["tools"] = tools
+            extra["tools"] = call_grammar.shown(tools)
         else:
             messages = with_tools_prompt(messages, str(request.get(p.FIELD_TOOLS_PROMPT, "")))
     if grammar := requested_grammar(request):
