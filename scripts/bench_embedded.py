@@ -3,7 +3,7 @@ decode rate when another process holds a core.
 
 - ``embedded_tokens_per_s_direct`` / ``embedded_first_token_direct``: llama-cpp-python in this
   process, streaming the very messages the hub gives its runner (system prompt included), with
-  the runner's own choice of threads (the cores no other process uses);
+  the thread count the hub's runner chose (the cores no other process uses);
 - ``embedded_tokens_per_s_hub`` / ``embedded_first_token_hub``: ``POST /api/chat`` to an
   in-process hub whose runner child decodes, SSE read by aiohttp; every turn must answer 200,
   carry text and usage, end with ``[DONE]`` and hold no error event;
@@ -115,7 +115,6 @@ async def _direct_and_hub(runs: int) -> list[Figure]:
     import aiohttp
 
     messages = await hub_chat_messages(PROMPT)
-    llama = await asyncio.to_thread(load_llama, 0)
     direct: list[tuple[float, float]] = []
     through: list[tuple[float, float]] = []
     async with (
@@ -123,12 +122,18 @@ async def _direct_and_hub(runs: int) -> list[Figure]:
         aiohttp.ClientSession() as http,
     ):
         await hub_run(http, server.url)  # starts the runner; not counted
+        # llama.cpp alone decodes with the threads the hub's runner chose from the idle cores
+        threads = server.hub.models.embedded_runner().threads
+        llama = await asyncio.to_thread(load_llama, threads)
         direct_run(llama, messages)  # the same warm-up for llama.cpp alone
         for _ in range(runs):
             direct.append(await asyncio.to_thread(direct_run, llama, messages))
             through.append(await hub_run(http, server.url))
     del llama
-    how = f"SmolLM2-135M Q4_1, the idle cores, {MAX_TOKENS} tokens max, {runs} runs each"
+    how = (
+        f"SmolLM2-135M Q4_1, {threads} thread(s) (the runner's choice), {MAX_TOKENS} tokens "
+        f"max, {runs} runs each"
+    )
     return [
         _figure("embedded_tokens_per_s_direct", [r for r, _ in direct], "tok/s", how),
         _figure("embedded_first_token_direct", [f * 1e3 for _, f in direct], "ms", how),
