@@ -45,13 +45,15 @@ class Terminal:
         )
         os.close(slave)
         self.seen = b""
+        self.shown_up_to = 0  # what read_until has returned ends here; the rest is still to see
 
     def type(self, keys: bytes) -> None:
         os.write(self.master, keys)
 
     def read_until(self, wanted: bytes, within_s: float = 300.0) -> bytes:
-        """Everything shown up to and including ``wanted`` (after what was already read)."""
-        start = len(self.seen)
+        """Everything shown up to and including ``wanted``, from where the last call ended (one
+        read from the terminal can hold the text of several calls)."""
+        start = self.shown_up_to
         deadline = time.monotonic() + within_s
         while wanted not in self.seen[start:]:
             if time.monotonic() > deadline:
@@ -63,8 +65,8 @@ class Terminal:
                 except OSError:  # the process ended and closed the terminal
                     break
         end = self.seen.index(wanted, start) + len(wanted)
-        shown, self.seen = self.seen[start:end], self.seen[:end] + self.seen[end:]
-        return shown
+        self.shown_up_to = end
+        return self.seen[start:end]
 
     def close(self) -> int:
         try:
