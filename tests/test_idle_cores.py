@@ -22,6 +22,7 @@ from hub.agent.runner.idle_cores import (
 )
 
 SPIN = "while True: pass"
+LOOKS_AT_MOST = 120  # the spinners may take a while to start on a loaded machine
 
 
 def test_default_threads_leave_a_core_for_the_rest() -> None:
@@ -74,15 +75,17 @@ def test_proc_is_read_as_the_kernel_writes_it(tmp_path: Path) -> None:
     assert sample.own_ticks == 31 + 12, "utime and stime, after a name with spaces and parens"
 
 
-@pytest.mark.skipif(not Path("/proc/stat").exists(), reason="needs Linux's /proc to read")
+@pytest.mark.skipif(
+    not Path("/proc/stat").exists(),
+    reason="needs Linux's /proc/stat; the same choice is tested on fake /proc files and samples",
+)
 def test_a_process_spinning_on_each_core_leaves_one_thread(tmp_path: Path) -> None:
     """A real spinner per core: whatever else the machine runs, no core is left idle."""
     cores = IdleCores(usable_cpus())
     spinners = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(usable_cpus())]
     try:
-        deadline = time.monotonic() + 60
         threads = cores.threads
-        while time.monotonic() < deadline:
+        for _ in range(LOOKS_AT_MOST):
             time.sleep(idle_cores.LOOK_EVERY_S)
             threads = cores.look()
             if cores.others >= usable_cpus() * 0.5:

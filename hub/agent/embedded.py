@@ -17,7 +17,7 @@ import json
 import logging
 import threading
 import uuid
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -286,7 +286,8 @@ class EmbeddedModel(PlainModel):
                 yield event
             usage.stop_reason = "tool_use"
         elif describing and usage.stop_reason != STOP_CANCELLED:
-            async for event in self._answer_without_tools(chat, offer, usage, cancel_signal):
+            answering = self._answer_without_tools(chat, offer, offered, usage, cancel_signal)
+            async for event in answering:
                 yield event
         elif not (streaming or text) and usage.stop_reason != STOP_CANCELLED:
             async for event in self._text(chat, self._answer_fields(offer), usage, cancel_signal):
@@ -296,6 +297,7 @@ class EmbeddedModel(PlainModel):
         self,
         chat: list[dict[str, str]],
         offer: small_tools.Offer,
+        offered: Mapping[str, ToolSpec],
         usage: Generation,
         cancel_signal: threading.Event | None,
     ) -> AsyncGenerator[StreamEvent, None]:
@@ -305,8 +307,7 @@ class EmbeddedModel(PlainModel):
         again = with_note_before_message(chat, small_tools.NO_TOOL_FITS)
         fields = self._answer_fields(offer) or {}
         text, _ = await self._aside(again, fields, usage, cancel_signal, CANNOT_TOKENS)
-        names = [spec["name"] for spec in small_tools.with_answer(offer.tools)]
-        if small_tools.describes_a_call(text, names) or not text.strip():
+        if small_tools.describes_a_call(text, offered) or not text.strip():
             text = small_tools.CANNOT_DO
         yield {"contentBlockStart": {"start": {}}}
         if usage.stop_reason != STOP_CANCELLED:
