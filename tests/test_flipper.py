@@ -270,8 +270,21 @@ async def hub_health(server: RunningServer) -> int:
 @pytest.mark.parametrize(
     ("tool", "arguments", "expect"),
     [
-        ("flipper_listen", {"kind": "ir", "seconds": 1}, "decoded"),
-        ("flipper_files", {"action": "list", "path": "/ext/infrared"}, "tv.ir"),
+        (
+            "flipper_listen",
+            {"kind": "ir", "seconds": 1},
+            "2 decoded: NEC address 0x04 command 0x08; NEC address 0x04 command 0x08 (repeat).",
+        ),
+        (
+            "flipper_listen",
+            {"kind": "nfc", "seconds": 1},
+            "Listened 1 s for nfc: found iso14443-3a, mfu.",
+        ),
+        (
+            "flipper_files",
+            {"action": "list", "path": "/ext/infrared"},
+            "Files in /ext/infrared: tv.ir.",
+        ),
         ("flipper_find", {"signal": True}, "beeped, blinked and vibrated"),
         ("flipper_files", {"action": "read", "path": "/ext/../etc/passwd"}, "'..' is refused"),
     ],

@@ -52,7 +52,8 @@ async def _use(tool_context: StrandsToolContext, action: Any) -> dict[str, Any]:
 
 @tool(name="flipper_status", context=True)
 async def flipper_status(tool_context: StrandsToolContext) -> dict[str, Any]:
-    """The Flipper Zero attached to this hub: model, name, firmware, battery, connection."""
+    """Read the Flipper Zero's status: its name, model, firmware version, battery level and
+    connection."""
 
     async def status(host: DriverHost, flipper: Flipper) -> dict[str, Any]:
         summary = await flipper.summary()
@@ -83,10 +84,36 @@ async def flipper_listen(
 
     async def listen(host: DriverHost, flipper: Flipper) -> dict[str, Any]:
         heard = await flipper.listen(kind, seconds, frequency)
-        items = heard.get("packets") or heard.get("signals") or heard.get("found") or []
-        return host.ok(f"Listened {heard['seconds']} s for {kind}: {len(items)} decoded.", **heard)
+        return host.ok(heard_text(kind, heard), **heard)
 
     return await _use(tool_context, listen)
+
+
+SHOWN_AT_MOST = 5
+
+
+def heard_text(kind: str, heard: dict[str, Any]) -> str:
+    """What a listen decoded, in words: the model answers from this sentence, so it names each
+    signal (told only how many, a small model made up what they said)."""
+    said = f"Listened {heard['seconds']} s for {kind}"
+    if "found" in heard:  # the protocols of the NFC tag in reach
+        found = ", ".join(str(name) for name in heard["found"])
+        return f"{said}: found {found}." if found else f"{said}: no tag found."
+    items = [_said(item) for item in heard.get("packets") or heard.get("signals") or []]
+    if not items:
+        return f"{said}: 0 decoded."
+    more = f"; and {len(items) - SHOWN_AT_MOST} more" if len(items) > SHOWN_AT_MOST else ""
+    return f"{said}: {len(items)} decoded: {'; '.join(items[:SHOWN_AT_MOST])}{more}."
+
+
+def _said(item: object) -> str:
+    if isinstance(item, dict):  # an infrared signal
+        repeat = " (repeat)" if item.get("repeat") else ""
+        return (
+            f"{item.get('protocol')} address 0x{int(item.get('address', 0)):02X} "
+            f"command 0x{int(item.get('command', 0)):02X}{repeat}"
+        )
+    return str(item)
 
 
 @tool(name="flipper_files", context=True)
@@ -102,7 +129,7 @@ async def flipper_files(action: str, path: str, tool_context: StrandsToolContext
         found = await flipper.files(action, path)
         if action == "list":
             names = ", ".join(e["name"] + ("/" if e["dir"] else "") for e in found["entries"])
-            return host.ok(f"{path}: {names or 'empty'}", **found)
+            return host.ok(f"Files in {path}: {names}." if names else f"{path} is empty.", **found)
         if action == "read":
             return host.ok(found["text"], path=found["path"], size=found["size"])
         return host.ok(f"{path}: {found}", **found)
