@@ -22,7 +22,7 @@ def proposal(result: Mapping[str, Any]) -> dict[str, Any]:
     data = next(b["json"] for b in result["content"] if "json" in b)
     assert data["needsConfirmation"] is True, data
     text = " ".join(b["text"] for b in result["content"] if "text" in b)
-    assert "Nothing has been done yet" in text and "you cannot confirm it" in text, text
+    assert "Nothing has been done yet" in text and "only they can" in text, text
     found: dict[str, Any] = data["confirmation"]
     assert found["state"] == "waiting"
     return found

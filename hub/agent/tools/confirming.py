@@ -18,8 +18,8 @@ from hub.confirmations.actions import pending_of
 from hub.confirmations.store import Item
 
 NOT_YET = (
-    "Nothing has been done yet: this waits for the person to confirm it in their app, and "
-    "you cannot confirm it."
+    "Nothing has been done yet: it waits for the person to confirm it in their app, and only "
+    "they can."
 )
 
 
@@ -37,6 +37,6 @@ def proposed(
     pending = store.propose(ctx.caller.id, action, title, items, params)
     text = (
         f"{NOT_YET} Asked: {title}:\n{pending.listing()}\n{note}Tell them it waits for their "
-        "answer."
+        f'answer: "Confirm it in your app to {title}."'
     )
     return ok(text, needsConfirmation=True, confirmation=pending.as_json(store.now()))
