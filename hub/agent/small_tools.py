@@ -45,6 +45,8 @@ import numpy as np
 import numpy.typing as npt
 from strands.types.tools import ToolSpec
 
+from hub.memory.model import Fact
+
 OFFERED_AT_MOST = 6
 # Memory is what makes the companion personal: what the person tells it can always be learned.
 ALWAYS_OFFERED = frozenset({"learn"})
@@ -60,6 +62,7 @@ NEAREST = 3
 RELATED_AT_LEAST = 0.4
 WORDS_WEIGHT = 0.5
 STEM = 6
+SHARED_AT_LEAST = 3  # letters of a word a fact shares with a message
 STOP_WORDS = frozenset(
     [
         "a",
@@ -209,6 +212,51 @@ TOOL_CHECK = Confirmation(
 )
 
 
+# A request with no tool near it (only the memory tools offered) that asks the model to act on
+# the world: told in the guide to say it cannot, the 1.5B still answered "unlock the front door"
+# with "The front door is unlocked." The examples are none of the measured requests.
+ACTS_OUTSIDE = Confirmation(
+    "Does this message ask you to change something in the physical world, such as a device, "
+    "a door or a light?",
+    (
+        ("open the garage door", "", "yes"),
+        ("write me a limerick about cats", "", "no"),
+        ("dim the bedroom lamp", "", "yes"),
+        ("explain how tides work", "", "no"),
+        ("start the washing machine", "", "yes"),
+        ("tell me a story about a fox", "", "no"),
+        ("give me two ideas for a birthday party", "", "no"),
+    ),
+)
+
+
+# Requests for words alone and small talk, which need no asking: asked, the 1.5B said "give me
+# three tips for sleeping better" changes the physical world.
+ASKS_FOR_WORDS = re.compile(
+    r"^\W*(please\s+)?(tell|write|give me|explain|translate|summari[sz]e|describe|suggest|"
+    r"recommend|list|compose|draft|define|compare|teach|say|help me (write|think|understand)|"
+    r"hi|hello|hey|good (morning|afternoon|evening|night)|thanks|thank you|ok|okay|bye|"
+    r"goodbye|yes|no|sure|great|nice|cool)\b",
+    re.IGNORECASE,
+)
+
+
+def may_ask_to_act(message: str, offered: Collection[str]) -> bool:
+    """Whether to ask :data:`ACTS_OUTSIDE` before answering ``message``: a request (not a
+    question, not one for words) that no tool is near (only the ones always offered are) and
+    that does not ask for a memory write."""
+    asks = (
+        message.strip() and not message.rstrip().endswith("?") and not ASKS_FOR_WORDS.match(message)
+    )
+    return (
+        bool(asks)
+        and set(offered) <= ALWAYS_OFFERED
+        and not (
+            asks_in_so_many_words("learn", message) or asks_in_so_many_words("unlearn", message)
+        )
+    )
+
+
 # How people ask for a memory write in so many words. A message that does needs no yes/no
 # check before its call runs (the check said yes to every one of them; it costs a prompt).
 ASKED_TO_REMEMBER = re.compile(
@@ -256,7 +304,7 @@ def confirmation(
 def confirmation_beginnings() -> list[list[dict[str, str]]]:
     """The yes/no checks' chats as far as every check of that kind reads the same (their
     examples): what the runner can read before the first turn asks."""
-    return [confirming.chat("") for confirming in (*CONFIRMED.values(), TOOL_CHECK)]
+    return [confirming.chat("") for confirming in (*CONFIRMED.values(), TOOL_CHECK, ACTS_OUTSIDE)]
 
 
 def already_known(call: Call, known: Sequence[str]) -> bool:
@@ -401,11 +449,15 @@ def tools_prompt(functions: Sequence[Mapping[str, Any]]) -> str:
 
 
 # Said in the system prompt, before the tools (the remembered facts follow them), when tools
-# are offered: the same every turn.
+# are offered: the same every turn. Without its last sentence the 1.5B answered "unlock the
+# front door" with "The front door is unlocked." and made up Berlin's weather.
 TOOLS_GUIDE = (
     "The hub's tools most related to the user's message are offered here. When what you "
     "remember about the user (listed below) already answers the message, answer from it. Call "
-    "a tool only when the message needs one; otherwise answer in plain words."
+    "a tool only when the message needs one; otherwise answer in plain words. You act on "
+    "nothing outside this chat except through these tools: when the message asks you to do "
+    "something none of them does, or for news of the world right now, say plainly that you "
+    "can't do that here, and never that it is done."
 )
 
 
@@ -418,6 +470,13 @@ def words(text: str) -> set[str]:
 
 def stem(word: str) -> str:
     return (word[:-1] if len(word) > 3 and word.endswith("s") else word)[:STEM]
+
+
+def sharing_words(message: str, facts: Sequence[Fact]) -> list[Fact]:
+    """The facts that share a content word of three letters or more with ``message`` (see
+    :func:`words`; shorter ones are the pieces of "what's" and "don't"), in order."""
+    asked = {w for w in words(message) if len(w) >= SHARED_AT_LEAST}
+    return [f for f in facts if asked & words(f.text)] if asked else []
 
 
 def relevance(specs: Sequence[ToolSpec], message: str, embed: Embed) -> npt.NDArray[np.float32]:
