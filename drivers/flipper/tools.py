@@ -153,10 +153,11 @@ async def flipper_find(tool_context: StrandsToolContext, signal: bool = False) -
                 await flipper.signal()
             except DriverError as exc:
                 return host.failed(str(exc))
-        said = " It beeped, blinked and vibrated." if signal else ""
+        # What the person asked for comes first: the answer is written from the first sentence.
+        said = "It beeped, blinked and vibrated. " if signal else ""
         return host.ok(
-            f"Flipper '{flipper.device_name}' is attached to this hub over {flipper.over} "
-            f"({flipper.port}).{said}",
+            f"{said}Flipper '{flipper.device_name}' is attached to this hub over {flipper.over} "
+            f"({flipper.port}).",
             where=flipper.link,
             port=flipper.port,
             signalled=signal,

