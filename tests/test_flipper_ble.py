@@ -174,7 +174,7 @@ async def test_the_tools_answer_over_ble(rig: Rig) -> None:
     found = await use(rig.manager, flipper_find)
     assert "attached to this hub over Bluetooth LE" in text(found)
     signalled = await use(rig.manager, flipper_find, signal=True)
-    assert "It beeped, blinked and vibrated." in text(signalled)
+    assert "Your Flipper just beeped, blinked and vibrated" in text(signalled)
     refused = await use(rig.manager, flipper_listen, kind="subghz", seconds=1)
     assert refused["status"] == "error"
     assert "not available over Bluetooth; plug the Flipper in over USB" in text(refused)

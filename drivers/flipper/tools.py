@@ -153,11 +153,12 @@ async def flipper_find(tool_context: StrandsToolContext, signal: bool = False) -
                 await flipper.signal()
             except DriverError as exc:
                 return host.failed(str(exc))
-        # What the person asked for comes first: the answer is written from the first sentence.
-        said = "It beeped, blinked and vibrated. " if signal else ""
+        # What the person asked for comes first, said to them: a small model writes its answer
+        # from the first sentence, and read "It beeped" as advice on how to make it beep.
+        said = "Your Flipper just beeped, blinked and vibrated where it is. "
         return host.ok(
-            f"{said}Flipper '{flipper.device_name}' is attached to this hub over {flipper.over} "
-            f"({flipper.port}).",
+            f"{said if signal else ''}Flipper '{flipper.device_name}' is attached to this hub "
+            f"over {flipper.over} ({flipper.port}).",
             where=flipper.link,
             port=flipper.port,
             signalled=signal,
