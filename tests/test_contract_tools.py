@@ -10,6 +10,7 @@ import pytest
 
 from hub import contracts as c
 from hub.agent.tools import mount_tools
+from hub.agent.tools.client import forget as forget_notes
 from hub.agent.tools.context import ToolContext
 from hub.runtime.hub import Hub
 from tests.conftest import settings_for
@@ -138,3 +139,14 @@ def test_the_tinys_owner_adds_customize_page(hub: Hub) -> None:
     names = mount_tools(ToolContext(hub=hub, caller=owner, tiny=tiny)).names
     assert "customize_page" in names
     assert "customize_page" not in _names(hub)
+
+
+def test_forgetting_notes_says_first_that_remembered_facts_stay() -> None:
+    """A model that takes "delete all my memories" for the notes tool answers from the first
+    sentence of its result: that sentence says the person's memory is untouched."""
+    result = forget_notes(contains="  my memories ")
+    first = result["content"][0]["text"]
+    assert first.startswith('Only the notes on this screen that contain "my memories" are deleted')
+    assert "your remembered facts stay as they are." in first
+    assert result["content"][1]["json"]["request"] == {"contains": "my memories"}
+    assert forget_notes(contains="  ")["status"] == "error"

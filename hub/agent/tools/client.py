@@ -49,9 +49,16 @@ def forget(contains: str) -> dict[str, Any]:
     Args:
         contains: the text the notes to delete contain (case-insensitive).
     """
-    if not contains.strip():
+    contains = contains.strip()
+    if not contains:
         return failed("say which notes: some text they contain")
-    return sent_to_client("forget", contains=contains.strip())
+    # Said so that a model which took "delete all my memories" for notes cannot answer that
+    # the person's memory is gone: it is untouched.
+    said = (
+        f'Only the notes on this screen that contain "{contains}" are deleted; your '
+        "remembered facts stay as they are."
+    )
+    return sent_to_client("forget", said, contains=contains)
 
 
 @tool(name="manage_messages")

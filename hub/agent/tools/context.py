@@ -73,12 +73,14 @@ def turn_context(tool_context: StrandsToolContext) -> ToolContext:
     return found
 
 
-def sent_to_client(action: str, /, **request: Any) -> dict[str, Any]:
+def sent_to_client(action: str, said: str = "", /, **request: Any) -> dict[str, Any]:
     """The result of a tool the client runs: the client acts on the request it sees in the
     stream (the phone apps on beforeToolCallEvent; the TUI on afterToolCallEvent, once the hub
-    has checked the input); the model learns the request went out."""
+    has checked the input); the model learns the request went out, after ``said``: what the
+    person should hear of it comes first, as a small model answers from the first sentence."""
     return ok(
-        f"Sent to the app: it runs {action} on the device and shows the result in the chat.",
+        (f"{said} " if said else "")
+        + f"Sent to the app: it runs {action} on the device and shows the result in the chat.",
         clientAction=action,
         request=request,
     )
