@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from pathlib import Path
 
 import aiohttp
 import pytest
+from aiohttp import web
 
 from fakes.ollama import FakeModel, FakeOllama
 from hub.agent.embedded import EmbeddedModel
 from hub.agent.models import (
+    OLLAMA_PROBE_TIMEOUT_S,
     ModelRouter,
     ModelUnavailable,
     build_cloud_model,
@@ -182,3 +186,34 @@ async def test_api_models_says_why_ollama_is_missing(
         listed = await response.json()
     assert listed["ollama"]["answering"] is False and listed["ollama"]["models"] == []
     assert "Cannot connect" in listed["ollama"]["error"]
+
+
+async def test_a_probe_that_timed_out_is_asked_again_at_the_next_turn(home: Path) -> None:
+    """Ollama that answers late once (loading, a busy machine) is asked again at the next
+    turn, not kept off for the re-probe interval."""
+    asked: list[float] = []
+
+    async def tags(request: web.Request) -> web.Response:
+        asked.append(time.monotonic())
+        if len(asked) == 1:
+            await asyncio.sleep(OLLAMA_PROBE_TIMEOUT_S + 5)
+        return web.json_response({"models": []})
+
+    app = web.Application()
+    app.router.add_get("/api/tags", tags)
+    runner = web.AppRunner(app, handler_cancellation=True)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        router = ModelRouter(settings_for(home, ollama_host=f"http://127.0.0.1:{port}"))
+        first = await router.default()
+        assert first.provider == "embedded" and "no answer in time" in first.reason
+        second = await router.default()
+        assert len(asked) == 2
+        await router.default()
+        # Answered (with no models): the usual interval again; late again: asked again.
+        assert len(asked) == (3 if "no answer in time" in second.reason else 2)
+    finally:
+        await runner.cleanup()

@@ -106,6 +106,9 @@ class OllamaProbe:
     answering: bool
     models: tuple[OllamaModelInfo, ...] = ()
     error: str = ""
+    # Something listens but did not answer in time (Ollama loading, a busy machine): asked
+    # again at the next turn rather than after REPROBE_AFTER_S.
+    slow: bool = False
 
 
 async def probe_ollama(host: str, wait_s: float = OLLAMA_PROBE_TIMEOUT_S) -> OllamaProbe:
@@ -120,7 +123,8 @@ async def probe_ollama(host: str, wait_s: float = OLLAMA_PROBE_TIMEOUT_S) -> Oll
                 OllamaModelInfo(name, await _capabilities(http, base, name)) for name in names
             ]
     except (aiohttp.ClientError, TimeoutError, KeyError, TypeError, ValueError) as exc:
-        return OllamaProbe(host=base, answering=False, error=_describe_error(exc))
+        slow = isinstance(exc, TimeoutError)
+        return OllamaProbe(host=base, answering=False, error=_describe_error(exc), slow=slow)
     return OllamaProbe(host=base, answering=True, models=tuple(models))
 
 
@@ -311,6 +315,7 @@ class ModelRouter:
         self._settings = settings
         self._default: ModelChoice | None = None
         self._chosen_at = 0.0
+        self._ask_again = False  # the last probe timed out
         self._lock = asyncio.Lock()
         self._runner: RunnerSupervisor | None = None  # the configured embedded model's
         self._runners: dict[str, RunnerSupervisor] = {}  # other bundled models', by key
@@ -320,13 +325,15 @@ class ModelRouter:
 
     async def default(self) -> ModelChoice:
         async with self._lock:
-            stale = time.monotonic() - self._chosen_at > REPROBE_AFTER_S
-            if self._default is None or (stale and self._settings.model_provider == "auto"):
+            stale = self._ask_again or time.monotonic() - self._chosen_at > REPROBE_AFTER_S
+            probing = self._settings.model_provider in ("auto", c.PROVIDER_OLLAMA)
+            if self._default is None or (stale and probing):
                 probe = await probe_ollama(self._settings.ollama_host)
                 choice = choose_from_probe(self._settings, probe)
                 if self._default is None or choice.describe() != self._default.describe():
                     log.info("model: %s %s (%s)", choice.provider, choice.model_id, choice.reason)
                 self._default, self._chosen_at = choice, time.monotonic()
+                self._ask_again = probe.slow
             return self._default
 
     @property
