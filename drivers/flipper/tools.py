@@ -155,10 +155,10 @@ async def flipper_find(tool_context: StrandsToolContext, signal: bool = False) -
                 return host.failed(str(exc))
         # What the person asked for comes first, said to them: a small model writes its answer
         # from the first sentence, and read "It beeped" as advice on how to make it beep.
-        said = "Your Flipper just beeped, blinked and vibrated where it is. "
+        said = "Your Flipper just beeped, blinked and vibrated where it is. " if signal else ""
         return host.ok(
-            f"{said if signal else ''}Flipper '{flipper.device_name}' is attached to this hub "
-            f"over {flipper.over} ({flipper.port}).",
+            f"{said}Flipper '{flipper.device_name}' is attached to this hub over {flipper.over} "
+            f"({flipper.port}).",
             where=flipper.link,
             port=flipper.port,
             signalled=signal,
