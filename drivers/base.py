@@ -331,6 +331,61 @@ class DriverHost(DeviceHost, Protocol):
         ...
 
 
+HintedTool = TypeVar("HintedTool")
+
+
+@dataclass(frozen=True)
+class SmallModelHints:
+    """What a tool says about itself to the hub's layer for small on-device models (docs/
+    models.md), declared where the tool is defined, as a driver declares its matchers: that
+    layer names no tool, and a tool whose hints are the defaults needs none.
+
+    A small model is shown only the few tools nearest the person's message, each with its plain
+    arguments; these say how near is near enough for this tool, what it is asked for in a
+    person's words, which arguments it never writes, and what the model is asked before a call
+    to it runs."""
+
+    # Offered with every message (the person's memory: what they tell it can always be kept).
+    always_offered: bool = False
+    # How related (the offer's score) a message must be for this tool to be offered; None: the
+    # layer's own bar.
+    offered_at_least: float | None = None
+    # Requests it serves, as a person words them: the offer reads them beside the description.
+    asked_like: tuple[str, ...] = ()
+    # Arguments a small model never writes (the person sets them, or a larger model).
+    withheld: frozenset[str] = frozenset()
+    # JSON Schema keywords added to an argument's schema for a small model (a pattern its call
+    # grammar enforces), by argument name.
+    shaped: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    # A yes/no question about the person's message alone, asked before a call runs (a memory
+    # write); its examples as (message, "yes" or "no"). Empty: the layer checks that the tool
+    # is made for the message.
+    confirm: str = ""
+    confirm_examples: tuple[tuple[str, str], ...] = ()
+    # The argument that states a fact about the person: a call whose fact the memory already
+    # holds, word for word, is not made again.
+    fact_argument: str = ""
+    # Tools of one family are offered together (the offers of messages about one thing repeat,
+    # so the model's runner reads each once); "": a family of its own.
+    family: str = ""
+
+
+SMALL_MODEL_HINTS = "small_model_hints"
+
+
+def hinted(family: str, *tools: HintedTool, **hints: Any) -> tuple[HintedTool, ...]:
+    """``tools``, each declaring ``SmallModelHints(family=family, **hints)``."""
+    for tool in tools:
+        setattr(tool, SMALL_MODEL_HINTS, SmallModelHints(family=family, **hints))
+    return tools
+
+
+def hints_of(tool: object) -> SmallModelHints:
+    """What ``tool`` declared for small models; the defaults when it declared nothing."""
+    found = getattr(tool, SMALL_MODEL_HINTS, None)
+    return found if isinstance(found, SmallModelHints) else SmallModelHints()
+
+
 def turn_host(tool_context: StrandsToolContext) -> DriverHost:
     """The host of the turn a driver's tool runs in. Tools are built once and find their turn
     in strands' invocation state, which the hub fills for every turn."""

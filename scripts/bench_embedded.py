@@ -33,7 +33,7 @@ SPIN = "while True: pass"
 async def hub_chat_messages(prompt: str) -> list[dict[str, str]]:
     """What the hub hands its runner for an anonymous turn with ``prompt``."""
     from hub.agent.compose import compose_turn
-    from hub.agent.small_prompt import flatten_messages
+    from hub.agent.small.history import flatten_messages
     from hub.agent.turn import ChatMessage, to_strands
 
     async with running_hub(model_max_tokens=MAX_TOKENS) as server:

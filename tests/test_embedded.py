@@ -14,7 +14,6 @@ from strands.types.tools import ToolSpec
 
 from harness.waits import until
 from hub import contracts as c
-from hub.agent import small_tools
 from hub.agent.embedded import SAMPLING, EmbeddedModel, bundled_gguf
 from hub.agent.prompt import for_the_answer
 from hub.agent.runner.process import Generation, RunnerSpec
@@ -26,7 +25,8 @@ from hub.agent.runner.protocol import (
     FIELD_TOOLS_PROMPT,
 )
 from hub.agent.runner.supervisor import RunnerSupervisor
-from hub.agent.small_prompt import ANSWER_FROM_RESULT, flatten_messages, result_text
+from hub.agent.small import calls
+from hub.agent.small.history import ANSWER_FROM_RESULT, flatten_messages, result_text
 from hub.agent.turn import ChatMessage, Turn, run_turn
 
 pytestmark = pytest.mark.slow
@@ -272,8 +272,8 @@ async def test_tools_reach_a_template_without_a_place_for_them(runner: RunnerSup
     plain, offered = Generation(), Generation()
     async for _ in runner.generate(question, 1, SAMPLING, plain):
         pass
-    functions = [small_tools.as_function(s) for s in TOOL_SPECS]
-    offer = {FIELD_TOOLS: functions, FIELD_TOOLS_PROMPT: small_tools.tools_prompt(functions)}
+    functions = [calls.as_function(s) for s in TOOL_SPECS]
+    offer = {FIELD_TOOLS: functions, FIELD_TOOLS_PROMPT: calls.tools_prompt(functions)}
     async for _ in runner.generate(question, 1, SAMPLING, offered, offer):
         pass
     assert offered.prompt_tokens > plain.prompt_tokens + 40
@@ -283,9 +283,9 @@ async def test_a_constrained_reply_is_an_answer_or_a_valid_call(runner: RunnerSu
     """Under the call grammar even the 135M model writes either plain text or a well-formed
     call to an offered tool whose arguments pass that tool's schema; asked for one tool, it
     writes exactly that call."""
-    functions = [small_tools.as_function(s) for s in LISTEN_SPECS]
+    functions = [calls.as_function(s) for s in LISTEN_SPECS]
     offered = {s["name"]: s for s in LISTEN_SPECS}
-    fields = {FIELD_TOOLS: functions, FIELD_TOOLS_PROMPT: small_tools.tools_prompt(functions)}
+    fields = {FIELD_TOOLS: functions, FIELD_TOOLS_PROMPT: calls.tools_prompt(functions)}
     question = [{"role": "user", "content": "Listen for infrared signals for 2 seconds."}]
     free = "".join([p async for p in runner.generate(question, 96, SAMPLING, Generation(), fields)])
     constrained = "".join(
@@ -297,12 +297,12 @@ async def test_a_constrained_reply_is_an_answer_or_a_valid_call(runner: RunnerSu
         ]
     )
     if constrained.startswith("<"):
-        assert small_tools.parse_reply(constrained, offered).call is not None, constrained
+        assert calls.parse_reply(constrained, offered).call is not None, constrained
     else:
         assert constrained.strip() and constrained[0] not in "{`[", constrained
     must = {**fields, FIELD_MUST_CALL: "flipper_listen"}
     forced = "".join([p async for p in runner.generate(question, 96, SAMPLING, Generation(), must)])
-    call = small_tools.parse_reply(forced, offered).call
+    call = calls.parse_reply(forced, offered).call
     assert call is not None and call.name == "flipper_listen", (free, forced)
     assert call.arguments["kind"] in ("ir", "subghz")
     assert forced.startswith("<tool_call>\n{") and forced.endswith("}\n</tool_call>")

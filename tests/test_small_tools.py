@@ -5,22 +5,26 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from strands.types.tools import ToolSpec
 
+from drivers.base import SmallModelHints
 from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
 from harness.waits import until
 from hub import contracts as c
-from hub.agent import small_tools
 from hub.agent.embedded import cached_embed
 from hub.agent.prompt import MATCHED_HEADER, REMEMBERED_HEADER
 from hub.agent.runner.process import RunnerSpec
 from hub.agent.runner.supervisor import RunnerSupervisor
-from hub.agent.small_prompt import flatten_messages
+from hub.agent.small import calls, checks, wording
+from hub.agent.small import offer as offering
+from hub.agent.small.context import SmallTurn, declared_hints
+from hub.agent.small.history import flatten_messages
+from hub.agent.tools import memory as memory_tools
 from hub.api.server import RunningServer
 from hub.memory.model import Fact
 from tests.confirming import proposal
@@ -47,6 +51,14 @@ LISTEN = spec(
     ["kind"],
 )
 OFFERED = {s["name"]: s for s in (LEARN, STATUS, LISTEN)}
+# What the hub's own memory tools declare, and a device's tools of one family.
+TURN = SmallTurn(
+    hints={
+        **declared_hints([memory_tools.learn, memory_tools.recall, memory_tools.unlearn]),
+        "flipper_status": SmallModelHints(family="flipper"),
+        "flipper_listen": SmallModelHints(family="flipper"),
+    }
+)
 
 
 @pytest.mark.parametrize(
@@ -64,8 +76,8 @@ OFFERED = {s["name"]: s for s in (LEARN, STATUS, LISTEN)}
     ],
 )
 def test_a_call_is_read_in_any_of_its_shapes(reply: str) -> None:
-    parsed = small_tools.parse_reply(reply, OFFERED)
-    assert parsed.call == small_tools.Call("learn", {"fact": "my sister is Ana"})
+    parsed = calls.parse_reply(reply, OFFERED)
+    assert parsed.call == calls.Call("learn", {"fact": "my sister is Ana"})
     assert "{" not in parsed.text and "tool_call" not in parsed.text
 
 
@@ -80,7 +92,7 @@ def test_a_call_is_read_in_any_of_its_shapes(reply: str) -> None:
     ],
 )
 def test_a_call_outside_the_offer_or_its_schema_is_no_call(reply: str, why: str) -> None:
-    parsed = small_tools.parse_reply(reply, OFFERED)
+    parsed = calls.parse_reply(reply, OFFERED)
     assert parsed.call is None
     assert why in parsed.refused
     assert parsed.text == "", "the refused call is not shown as the answer"
@@ -91,32 +103,32 @@ def test_nulls_and_names_the_schema_does_not_list_are_dropped() -> None:
         '<tools>\n{"name": "flipper_listen", "arguments": {"kind": "ir", "seconds": null, '
         '"battery": null, "colour": "red"}}\n</tools>'
     )
-    parsed = small_tools.parse_reply(reply, OFFERED)
-    assert parsed.call == small_tools.Call("flipper_listen", {"kind": "ir"})
+    parsed = calls.parse_reply(reply, OFFERED)
+    assert parsed.call == calls.Call("flipper_listen", {"kind": "ir"})
     assert parsed.text == ""
 
 
 def test_plain_text_is_an_answer() -> None:
-    parsed = small_tools.parse_reply("Your sister is called Ana.", OFFERED)
-    assert parsed == small_tools.Parsed(None, "Your sister is called Ana.")
-    assert not small_tools.looks_like_call("Your sister")
-    assert small_tools.looks_like_call("  <tool")
+    parsed = calls.parse_reply("Your sister is called Ana.", OFFERED)
+    assert parsed == calls.Parsed(None, "Your sister is called Ana.")
+    assert not calls.looks_like_call("Your sister")
+    assert calls.looks_like_call("  <tool")
     names = ["flipper_status", "learn"]
-    assert small_tools.looks_like_call("flipper_st", names), "may be a tool's name: read on"
-    assert small_tools.looks_like_call("flipper_status", names)
-    assert not small_tools.looks_like_call("flipper is charged", names)
-    assert not small_tools.looks_like_call("Fine", names)
+    assert calls.looks_like_call("flipper_st", names), "may be a tool's name: read on"
+    assert calls.looks_like_call("flipper_status", names)
+    assert not calls.looks_like_call("flipper is charged", names)
+    assert not calls.looks_like_call("Fine", names)
 
 
 def test_the_first_valid_call_wins_over_an_invented_one() -> None:
     reply = '{"name": "calculate", "arguments": {}}\n{"name": "flipper_status", "arguments": {}}'
-    assert small_tools.parse_reply(reply, OFFERED).call == small_tools.Call("flipper_status", {})
+    assert calls.parse_reply(reply, OFFERED).call == calls.Call("flipper_status", {})
 
 
 def test_functions_and_the_fallback_prompt_carry_names_and_schemas() -> None:
-    functions = [small_tools.as_function(s) for s in (LEARN, LISTEN)]
+    functions = [calls.as_function(s) for s in (LEARN, LISTEN)]
     assert functions[1]["function"]["parameters"]["required"] == ["kind"]
-    prompt = small_tools.tools_prompt(functions)
+    prompt = calls.tools_prompt(functions)
     assert '"name": "learn"' in prompt and "<tool_call>" in prompt
 
 
@@ -124,28 +136,29 @@ def test_the_tools_block_begins_the_same_for_every_message() -> None:
     """The tools always offered first, the rest in mount order, ``answer`` last: offers for
     different messages share their beginning, which the runner keeps."""
     recall = spec("recall", "Search memory.", {}, [])
-    ordered = [s["name"] for s in small_tools.with_answer([recall, LEARN, STATUS])]
+    ordered = [s["name"] for s in calls.with_answer([recall, LEARN, STATUS], TURN)]
     assert ordered == ["learn", "recall", "flipper_status", "answer"]
-    assert [s["name"] for s in small_tools.with_answer([LEARN])] == ["learn", "answer"]
+    assert [s["name"] for s in calls.with_answer([LEARN], TURN)] == ["learn", "answer"]
 
 
-def test_a_memory_write_asked_for_in_so_many_words_needs_no_check() -> None:
-    learn = small_tools.Call("learn", {"fact": "The user's sister is called Ana."})
-    assert small_tools.confirmation(learn, "remember that my sister is called Ana") == []
-    asked = small_tools.confirmation(learn, "set the thermostat to 21 degrees")
+def test_a_memory_write_is_asked_about_and_a_tool_well_above_the_rest_is_not() -> None:
+    learn = calls.Call("learn", {"fact": "The user's sister is called Ana."})
+    asked = checks.confirmation(learn, "set the thermostat to 21 degrees", TURN, LEARN, True)
     assert asked and "set the thermostat" in asked[-1]["content"]
-    forget = small_tools.Call("unlearn", {"id": "m_1"})
-    assert small_tools.confirmation(forget, "forget what you know about my bicycle") == []
-    assert small_tools.confirmation(forget, "don't forget my bicycle"), "not a request to forget"
-    question = small_tools.confirmation(learn, "do you remember my sister's name?")
-    assert question, "a question is never a request to remember"
-    sure = small_tools.Call("flipper_status", {})
-    assert small_tools.confirmation(sure, "what firmware is my Flipper on?", STATUS, 0.96) == []
-    assert small_tools.confirmation(sure, "is my Flipper charged?", STATUS, 0.63)
+    assert memory_tools.learn.small_model_hints.confirm in asked[-1]["content"], "its own question"
+    forget = calls.Call("unlearn", {"about": "my bicycle"})
+    asked = checks.confirmation(forget, "forget what you know about my bicycle", TURN, None, False)
+    assert "forget something you know about them" in asked[-1]["content"]
+    sure = calls.Call("flipper_status", {})
+    assert checks.confirmation(sure, "what firmware is my Flipper on?", TURN, STATUS, True) == []
+    unsure = checks.confirmation(sure, "is my Flipper charged?", TURN, STATUS, False)
+    assert unsure[-1]["content"] == checks.TOOL_CHECK.asked(
+        "is my Flipper charged?", f"flipper_status — {offering.short_description(STATUS)}"
+    )
 
 
 def test_few_tools_are_all_offered_and_many_are_chosen_by_the_message() -> None:
-    assert small_tools.choose([LEARN, STATUS], "hello", cached_embed).tools == [LEARN, STATUS]
+    assert offering.choose([LEARN, STATUS], "hello", cached_embed, TURN).tools == [LEARN, STATUS]
     many = [
         LEARN,
         spec("recall", "Search everything learned about the user by meaning.", {}, []),
@@ -156,17 +169,17 @@ def test_few_tools_are_all_offered_and_many_are_chosen_by_the_message() -> None:
         spec("speak", "Say something aloud with the device's speech.", {}, []),
         spec("open_url", "Open a web page on the user's device.", {}, []),
     ]
-    offer = small_tools.choose(many, "is my Flipper charged?", cached_embed)
+    offer = offering.choose(many, "is my Flipper charged?", cached_embed, TURN)
     chosen = [s["name"] for s in offer.tools]
-    assert len(chosen) <= small_tools.OFFERED_AT_MOST
+    assert len(chosen) <= offering.OFFERED_AT_MOST
     assert {"learn", "flipper_status"} <= set(chosen)
     assert not {"set_theme", "speak", "open_url", "recall"} & set(chosen), "unrelated stay out"
-    small_talk = small_tools.choose(many, "good morning, how was your night?", cached_embed)
+    small_talk = offering.choose(many, "good morning, how was your night?", cached_embed, TURN)
     assert [s["name"] for s in small_talk.tools] == ["learn"]
-    asked = small_tools.choose(many, "search what you have learned about my job", cached_embed)
+    asked = offering.choose(many, "search what you have learned about my job", cached_embed, TURN)
     assert "recall" in [s["name"] for s in asked.tools]
-    assert "flipper_status" in offer.nearest and len(offer.nearest) == small_tools.NEAREST
-    photo = small_tools.choose(many, "take a photo with the webcam", cached_embed, at_most=3)
+    assert "flipper_status" in offer.nearest and len(offer.nearest) == offering.NEAREST
+    photo = offering.choose(many, "take a photo with the webcam", cached_embed, TURN, at_most=3)
     assert "camera_photo" in [s["name"] for s in photo.tools]
     assert photo.nearest[0] == "camera_photo"
 
@@ -183,7 +196,7 @@ def test_optional_arguments_that_take_objects_and_null_defaults_are_not_offered(
         },
         "required": ["fact", "needed"],
     }
-    offered = small_tools.offered_schema(schema)
+    offered = calls.offered_schema(schema)
     assert list(offered["properties"]) == ["fact", "supersedes", "needed"]
     assert "default" not in offered["properties"]["supersedes"]
     assert offered["required"] == ["fact", "needed"]
@@ -196,11 +209,11 @@ def test_a_small_model_cannot_make_a_fact_public() -> None:
         {"fact": {"type": "string"}, "visibility": {"type": "string", "default": "private"}},
         ["fact"],
     )
-    offered = small_tools.as_function(sharing)["function"]["parameters"]
+    offered = calls.as_function(sharing, TURN)["function"]["parameters"]
     assert list(offered["properties"]) == ["fact"]
-    reply = '{"name": "learn", "arguments": {"fact": "Prefers tea", "visibility": "public"}}'
-    call = small_tools.parse_reply(reply, {"learn": sharing}).call
-    assert call == small_tools.Call("learn", {"fact": "Prefers tea"}), "the fact stays private"
+    reply = '{"name": "learn", "arguments": {"fact": "The user likes tea", "visibility": "public"}}'
+    call = calls.parse_reply(reply, {"learn": sharing}, TURN).call
+    assert call == calls.Call("learn", {"fact": "The user likes tea"}), "it stays private"
 
 
 @pytest.mark.parametrize(
@@ -217,7 +230,7 @@ def test_a_small_model_cannot_make_a_fact_public() -> None:
 )
 def test_a_reply_that_describes_a_call_names_its_tool(reply: str, named: str) -> None:
     offered = ["learn", "flipper_find", "nicla_status", "create_ai"]
-    assert small_tools.named_in_words(reply, offered) == named
+    assert calls.named_in_words(reply, offered) == named
 
 
 def test_the_answer_turn_gives_the_result_as_plain_text() -> None:
@@ -302,7 +315,7 @@ def requests_sent(log: Path) -> list[dict[str, Any]]:
 def in_words(request: dict[str, Any]) -> bool:
     """An answer in words: the call's tools still in its prompt, a grammar that lets no call
     begin."""
-    return request.get("grammar") == small_tools.IN_WORDS and bool(request.get("tools"))
+    return request.get("grammar") == calls.IN_WORDS and bool(request.get("tools"))
 
 
 async def test_a_fenced_call_runs_the_real_tool_and_the_answer_reads_only_what_is_new(
@@ -321,17 +334,17 @@ async def test_a_fenced_call_runs_the_real_tool_and_the_answer_reads_only_what_i
     )
     assert transcript.text == "Yes: your Flipper is at 87%."
     first, checked, second = requests_sent(log)
-    assert checked["grammar"] == small_tools.YES_OR_NO
+    assert checked["grammar"] == calls.YES_OR_NO
     assert checked["messages"][-1]["content"].startswith(
         'Message: "is my Flipper charged?"\nTool: flipper_status — '
     )
     offered = [f["function"]["name"] for f in first["tools"]]
-    assert "flipper_status" in offered and len(offered) <= small_tools.OFFERED_AT_MOST + 1
+    assert "flipper_status" in offered and len(offered) <= offering.OFFERED_AT_MOST + 1
     assert offered[0] == "learn" and offered[-1] == "answer", "learn leads, answer ends"
-    assert small_tools.TOOLS_GUIDE in first["messages"][0]["content"]
+    assert wording.TOOLS_GUIDE in first["messages"][0]["content"]
     assert second["tools"] == first["tools"], "the answer's prompt begins as the call's did"
     assert second["messages"][:-1] == first["messages"][:-1]
-    assert second["grammar"] == small_tools.IN_WORDS, "but it may not call again"
+    assert second["grammar"] == calls.IN_WORDS, "but it may not call again"
     assert second["sampling"]["temperature"] == 0.0, "an answer from a result is read, not made"
     asked = second["messages"][-1]["content"]
     assert asked.startswith(first["messages"][-1]["content"])
@@ -359,19 +372,16 @@ async def test_a_call_described_in_words_is_asked_again_as_that_call(
     assert in_words(answer)
 
 
-FORCED_LEARN = '<tool_call>\n{"name": "learn", "arguments": {"fact": "Paris"}}\n</tool_call>'
-
-
 @pytest.mark.parametrize(
     ("message", "before", "described", "between"),
     [
         ("is my Flipper charged?", [], "I could use the `learn` tool later.", []),
         (
             "book me a flight to Paris",
-            ["no"],  # asked whether it changes the physical world: the model says no
+            [],
             'To book a flight to Paris, you can use the "learn" function with the following '
             'arguments:\n```json\n{"name": "learn", "arguments": {"destination": "Paris"}}\n```',
-            [FORCED_LEARN, "no"],  # asked again for the call it named, which the check refuses
+            [],  # memory's tool is not among the nearest: not asked for as a call
         ),
     ],
 )
@@ -388,17 +398,17 @@ async def test_words_that_name_a_tool_are_never_shown_and_the_model_answers_agai
     """Words that name a tool but call nothing are not the answer: the model is asked again,
     told that no tool fits, and only that answer is shown."""
     plain = "I can't do that from here, sorry."
-    replies = [*before, described, *between, plain]
+    replies = [*before, described, *between, plain, "no"]  # "no": it claims no act
     server, log = await scripted_hub(start_hub, closed_port, tmp_path, replies)
     transcript = await say(server, message)
     assert transcript.done and not transcript.of_type(c.EV_BEFORE_TOOL)
     assert transcript.text == plain
     sent = requests_sent(log)
-    first, again = sent[len(before)], sent[-1]
+    first, again = sent[len(before)], sent[-2]
     assert len(sent) == len(replies)
     assert in_words(again)
     assert again["messages"][:-2] == first["messages"][:-1], "read only the note and message"
-    assert again["messages"][-2] == {"role": "system", "content": small_tools.NO_TOOL_FITS}
+    assert again["messages"][-2] == {"role": "system", "content": wording.NO_TOOL_FITS}
     assert again["messages"][-1] == first["messages"][-1]
 
 
@@ -409,7 +419,7 @@ async def test_words_that_still_describe_a_call_become_a_plain_cannot(
     server, log = await scripted_hub(start_hub, closed_port, tmp_path, [described, described])
     transcript = await say(server, "turn off the living room lights")
     assert transcript.done and not transcript.of_type(c.EV_BEFORE_TOOL)
-    assert transcript.text == small_tools.CANNOT_DO
+    assert transcript.text == wording.CANNOT_DO
     assert len(requests_sent(log)) == 2
 
 
@@ -420,19 +430,20 @@ async def test_a_call_to_a_tool_not_made_for_the_request_is_not_run(
     alike; the model, asked whether that tool is made for the message, says no."""
     call = '<tool_call>\n{"name": "flipper_find", "arguments": {"signal": true}}\n</tool_call>'
     server, log = await scripted_hub(
-        start_hub, closed_port, tmp_path, [call, "no", "I can't unlock doors."]
+        start_hub, closed_port, tmp_path, [call, "no", "I can't unlock doors.", "no"]
     )
     transcript = await say(server, "unlock the front door with my Flipper")
     assert transcript.done and not transcript.of_type(c.EV_BEFORE_TOOL)
     assert transcript.text == "I can't unlock doors."
-    _, checked, answer = requests_sent(log)
+    _, checked, answer, claimed = requests_sent(log)
+    assert claimed["messages"][-1]["content"] == checks.CLAIM_CHECK.asked("I can't unlock doors.")
     *examples, question = checked["messages"]
-    assert len(examples) == 2 * len(small_tools.TOOL_CHECK.examples)
+    assert len(examples) == 2 * len(checks.TOOL_CHECK.examples)
     assert question["content"].startswith(
         'Message: "unlock the front door with my Flipper"\nTool: flipper_find'
     )
     assert in_words(answer)
-    assert answer["messages"][-2] == {"role": "system", "content": small_tools.NO_TOOL_FITS}
+    assert answer["messages"][-2] == {"role": "system", "content": wording.NO_TOOL_FITS}
 
 
 LEARN_CALL = (
@@ -451,19 +462,20 @@ async def test_a_memory_write_runs_only_when_the_model_confirms_it_was_asked_for
     learned: bool,
 ) -> None:
     server, log = await scripted_hub(
-        start_hub, closed_port, tmp_path, ["no", LEARN_CALL, verdict, "All right."]
-    )  # "no": the model does not take the message for one that changes the physical world
+        start_hub, closed_port, tmp_path, [LEARN_CALL, verdict, "All right.", "no"]
+    )  # the last "no": refused, the answer in words claims no act
     transcript = await say(server, "set the thermostat to 21 degrees")
     assert transcript.done and not transcript.of_type(c.EV_ERROR)
     ran = [e["toolResult"]["name"] for e in transcript.of_type(c.EV_AFTER_TOOL)]
     assert ran == (["learn"] if learned else [])
     facts = server.hub.memory.recent(server.hub.owner.id, 10)
     assert any("thermostat" in f.text for f in facts) is learned
-    _, first, asked, last = requests_sent(log)
-    assert asked["grammar"] == small_tools.YES_OR_NO and "tools" not in asked
+    first, asked, last, *_ = requests_sent(log)
+    assert asked["grammar"] == calls.YES_OR_NO and "tools" not in asked
     *examples, question = asked["messages"]  # the message alone, not the conversation
-    assert [m["role"] for m in examples] == ["user", "assistant"] * 3
-    assert question["content"].startswith('Message: "set the thermostat to 21 degrees"\n\nIs the')
+    examples_given = len(memory_tools.learn.small_model_hints.confirm_examples)
+    assert [m["role"] for m in examples] == ["user", "assistant"] * examples_given
+    assert question["content"].startswith('Message: "set the thermostat to 21 degrees"\n\nDoes')
     assert first["messages"][-1]["content"] == "set the thermostat to 21 degrees"
     assert transcript.text.endswith("All right.")
     assert in_words(last)
@@ -483,22 +495,24 @@ ANSWERED = '<tool_call>\n{"name": "answer", "arguments": {"text": "Good morning,
 async def test_an_answer_given_as_a_call_is_the_reply_and_runs_nothing(
     start_hub: StartHub, closed_port: int, tmp_path: Path, emulator: FlipperEmulator, reply: str
 ) -> None:
-    server, log = await scripted_hub(start_hub, closed_port, tmp_path, [reply])
+    replies = [reply, "no"]  # "no": the words claim no act
+    server, log = await scripted_hub(start_hub, closed_port, tmp_path, replies)
     transcript = await say(server, "good morning")
     assert transcript.done and not transcript.of_type(c.EV_BEFORE_TOOL)
     assert not transcript.of_type(c.EV_ERROR)
     assert transcript.text.startswith("Good morning")
-    assert len(requests_sent(log)) == 1
+    assert "tool_call" not in transcript.text
+    assert len(requests_sent(log)) == 2
 
 
 async def test_an_unreadable_call_is_never_shown_and_the_model_answers_again(
     start_hub: StartHub, closed_port: int, tmp_path: Path, emulator: FlipperEmulator
 ) -> None:
     cut = '<tool_call>\n{"name": "flipper_sta'
-    server, log = await scripted_hub(start_hub, closed_port, tmp_path, [cut, "Hello!"])
+    server, log = await scripted_hub(start_hub, closed_port, tmp_path, [cut, "Hello!", "no"])
     transcript = await say(server, "hi there")
     assert transcript.done and transcript.text == "Hello!"
-    first, second = requests_sent(log)
+    first, second, _ = requests_sent(log)
     assert first["constrain"] is True and in_words(second)
 
 
@@ -507,13 +521,13 @@ async def test_an_invented_tool_is_no_call_and_a_plain_answer_follows(
 ) -> None:
     invented = '<tool_call>\n{"name": "joke", "arguments": {}}\n</tool_call>'
     server, log = await scripted_hub(
-        start_hub, closed_port, tmp_path, [invented, "Why did the robot nap? Low battery."]
+        start_hub, closed_port, tmp_path, [invented, "Why did the robot nap? Low battery.", "no"]
     )
     transcript = await say(server, "tell me a joke")
     assert transcript.done and not transcript.of_type(c.EV_ERROR)
     assert not transcript.of_type(c.EV_AFTER_TOOL)
     assert transcript.text == "Why did the robot nap? Low battery."
-    first, second = requests_sent(log)
+    first, second, _ = requests_sent(log)
     assert first["constrain"] is True and in_words(second)
 
 
@@ -529,7 +543,7 @@ async def test_a_small_model_sees_its_facts_without_dates_or_ids_and_unlearns_by
         start_hub,
         closed_port,
         tmp_path,
-        ["Her name is Ana.", call, "It waits for your confirmation."],
+        ["Her name is Ana.", "no", call, "yes", "It waits for your confirmation."],
     )
     me = server.hub.owner.id
     fact = server.hub.memory.learn(me, "The user's sister is called Ana.")
@@ -538,7 +552,7 @@ async def test_a_small_model_sees_its_facts_without_dates_or_ids_and_unlearns_by
     assert asked.text == "Her name is Ana."
     forget = await say(server, "forget what you know about my sister")
     assert forget.done and not forget.of_type(c.EV_ERROR)
-    answering, forgetting, _ = requests_sent(log)  # asked to forget in so many words: no check
+    answering, _, forgetting, _, _ = requests_sent(log)
     facts = answering["messages"][1]["content"]
     assert facts == (
         f"{REMEMBERED_HEADER}\n- Your sister is called Ana.\n- You are allergic to hazelnuts."
@@ -566,7 +580,7 @@ async def test_a_fact_memory_already_holds_is_not_learned_again(
     """Asked about a fact it was shown, a small model learns it again in other words."""
     again = '<tool_call>\n{"name": "learn", "arguments": {"fact": "Ana is the user\'s sister."}}'
     server, log = await scripted_hub(
-        start_hub, closed_port, tmp_path, [again + "\n</tool_call>", "She is your sister."]
+        start_hub, closed_port, tmp_path, [again + "\n</tool_call>", "She is your sister.", "no"]
     )
     server.hub.memory.learn(server.hub.owner.id, "The user's sister is called Ana.")
     transcript = await say(server, "who is Ana?")
@@ -574,8 +588,8 @@ async def test_a_fact_memory_already_holds_is_not_learned_again(
     assert transcript.text == "She is your sister."
     assert len(server.hub.memory.recent(server.hub.owner.id, 10)) == 1
     sent = requests_sent(log)
-    assert [r.get("grammar") for r in sent] == [None, small_tools.IN_WORDS], (
-        "no confirmation was asked, and the answer was written in words"
+    assert [r.get("grammar") for r in sent] == [None, calls.IN_WORDS, calls.YES_OR_NO], (
+        "no confirmation was asked, and the answer was written in words (and checked)"
     )
 
 
@@ -592,17 +606,19 @@ def test_a_fact_is_known_when_a_remembered_one_has_all_its_words(fact: str, know
         "The user's sister is called Ana.",
         "The user's dentist appointment is on Friday.",
     ]
-    call = small_tools.Call("learn", {"fact": fact})
-    assert small_tools.already_known(call, remembered) is known
+    call = calls.Call("learn", {"fact": fact})
+    assert checks.already_known(call, "fact", remembered) is known
 
 
 async def test_a_learned_fact_is_answered_without_its_id_and_learn_takes_no_ids(
     start_hub: StartHub, closed_port: int, tmp_path: Path, emulator: FlipperEmulator
 ) -> None:
-    server, log = await scripted_hub(start_hub, closed_port, tmp_path, [LEARN_CALL, "Noted."])
+    server, log = await scripted_hub(
+        start_hub, closed_port, tmp_path, [LEARN_CALL, "yes", "Noted."]
+    )
     transcript = await say(server, "remember that the thermostat is at 21")
     assert [e["toolResult"]["name"] for e in transcript.of_type(c.EV_AFTER_TOOL)] == ["learn"]
-    first, answer = requests_sent(log)  # asked to remember in so many words: no check
+    first, _, answer = requests_sent(log)
     [learn] = [f["function"] for f in first["tools"] if f["function"]["name"] == "learn"]
     assert list(learn["parameters"]["properties"]) == ["fact"]
     assert (
@@ -623,7 +639,7 @@ async def test_a_learned_fact_is_answered_without_its_id_and_learn_takes_no_ids(
     ],
 )
 def test_a_tool_named_instead_of_called_is_found(reply: str, named: str) -> None:
-    assert small_tools.named_in_words(reply, ["flipper_status", "flipper_listen"]) == named
+    assert calls.named_in_words(reply, ["flipper_status", "flipper_listen"]) == named
 
 
 def test_whole_families_are_offered_so_offers_repeat() -> None:
@@ -646,34 +662,53 @@ def test_whole_families_are_offered_so_offers_repeat() -> None:
         "set_theme": "client",
         "speak": "client",
     }
+    turn = SmallTurn(
+        hints={
+            name: replace(TURN.of(name), family=family)
+            if name in TURN.hints
+            else SmallModelHints(family=family)
+            for name, family in families.items()
+        }
+    )
     offered = {}
     for message in ("is my Flipper charged?", "make my Flipper beep", "listen for IR"):
-        offer = small_tools.choose(specs, message, cached_embed, 5, families)
+        offer = offering.choose(specs, message, cached_embed, turn, 5)
         offered[message] = [s["name"] for s in offer.tools]
     assert all(
         names == ["learn", "flipper_status", "flipper_listen", "flipper_find"]
         for names in offered.values()
     ), offered
-    small_talk = small_tools.choose(specs, "good morning", cached_embed, 5, families)
+    small_talk = offering.choose(specs, "good morning", cached_embed, turn, 5)
     assert [s["name"] for s in small_talk.tools] == ["learn"]
-    ahead = [[s["name"] for s in tools] for tools in small_tools.family_offers(specs, families)]
+    ahead = [[s["name"] for s in tools] for tools in offering.family_offers(specs, turn)]
     assert ["learn", "flipper_status", "flipper_listen", "flipper_find"] in ahead
     assert ["learn", "recall"] in ahead and ["learn", "camera_photo"] in ahead
 
 
-def test_a_tools_family_is_the_module_that_defines_it() -> None:
+def test_a_tools_family_is_what_its_module_declares() -> None:
     from hub.agent.tools import memory
 
-    families = small_tools.families_of([memory.learn, memory.recall])
-    assert families == {"learn": "hub.agent.tools.memory", "recall": "hub.agent.tools.memory"}
+    hints = declared_hints([memory.learn, memory.recall])
+    assert {name: h.family for name, h in hints.items()} == {"learn": "memory", "recall": "memory"}
+    assert hints["learn"].always_offered and not hints["recall"].always_offered
+
+
+def test_a_tool_that_declares_nothing_is_a_family_of_its_own() -> None:
+    from strands import tool
+
+    @tool(name="brew_coffee")
+    def brew_coffee() -> str:
+        """Brew a cup of coffee."""
+        return "brewing"
+
+    assert declared_hints([brew_coffee])["brew_coffee"].family == "brew_coffee"
 
 
 @pytest.mark.parametrize(
     ("reply", "describes"),
     [
-        ("To turn off the lights, you can use the `flashlight` function with on false.", True),
-        ("You can use the set_light tool.", True),
-        ("Here is the function call:", True),
+        ("To turn off the lights, you can call `flashlight()` with on false.", True),
+        ("Call `set_light_level` with 40.", True),
         ('Try the "learn" tool.', True),
         ("Why did the tomato turn red? It saw the salad dressing!", False),
         ("I used my tools to check: your Flipper is at 87%.", False),
@@ -682,7 +717,7 @@ def test_a_tools_family_is_the_module_that_defines_it() -> None:
 def test_words_that_speak_of_calling_a_function_describe_a_call(
     reply: str, describes: bool
 ) -> None:
-    assert small_tools.describes_a_call(reply, ["learn", "answer"]) is describes
+    assert calls.describes_a_call(reply, ["learn", "answer"]) is describes
 
 
 def test_a_small_model_writes_a_new_fact_about_the_user() -> None:
@@ -694,7 +729,7 @@ def test_a_small_model_writes_a_new_fact_about_the_user() -> None:
     from hub.agent.runner import call_grammar
     from hub.agent.tools.memory import learn
 
-    function = small_tools.as_function(learn.tool_spec)
+    function = calls.as_function(learn.tool_spec, TURN)
     fact = function["function"]["parameters"]["properties"]["fact"]
     check = jsonschema.Draft202012Validator(fact)
     assert check.is_valid("The user's sister is called Ana.")
@@ -713,7 +748,8 @@ def test_a_small_model_writes_a_new_fact_about_the_user() -> None:
 def test_a_small_model_makes_a_tiny_from_a_name_a_prompt_and_a_tagline() -> None:
     from hub.agent.tools.tinys import create_ai
 
-    parameters = small_tools.as_function(create_ai.tool_spec)["function"]["parameters"]
+    turn = SmallTurn(hints=declared_hints([create_ai]))
+    parameters = calls.as_function(create_ai.tool_spec, turn)["function"]["parameters"]
     assert sorted(parameters["properties"]) == ["name", "systemPrompt", "tagline"]
     assert parameters["required"] == ["name", "systemPrompt"]
 
@@ -740,43 +776,37 @@ def test_facts_that_share_a_word_with_the_message_are_found(
         Fact(f"m_{i}", "me", "fact", text, "private", "2026-01-01T00:00:00Z", None)
         for i, text in enumerate(texts)
     ]
-    assert [f.text for f in small_tools.sharing_words(message, facts)] == shared
+    assert [f.text for f in offering.sharing_words(message, facts)] == shared
 
 
 @pytest.mark.parametrize(
-    ("verdict", "shown"),
-    [("yes", small_tools.CANNOT_DO), ("no", "Here is what I would do.")],
+    ("claims", "shown"),
+    [("yes", wording.CANNOT_DO), ("no", "Here is what I would do. Ask them.")],
 )
-async def test_a_request_to_act_with_no_tool_near_is_asked_about_before_any_answer(
+async def test_words_that_claim_an_act_no_tool_did_are_never_shown(
     start_hub: StartHub,
     closed_port: int,
     tmp_path: Path,
     emulator: FlipperEmulator,
-    verdict: str,
+    claims: str,
     shown: str,
 ) -> None:
-    """A request no tool is near is asked about first: does it ask to change the physical
-    world? Yes: the person reads that it cannot be done here, not "The door is unlocked."."""
-    replies = [verdict, "Here is what I would do."]
+    """Words are checked before they are shown: "The shed is unlocked." with no tool behind it
+    is asked for as a call to the nearest tool (here only memory's), which its own check
+    refuses, and the person reads that it cannot be done here."""
+    reply = "The shed is unlocked. " if claims == "yes" else "Here is what I would do. Ask them."
+    fact = '{"name": "learn", "arguments": {"fact": "The user wants the shed unlocked"}}'
+    replies = [reply, claims, fact, "no"] if claims == "yes" else [reply, claims, reply]
     server, log = await scripted_hub(start_hub, closed_port, tmp_path, replies)
     transcript = await say(server, "unlock the shed")
     assert transcript.done and not transcript.of_type(c.EV_BEFORE_TOOL)
     assert transcript.text == shown
     sent = requests_sent(log)
-    assert sent[0]["grammar"] == small_tools.YES_OR_NO
-    assert sent[0]["messages"][-1]["content"] == small_tools.ACTS_OUTSIDE.asked("unlock the shed")
-    assert len(sent) == (1 if verdict == "yes" else 2)
-
-
-@pytest.mark.parametrize(
-    ("message", "asked"),
-    [
-        ("unlock the shed", True),
-        ("give me three tips for sleeping better", False),  # words alone
-        ("what's the weather like?", False),  # a question
-        ("remember that my shed is blue", False),  # a memory write
-    ],
-)
-def test_only_a_request_for_more_than_words_is_asked_about(message: str, asked: bool) -> None:
-    assert small_tools.may_ask_to_act(message, ["learn"]) is asked
-    assert small_tools.may_ask_to_act(message, ["learn", "flipper_find"]) is False, "a tool is near"
+    assert sent[1]["grammar"] == calls.YES_OR_NO
+    assert sent[1]["messages"][-1]["content"] == checks.CLAIM_CHECK.asked(reply)
+    if claims == "yes":
+        assert sent[2]["must_call"] == "learn", "the nearest tool, asked for as a call"
+        assert sent[3]["grammar"] == calls.YES_OR_NO, "and checked as any memory write is"
+    else:
+        assert sent[2]["messages"] == sent[0]["messages"], "written again, the words stream"
+    assert len(sent) == len(replies)

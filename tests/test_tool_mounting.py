@@ -21,6 +21,7 @@ WEB_BUILTINS = {
     "unlearn",
     "memory_graph",
     "memory_conflicts",
+    "calculate",
     "use_device",
     "flipper_status",
     "flipper_listen",

@@ -17,7 +17,7 @@ from strands import tool
 from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
-from drivers.base import DriverError, DriverHost, turn_host, with_attached
+from drivers.base import DriverError, DriverHost, hinted, turn_host, with_attached
 from drivers.flipper.rules import BLE_DRIVER, USB_DRIVER, Flipper
 
 NOT_CONNECTED = "Flipper is not connected"
@@ -175,3 +175,5 @@ async def flipper_find(tool_context: StrandsToolContext, signal: bool = False) -
 
 
 TOOLS: tuple[AgentTool, ...] = (flipper_status, flipper_listen, flipper_files, flipper_find)
+
+hinted("flipper", flipper_status, flipper_listen, flipper_files, flipper_find)

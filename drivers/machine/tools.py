@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from strands.types.tools import AgentTool
 
-from drivers.base import DriverHost
+from drivers.base import DriverHost, hinted
 from drivers.sensing import Missing, clip_tool, listen_tool, photo_tool
 
 CAMERA = "this machine's camera"
@@ -61,3 +61,5 @@ microphone_listen = listen_tool(
 
 CAMERA_TOOLS: tuple[AgentTool, ...] = (camera_photo, camera_clip)
 MICROPHONE_TOOLS: tuple[AgentTool, ...] = (microphone_listen,)
+
+hinted("machine", camera_photo, camera_clip, microphone_listen)

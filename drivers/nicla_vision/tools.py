@@ -15,7 +15,7 @@ from strands import tool
 from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
-from drivers.base import DriverError, DriverHost, with_attached
+from drivers.base import DriverError, DriverHost, hinted, with_attached
 from drivers.sensing import clip_tool, listen_tool, online_as, photo_tool
 
 FAMILY = "nicla_vision"
@@ -97,3 +97,6 @@ async def nicla_status(tool_context: StrandsToolContext) -> dict[str, Any]:
 
 
 TOOLS: tuple[AgentTool, ...] = (nicla_take_photo, nicla_take_video, nicla_listen, nicla_status)
+
+
+hinted("nicla_vision", nicla_take_photo, nicla_take_video, nicla_listen, nicla_status)

@@ -18,7 +18,7 @@ from strands import tool
 from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
-from drivers.base import DriverError, DriverHost, DriverHostError, ToolResult, turn_host
+from drivers.base import DriverError, DriverHost, DriverHostError, ToolResult, hinted, turn_host
 from drivers.nicla_voice.wire import WAKE_EVENT
 from drivers.sensing import online_as
 
@@ -177,6 +177,16 @@ async def nicla_voice_transcript(tool_context: StrandsToolContext, id: str) -> d
 
 
 TOOLS: tuple[AgentTool, ...] = (
+    nicla_voice_status,
+    nicla_voice_wakes,
+    nicla_voice_record,
+    nicla_voice_transcripts,
+    nicla_voice_transcript,
+)
+
+
+hinted(
+    "nicla_voice",
     nicla_voice_status,
     nicla_voice_wakes,
     nicla_voice_record,

@@ -18,13 +18,14 @@ from strands.models import Model
 from strands.types.tools import AgentTool
 
 from hub import contracts as c
-from hub.agent import bundled_models, small_tools
+from hub.agent import bundled_models
 from hub.agent.attachments import Attachment, take_in
 from hub.agent.embedded import EmbeddedModel, cached_embed
 from hub.agent.mcp import plan_for_turn
 from hub.agent.models import ModelChoice
 from hub.agent.prompt import lasting_prompt, system_prompt, turn_sections
 from hub.agent.sampling import Sampling, apply_sampling
+from hub.agent.small.context import SmallTurn, declared_hints
 from hub.agent.tools import DEVICE_GROUPS, JOB_GROUPS, mount_tools
 from hub.agent.tools.client_caps import client_caps
 from hub.agent.tools.context import STATE_KEY, ToolContext
@@ -97,10 +98,17 @@ async def compose_turn(
     hub_url = hub.lan.url or ""
     if isinstance(model, EmbeddedModel):
         # The runner keeps what it read: the tiny's lasting prompt leads, this turn's sections
-        # follow the tools (see EmbeddedModel), so the next turn does not read them again.
-        model.remembered, model.matched = tuple(newest), tuple(matches)
-        model.families = small_tools.families_of(mounted.tools) if mounted else {}
-        model.turn_note = turn_sections(metadata=metadata, related=related.tinys, hub_url=hub_url)
+        # follow the tools (see hub.agent.small.history), so the next turn does not read them
+        # again.
+        model = model.for_turn(
+            SmallTurn(
+                remembered=tuple(newest),
+                matched=tuple(matches),
+                note=turn_sections(metadata=metadata, related=related.tinys, hub_url=hub_url),
+                hints=declared_hints(mounted.tools) if mounted else {},
+            )
+        )
+        context = replace(context, model=model)
         prompt = lasting_prompt(tiny, override=override)
     else:
         prompt = system_prompt(

@@ -10,7 +10,7 @@ the model is not asked at all. Questions about what the person told the hub earl
 among them: the memory pre-load puts those facts in every prompt.
 
 Devices and jobs are recognised as the small-model protocol recognises a tool (the hub's
-embedder plus shared words, :func:`hub.agent.small_tools.relevance`), against the tools those
+embedder plus shared words, :func:`hub.agent.small.offer.relevance`), against the tools those
 groups mount, so a driver package's tools count as soon as it is installed. A memory write is
 recognised by how people ask for one ("remember that …", "keep in mind …"): the embedder scores
 those requests too low to tell them from small talk.
@@ -28,9 +28,8 @@ from strands.types.content import Messages
 from strands.types.streaming import StreamEvent
 from strands.types.tools import AgentTool, ToolSpec
 
-from hub.agent import small_tools
 from hub.agent.plain_model import PlainModel
-from hub.agent.small_tools import Embed
+from hub.agent.small.offer import Embed, relevance
 from hub.contracts import PROVIDER_OLLAMA
 
 # Requests for a device's tool score above this; small talk and questions about oneself below
@@ -48,6 +47,28 @@ LATER = re.compile(
 )
 
 
+# How people ask for a memory write in so many words: the embedder scores those requests too
+# low to tell them from small talk.
+ASKED_TO_REMEMBER = re.compile(
+    r"\b(remember|note that|note down|make a note|jot down|keep in mind|don'?t forget|"
+    r"do not forget|store (that|this)|save (that|this)|from now on)\b",
+    re.IGNORECASE,
+)
+ASKED_TO_FORGET = re.compile(
+    r"(?<!don't )(?<!do not )\b(forget|unlearn|delete|erase|wipe|remove)\b.*"
+    r"\b(memor\w*|you know|you('ve| have) learn\w*|about me|that)\b",
+    re.IGNORECASE,
+)
+ASKED_IN_WORDS = {"learn": ASKED_TO_REMEMBER, "unlearn": ASKED_TO_FORGET}
+
+
+def asks_in_so_many_words(tool: str, message: str) -> bool:
+    """Whether ``message`` asks for a memory write (``tool``: learn or unlearn) in so many
+    words. A question never does ("do you remember my dog's name?")."""
+    asked = ASKED_IN_WORDS.get(tool)
+    return asked is not None and not message.rstrip().endswith("?") and bool(asked.search(message))
+
+
 @dataclass(frozen=True)
 class Unmet:
     """What the person asked for that needs a tool, in words for the reply."""
@@ -61,9 +82,9 @@ def unmet_request(
     """What ``message`` asks for that only a tool does, or None when the model can answer."""
     if not message.strip():
         return None
-    if small_tools.asks_in_so_many_words("unlearn", message):
+    if asks_in_so_many_words("unlearn", message):
         return Unmet("change what your memory holds")
-    if small_tools.asks_in_so_many_words("learn", message):
+    if asks_in_so_many_words("learn", message):
         return Unmet("save that to your memory")
     if LATER.search(message) or _near(message, job_tools, JOB_AT_LEAST, embed):
         return Unmet("set up work for later (a job or a reminder)")
@@ -73,7 +94,7 @@ def unmet_request(
 
 
 def _near(message: str, specs: Sequence[ToolSpec], at_least: float, embed: Embed) -> bool:
-    return bool(specs) and float(small_tools.relevance(specs, message, embed).max()) >= at_least
+    return bool(specs) and float(relevance(specs, message, embed).max()) >= at_least
 
 
 def ways_to_tools(provider: str, tool_model_installed: bool) -> str:

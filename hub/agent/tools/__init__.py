@@ -17,6 +17,7 @@ from strands.types.tools import AgentTool
 
 from hub import contracts as c
 from hub.agent.tools import (
+    calculate,
     client,
     devices,
     followups,
@@ -58,6 +59,7 @@ def _http(ctx: ToolContext) -> list[AgentTool]:
 
 BUILTIN: tuple[ToolGroup, ...] = (
     memory.tools,
+    calculate.tools,
     tinys.tools,
     universe.tools,
     _http,

@@ -16,6 +16,7 @@ from urllib.parse import urlparse
 from strands import tool
 from strands.types.tools import AgentTool
 
+from drivers.base import hinted
 from hub.agent.tools.context import ToolContext, failed, sent_to_client
 
 THEME_PRESETS = ("tiny", "cyberpunk", "ocean", "forest", "sunset", "dracula", "nord", "amber")
@@ -157,3 +158,17 @@ def tools(ctx: ToolContext) -> list[AgentTool]:
     if not ctx.client.app_tools:
         return []
     return ([] if ctx.native_app else BROWSER_TOOLS) + EVERYONE_TOOLS
+
+
+# The notes of a screen are offered only when a message is about them: "forget that I dislike
+# mushrooms" is about the person's memory (``unlearn``), and the word "forget" alone drew the
+# notes tool.
+hinted(
+    "notes",
+    remember,
+    forget,
+    offered_at_least=0.9,
+    asked_like=("pin a note to my screen: buy milk", "delete the notes on my screen about milk"),
+)
+hinted("conversation", manage_messages)
+hinted("page", set_theme, copy_to_clipboard, open_url, speak, render_ui)

@@ -8,6 +8,7 @@ from strands import tool
 from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
+from drivers.base import hinted
 from hub.agent.tools.context import ToolContext, failed, login_required, ok, turn_context
 from hub.agent.tools.results import answer_result
 from hub.devices.registry import DeviceError
@@ -61,3 +62,6 @@ async def use_device(
 
 def tools(ctx: ToolContext) -> list[AgentTool]:
     return [use_device]
+
+
+hinted("devices", use_device)

@@ -7,6 +7,7 @@ from typing import Any
 from strands import tool
 from strands.types.tools import AgentTool
 
+from drivers.base import hinted
 from hub.agent.tools.context import ToolContext, failed, ok
 
 
@@ -27,3 +28,6 @@ def suggest_followups(suggestions: list[str]) -> dict[str, Any]:
 
 def tools(ctx: ToolContext) -> list[AgentTool]:
     return [suggest_followups] if ctx.client.app_tools else []
+
+
+hinted("followups", suggest_followups)

@@ -17,6 +17,7 @@ from strands import tool
 from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
+from drivers.base import hinted
 from hub.agent.tools.confirming import proposed
 from hub.agent.tools.context import ToolContext, failed, login_required, ok, turn_context
 from hub.confirmations.actions import REMOVE_TOOL
@@ -199,3 +200,6 @@ def _mounted(sandbox: Sandbox, forged: ForgedTool) -> AgentTool:
         return await ran(sandbox, forged, arguments or {})
 
     return text_tool(forged.tool_name, forged.description, forged.input_schema, run)
+
+
+hinted("forge", create_tool, remove_tool, install_tool, marketplace)

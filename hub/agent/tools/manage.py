@@ -10,6 +10,7 @@ from strands import tool
 from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
+from drivers.base import hinted
 from hub import contracts as c
 from hub.agent.tools.context import ToolContext, failed, login_required, ok, turn_context
 from hub.forge.store import ForgeRefused, ForgeStore
@@ -100,3 +101,6 @@ def manage_tools(action: str, tool_context: StrandsToolContext, name: str = "") 
 
 def tools(ctx: ToolContext) -> list[AgentTool]:
     return [manage_tools]
+
+
+hinted("manage", manage_tools)

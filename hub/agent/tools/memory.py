@@ -16,6 +16,7 @@ from strands import tool
 from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
+from drivers.base import hinted
 from hub.agent.tools.confirming import proposed
 from hub.agent.tools.context import ToolContext, failed, login_required, ok, turn_context
 from hub.community.feed import DEFAULT_FEED, MAX_FEED
@@ -276,3 +277,45 @@ def memory_conflicts(
 
 def tools(ctx: ToolContext) -> list[AgentTool]:
     return [learn, recall, unlearn, memory_graph, memory_conflicts]
+
+
+# What the person tells the companion can always be kept: ``learn`` is offered with every
+# message. A small model never makes a fact public (the 1.5B set it unasked: "from now on, know
+# that I prefer tea" became public), never names ids (it is shown facts without them, and a
+# newer fact listed later wins) and writes a fact about "the user" (shown facts as said to the
+# person, it copied "Your sister is Ana"; the pattern also keeps it one line without quotes).
+# Its call runs once the model, asked about the message alone, says it told something worth
+# keeping (asked after the call in the conversation, the 1.5B said yes to "book me a flight").
+hinted(
+    "memory",
+    learn,
+    always_offered=True,
+    withheld=frozenset({"visibility", "supersedes"}),
+    shaped={"fact": {"pattern": '^The user[^"\\\\\\n]+$'}},
+    confirm="Does the writer of this message ask you to remember something, or tell you "
+    "something about themselves or the people in their life?",
+    confirm_examples=(
+        ("please remember that my flat is on the 3rd floor", "yes"),
+        ("switch the radio on", "no"),
+        ("my brother moved to Lisbon last month", "yes"),
+        ("what is my flat number?", "no"),
+        ("write me a haiku about rain", "no"),
+    ),
+    fact_argument="fact",
+)
+# Searching memory is offered at a lower bar than other tools: the facts the prompt already
+# holds answer most questions about the person, and offered on every turn, a small model
+# "recalls" the capital of France (measured on requests kept apart from the evaluation: asking
+# about one's memory scores 0.32 and above, small talk 0.16 and below).
+hinted("memory", recall, offered_at_least=0.3)
+# Forgetting is offered by what a fact is about ("my bicycle"), which the hub resolves to the
+# facts by meaning and the person confirms; never by id (a 1.5B copies a random id wrongly, and
+# may close another fact) nor for everything.
+hinted(
+    "memory",
+    unlearn,
+    withheld=frozenset({"id", "scope"}),
+    asked_like=("please forget that my sister lives in Porto",),
+    confirm="Is the writer of this message asking you to forget something you know about them?",
+)
+hinted("memory", memory_graph, memory_conflicts)

@@ -12,6 +12,7 @@ from strands import tool
 from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
+from drivers.base import hinted
 from hub.agent.tools.context import ToolContext, failed, login_required, ok, turn_context
 from hub.messages.delivery import peer, send_message
 from hub.messages.store import MAX_LIST, Inbox, MessageRefused
@@ -94,3 +95,6 @@ def _conversation(ctx: ToolContext, login: str, limit: int) -> dict[str, Any]:
 
 def tools(ctx: ToolContext) -> list[AgentTool]:
     return [send_message_tool, read_messages]
+
+
+hinted("messages", send_message_tool, read_messages)

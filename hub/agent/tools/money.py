@@ -14,6 +14,7 @@ from strands import tool
 from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
+from drivers.base import hinted
 from hub.agent.tools.context import ToolContext, failed, login_required, ok, turn_context
 from hub.payments.ledger import DISABLED, PaymentError, Payments, Quote, dollars, payments_of
 from hub.people.identity import User
@@ -121,3 +122,6 @@ def make_payment(
 def tools(ctx: ToolContext) -> list[AgentTool]:
     """Always mounted: with payments off each says so, so the model can tell the person."""
     return [wallet, set_price, pay_x402, make_payment]
+
+
+hinted("money", wallet, set_price, pay_x402, make_payment)

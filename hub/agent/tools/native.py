@@ -9,6 +9,7 @@ from typing import Any
 from strands import tool
 from strands.types.tools import AgentTool
 
+from drivers.base import hinted
 from hub.agent.tools.context import ToolContext, failed, sent_to_client
 
 CUSTOMIZE_LIMIT_BYTES = 8 * 1024
@@ -36,3 +37,6 @@ TINY_OWNER_TOOLS: list[AgentTool] = [customize_page]
 
 def tools(ctx: ToolContext) -> list[AgentTool]:
     return list(TINY_OWNER_TOOLS) if ctx.owns_tiny else []
+
+
+hinted("page", customize_page)

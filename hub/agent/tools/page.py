@@ -16,6 +16,7 @@ from strands import tool
 from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
+from drivers.base import hinted
 from hub import contracts as c
 from hub.agent.tools.context import ToolContext, failed, sent_to_client, turn_context
 
@@ -275,3 +276,7 @@ DEVICE_TOOLS: list[AgentTool] = [vibrate, flashlight, set_brightness, play_sound
 def tools(ctx: ToolContext) -> list[AgentTool]:
     """Every app gets them: the client answers for what it cannot do."""
     return MAP_TOOLS + DEVICE_TOOLS if ctx.client.app_tools else []
+
+
+hinted("map", *MAP_TOOLS)
+hinted("phone actions", *DEVICE_TOOLS)

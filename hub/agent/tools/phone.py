@@ -17,6 +17,7 @@ from strands import tool
 from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
+from drivers.base import hinted
 from hub.agent.tools.context import (
     ToolContext,
     failed,
@@ -200,3 +201,7 @@ async def _heard(
     )
     said = f'"{transcript.text}"' if transcript.text else "no speech"
     return f"{kept}; heard {transcript.audio_s:.1f} s: {said}.", record.as_json()
+
+
+hinted("phone", screenshot, generate_image)
+hinted("glasses", meta_take_photo, meta_record_video, meta_listen, meta_glasses_status)

@@ -25,6 +25,7 @@ from strands.hooks import BeforeToolCallEvent, HookProvider, HookRegistry
 from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
+from drivers.base import hinted
 from hub.agent.tools.context import ToolContext, failed, ok, turn_context
 from hub.agent.tools.http import make_http_tool
 
@@ -159,3 +160,6 @@ async def spawn_agents(tasks: list[str], tool_context: StrandsToolContext) -> di
 
 def tools(ctx: ToolContext) -> list[AgentTool]:
     return [spawn_agents]
+
+
+hinted("spawn", spawn_agents)

@@ -17,6 +17,7 @@ from strands import tool
 from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
+from drivers.base import hinted
 from hub.agent.tools.confirming import proposed
 from hub.agent.tools.context import ToolContext, failed, login_required, ok, turn_context
 from hub.confirmations.actions import REMOVE_BOT
@@ -133,3 +134,6 @@ def _bounded(method: str, text: str) -> dict[str, Any]:
 
 def tools(ctx: ToolContext) -> list[AgentTool]:
     return [telegram, use_telegram]
+
+
+hinted("telegram", telegram, use_telegram)

@@ -9,6 +9,7 @@ from strands import tool
 from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
+from drivers.base import hinted
 from hub.agent.tools.context import ToolContext, failed, login_required, ok, turn_context
 from hub.people.identity import User
 from hub.tinys.records import Tiny, TinyError, TinyStore, clamp_limit
@@ -162,3 +163,18 @@ def list_tiny(
 
 def tools(ctx: ToolContext) -> list[AgentTool]:
     return [create_ai, modify_ai, get_tiny, list_tiny]
+
+
+# A new tiny gets a name, a prompt and a tagline from a small model; the rest it made up (the
+# 1.5B filled all eleven: example.com URLs for data, worker, hero and logo, "public"), and each
+# took seconds to decode. The person sets them by hand (the TUI's tiny form, or PATCH
+# /api/tinys).
+hinted(
+    "tinys",
+    create_ai,
+    withheld=frozenset(
+        {"systemKnowledge", "data", "worker", "hook", "hero", "logo", "theme", "chips"}
+        | {"intro_vibe", "visibility"}
+    ),
+)
+hinted("tinys", modify_ai, get_tiny, list_tiny)

@@ -22,6 +22,7 @@ from strands.agent.conversation_manager import NullConversationManager
 from strands.types.tools import AgentTool
 from strands.types.tools import ToolContext as StrandsToolContext
 
+from drivers.base import hinted
 from hub import contracts as c
 from hub.agent.prompt import system_prompt
 from hub.agent.tools.context import STATE_KEY, ToolContext, failed, ok, turn_context
@@ -234,3 +235,6 @@ def _record_later(hub: Hub, asker: str, asked: str) -> None:
 
 def tools(ctx: ToolContext) -> list[AgentTool]:
     return [retrieve, ask_tiny]
+
+
+hinted("universe", retrieve, ask_tiny)

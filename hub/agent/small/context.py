@@ -1,0 +1,46 @@
+"""What one turn hands the small-model layer, once, frozen: the person's facts, what this
+message brings, and what each mounted tool declared about itself (``drivers.base.
+SmallModelHints``), so the layer reads a tool's particulars without naming it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from drivers.base import SmallModelHints, hints_of
+from hub.memory.model import Fact
+
+NO_HINTS = SmallModelHints()
+
+
+@dataclass(frozen=True)
+class SmallTurn:
+    """A turn's inputs for the small-model layer.
+
+    ``remembered``: the person's pre-loaded facts, newest (shown oldest first, so a new one
+    joins the end); ``matched``: the memory's matches for this message, shown again right
+    before it; ``note``: what else the system prompt would say about this turn (related tinys,
+    the client's metadata); ``hints``: each mounted tool's declaration, its family filled in."""
+
+    remembered: tuple[Fact, ...] = ()
+    matched: tuple[Fact, ...] = ()
+    note: str = ""
+    hints: Mapping[str, SmallModelHints] = field(default_factory=dict)
+
+    def of(self, name: str) -> SmallModelHints:
+        return self.hints.get(name, NO_HINTS)
+
+    def family(self, name: str) -> str:
+        return self.of(name).family or name
+
+
+def declared_hints(tools: Iterable[Any]) -> dict[str, SmallModelHints]:
+    """Each tool's declaration by name; a tool that declared no family is a family of its own
+    (a forged tool, an MCP server's, an operation of a tiny's API)."""
+    found = {}
+    for tool in tools:
+        hints = hints_of(tool)
+        name = str(tool.tool_name)
+        found[name] = hints if hints.family else replace(hints, family=name)
+    return found
