@@ -26,7 +26,12 @@ from hub.agent.runner.protocol import (
 )
 from hub.agent.runner.supervisor import RunnerSupervisor
 from hub.agent.small import calls
-from hub.agent.small.history import ANSWER_FROM_RESULT, flatten_messages, result_text
+from hub.agent.small.history import (
+    ANSWER_FROM_RESULT,
+    HISTORY_HEADER,
+    flatten_messages,
+    result_text,
+)
 from hub.agent.turn import ChatMessage, Turn, run_turn
 
 pytestmark = pytest.mark.slow
@@ -89,7 +94,8 @@ def test_flatten_turns_parts_into_one_string() -> None:
 
 def test_what_stays_the_same_leads_and_what_the_message_brings_comes_last() -> None:
     """The runner's cache serves a prompt's beginning: the system prompt, then the lasting
-    facts, then the conversation; the note about this message sits right before it."""
+    facts, then the conversation so far (one note); the note about this message sits right
+    before it."""
     flat = flatten_messages(
         [
             {"role": "user", "content": [{"text": "hi"}]},
@@ -103,8 +109,7 @@ def test_what_stays_the_same_leads_and_what_the_message_brings_comes_last() -> N
     assert [(m["role"], m["content"]) for m in flat] == [
         ("system", "be kind"),
         ("system", "facts"),
-        ("user", "hi"),
-        ("assistant", "hello"),
+        ("system", f'{HISTORY_HEADER}\n- They said: "hi"\n- You answered: "hello"'),
         ("system", "matches"),
         ("user", "what's new?"),
     ]

@@ -309,6 +309,12 @@ def first_sentence_done(text: str) -> bool:
     return len(text) >= FIRST_SENTENCE_CHARS or SENTENCE_END.search(text) is not None
 
 
+def first_sentence(text: str) -> str:
+    """The reply's first sentence, with the space or line break that ends it."""
+    end = SENTENCE_END.search(text)
+    return text[: end.end()] if end else text[:FIRST_SENTENCE_CHARS]
+
+
 # A function's name in backticks, offered or not: "use the `camera_photo` function", "call
 # `flashlight()`".
 CODE_NAME = re.compile(r"`[a-z][a-z0-9]*(?:(?:_[a-z0-9]+)+(?:\(\))?|\(\))`")

@@ -94,8 +94,8 @@ def relevance(
 ) -> npt.NDArray[np.float32]:
     """Each tool's closeness to the message: the embedder's cosine with its description or
     the nearest request it declares it serves, plus a share for the message's words found in
-    its name and description (not in the requests: "good morning" shares a word with "every
-    morning at 7 …")."""
+    its name and description (not the requests: their other words, "sister", "day", drew
+    the tool to messages that shared them)."""
     turn = turn or SmallTurn()
     described = [f"{s['name'].replace('_', ' ')}: {short_description(s)}" for s in specs]
     asked = [turn.of(s["name"]).asked_like for s in specs]

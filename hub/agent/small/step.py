@@ -201,10 +201,11 @@ class Step:
         if calls.describes_a_call(reply, self.offered):
             yield Written(reply)
             return
-        if await self.claims(reply):
-            yield Claimed(reply)
+        first = calls.first_sentence(reply)
+        if await self.claims(first):
+            yield Claimed(first)
             return
-        async for item in self.stream_again(reply):
+        async for item in self.stream_again(first):
             yield item
 
     async def stream_again(self, first: str) -> AsyncGenerator[str | Written | Claimed, None]:

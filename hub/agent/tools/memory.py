@@ -315,7 +315,7 @@ hinted(
     "memory",
     unlearn,
     withheld=frozenset({"id", "scope"}),
-    asked_like=("please forget that my sister lives in Porto",),
+    asked_like=("please forget that", "forget what I told you about it", "you can forget it now"),
     confirm="Is the writer of this message asking you to forget something you know about them?",
 )
 hinted("memory", memory_graph, memory_conflicts)

@@ -206,8 +206,11 @@ hinted(
     "jobs",
     schedule,
     asked_like=(
-        "remind me in 20 minutes to take the bread out",
-        "every day at 7 tell me the weather",
+        "remind me in an hour",
+        "set a reminder",
+        "remind me to do it later",
+        "every day at 7",
+        "each week on monday",
         "what reminders do I have?",
         "cancel my reminders",
     ),

@@ -1,0 +1,174 @@
+"""Each state of the small model's step on its own, against a model whose replies are scripted
+(no runner, no hub): what each state decides from what the model wrote."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from typing import Any
+
+import pytest
+from strands.types.tools import ToolSpec
+
+from drivers.base import SmallModelHints
+from hub.agent.runner import protocol as p
+from hub.agent.small import calls, checks, step
+from hub.agent.small.context import SmallTurn
+from hub.agent.small.offer import Offer
+from hub.agent.small.wording import CANNOT_DO, NO_TOOL_FITS
+from hub.memory.model import Fact
+
+
+def spec(name: str, description: str, properties: dict[str, Any] | None = None) -> ToolSpec:
+    schema = {"type": "object", "properties": properties or {}, "required": []}
+    return {"name": name, "description": description, "inputSchema": {"json": schema}}
+
+
+NOTE = spec("keep_note", "Keep a note about the person.", {"note": {"type": "string"}})
+GAUGE = spec("read_gauge", "Read the boiler's pressure gauge.")
+TURN = SmallTurn(
+    hints={
+        "keep_note": SmallModelHints(
+            family="notes",
+            always_offered=True,
+            confirm="Does the writer tell you something about themselves?",
+            fact_argument="note",
+        ),
+        "read_gauge": SmallModelHints(family="boiler"),
+    }
+)
+OFFER = Offer([NOTE, GAUGE], ("read_gauge", "keep_note"), {"read_gauge": 0.9, "keep_note": 0.2})
+GAUGE_CALL = '<tool_call>{"name": "read_gauge", "arguments": {}}</tool_call>'
+NOTE_CALL = '<tool_call>{"name": "keep_note", "arguments": {"note": "The user has a boiler"}}'
+
+
+class Scripted:
+    """A model whose generations answer in order; each request kept, for the test to read."""
+
+    def __init__(self, *replies: str) -> None:
+        self.replies = list(replies)
+        self.asked: list[tuple[list[dict[str, str]], dict[str, Any]]] = []
+        self.cancelled = False
+
+    async def pieces(
+        self, chat: list[dict[str, str]], fields: dict[str, Any], max_tokens: int | None = None
+    ) -> AsyncGenerator[str, None]:
+        self.asked.append((chat, fields))
+        reply = self.replies.pop(0)
+        for start in range(0, len(reply), 6):
+            yield reply[start : start + 6]
+
+    async def whole(
+        self, chat: list[dict[str, str]], fields: dict[str, Any], max_tokens: int | None = None
+    ) -> str:
+        return "".join([piece async for piece in self.pieces(chat, fields)])
+
+
+def made(
+    model: Scripted, message: str = "what does the boiler gauge say?", **turn: Any
+) -> step.Step:
+    chat = [{"role": "system", "content": "be kind"}, {"role": "user", "content": message}]
+    fields = {p.FIELD_TOOLS: ["…"], p.FIELD_CONSTRAIN: True}
+    answer = {p.FIELD_TOOLS: ["…"], p.FIELD_GRAMMAR: calls.IN_WORDS}
+    return step.Step(model, chat, OFFER, SmallTurn(**{"hints": TURN.hints, **turn}), fields, answer)
+
+
+async def events_of(made_step: step.Step) -> tuple[str, list[str]]:
+    text, used = "", []
+    async for event in made_step.events():
+        delta = event.get("contentBlockDelta", {}).get("delta", {})
+        text += delta.get("text", "")
+        start = event.get("contentBlockStart", {}).get("start", {})
+        if "toolUse" in start:
+            used.append(start["toolUse"]["name"])
+    return text, used
+
+
+async def test_write_streams_words_once_their_first_sentence_claims_nothing() -> None:
+    model = Scripted(
+        "Boilers heat water. They also heat rooms.",
+        "no",
+        "Boilers heat water. They also heat rooms.",
+    )
+    words: list[str] = []
+    async for item in made(model).write():
+        words.append(item if isinstance(item, str) else f"<{type(item).__name__}>")
+    assert words[0] == "Boilers heat water. ", "the checked first sentence, shown at once"
+    assert (
+        "".join(w for w in words if not w.startswith("<"))
+        == "Boilers heat water. They also heat rooms."
+    )
+    assert model.asked[1][1] == {p.FIELD_GRAMMAR: calls.YES_OR_NO}
+    assert model.asked[1][0][-1]["content"] == checks.CLAIM_CHECK.asked("Boilers heat water. ")
+    assert model.asked[2][0] == model.asked[0][0], "written again from the same prompt"
+
+
+async def test_write_holds_words_that_claim_a_reading() -> None:
+    model = Scripted("The gauge reads 1.5 bar. All is fine.", "yes")
+    items = [item async for item in made(model).write()]
+    assert items == [step.Claimed("The gauge reads 1.5 bar. ")], "nothing shown"
+
+
+async def test_read_turns_a_call_into_a_proposal_and_an_answer_call_into_words() -> None:
+    proposed = await made(Scripted()).read(step.Written(GAUGE_CALL))
+    assert proposed == step.Proposed(calls.Call("read_gauge", {}))
+    answer = '<tool_call>{"name": "answer", "arguments": {"text": "Hello!"}}</tool_call>'
+    assert await made(Scripted("no")).read(step.Written(answer)) == step.Speak("Hello!")
+
+
+async def test_read_sends_words_that_describe_a_call_to_the_named_tool() -> None:
+    model = Scripted(GAUGE_CALL)
+    decided = await made(model).read(step.Written("You could use the `read_gauge` tool."))
+    assert decided == step.Proposed(calls.Call("read_gauge", {}))
+    assert model.asked[0][1][p.FIELD_MUST_CALL] == "read_gauge"
+
+
+async def test_claimed_asks_the_nearest_tool_for_a_call() -> None:
+    model = Scripted(GAUGE_CALL)
+    decided = await made(model).claimed(step.Claimed("It reads 2 bar."))
+    assert decided == step.Proposed(calls.Call("read_gauge", {}), claimed=True)
+
+
+@pytest.mark.parametrize(
+    ("verdict", "claimed", "ends"),
+    [
+        ("yes", False, step.CallTool),
+        ("no", False, step.Again),
+        ("no", True, step.Cannot),
+    ],
+)
+async def test_confirm_asks_the_tools_own_question(verdict: str, claimed: bool, ends: type) -> None:
+    model = Scripted(verdict)
+    call = calls.Call("keep_note", {"note": "The user has a new boiler"})
+    decided = await made(model, "I got a new boiler").confirm(step.Proposed(call, claimed))
+    assert isinstance(decided, ends)
+    assert (
+        "Does the writer tell you something about themselves?" in model.asked[0][0][-1]["content"]
+    )
+
+
+async def test_confirm_runs_a_tool_well_above_the_rest_unasked_and_knows_a_known_fact() -> None:
+    assert await made(Scripted()).confirm(step.Proposed(calls.Call("read_gauge", {}))) == (
+        step.CallTool(calls.Call("read_gauge", {}))
+    )
+    known = (Fact("m_1", "me", "fact", "The user has a boiler.", "private", "2026-01-01", None),)
+    call = calls.Call("keep_note", {"note": "The user has a boiler"})
+    assert await made(Scripted(), remembered=known).confirm(step.Proposed(call)) == step.Again()
+
+
+async def test_again_answers_told_no_tool_fits_and_never_claims() -> None:
+    model = Scripted("I can't see the gauge from here.", "no")
+    assert await made(model).again() == step.Speak("I can't see the gauge from here.")
+    assert model.asked[0][0][-2] == {"role": "system", "content": NO_TOOL_FITS}
+    claims = Scripted("The gauge is fine now.", "yes")
+    assert await made(claims).again() == step.Cannot(CANNOT_DO)
+
+
+async def test_the_step_ends_in_one_answer_or_one_call() -> None:
+    text, used = await events_of(made(Scripted(GAUGE_CALL)))
+    assert (text, used) == ("", ["read_gauge"])
+    claimed = Scripted("The gauge reads 3 bar. ", "yes", GAUGE_CALL)
+    text, used = await events_of(made(claimed))
+    assert (text, used) == ("", ["read_gauge"]), "a claimed reading becomes the tool's call"
+    refused = Scripted("I saved that. ", "yes", NOTE_CALL + "</tool_call>", "no")
+    text, used = await events_of(made(refused, "good morning"))
+    assert (text, used) == (CANNOT_DO, [])
