@@ -34,8 +34,21 @@ from hub.agent.runner.protocol import STOP_CANCELLED
 from hub.agent.runner.supervisor import RunnerSupervisor
 from hub.agent.small import calls, checks
 from hub.agent.small.context import SmallTurn
-from hub.agent.small.history import after_tool_result, flatten_messages, last_user_text
-from hub.agent.small.offer import NOTHING, Embed, Offer, choose, family_offers, sharing_words
+from hub.agent.small.history import (
+    after_tool_result,
+    earlier_user_text,
+    flatten_messages,
+    last_user_text,
+)
+from hub.agent.small.offer import (
+    NOTHING,
+    OFFERED_AT_MOST,
+    Embed,
+    Offer,
+    choose,
+    family_offers,
+    sharing_words,
+)
 from hub.agent.small.step import CallTool, Step
 from hub.agent.small.wording import TOOLS_GUIDE
 from hub.memory.graph import Fact
@@ -214,8 +227,10 @@ class EmbeddedModel(PlainModel):
         answer after a result as for the call before it)."""
         if not specs:
             return NOTHING
-        message = last_user_text(messages)
-        return await asyncio.to_thread(choose, specs, message, self._embed, self.turn)
+        message, earlier = last_user_text(messages), earlier_user_text(messages)
+        return await asyncio.to_thread(
+            choose, specs, message, self._embed, self.turn, OFFERED_AT_MOST, earlier
+        )
 
     async def _pieces(
         self,

@@ -93,6 +93,12 @@ def next_local_time(hours: int, minutes: int, now: float) -> float:
     return slot.timestamp()
 
 
+def local_text(stamp: float) -> str:
+    """``07:00 on Mon 8 Dec (local time)``: a run time as the person reads it."""
+    local = datetime.fromtimestamp(stamp).astimezone()
+    return f"{local:%H:%M} on {local:%a} {local.day} {local:%b} (local time)"
+
+
 def stamp_text(stamp: float | None) -> str:
     """``2026-12-01 07:00 UTC (08:00 local)``: a run time as the contract keeps it, and as the
     person reads it."""

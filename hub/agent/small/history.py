@@ -186,3 +186,8 @@ def last_user_text(messages: Messages) -> str:
     if message is None or message["role"] != "user":
         return ""
     return " ".join(str(b["text"]) for b in message["content"] if "text" in b)
+
+
+def earlier_user_text(messages: Messages) -> str:
+    """What the person said in words before the message being answered ("" at the start)."""
+    return last_user_text(messages[: current_start(messages)])

@@ -39,6 +39,9 @@ STOP_WORDS = frozenset(
     | {"do", "does", "can", "please", "tell", "about", "how", "hub"}
 )
 DESCRIPTION_CHARS = 240
+# A message in a conversation often leaves its subject out ("and now?", "what's in its subghz
+# folder?"): the person's message before it counts too, this much less.
+EARLIER_LESS = 0.15
 # A family of tools is offered whole: the family of the most related tool, and a second one
 # whose best tool is within this of it ("list the tinys I can talk to": the tinys' and the
 # universe's tools score 0.93 alike).
@@ -127,13 +130,18 @@ def choose(
     embed: Embed,
     turn: SmallTurn | None = None,
     at_most: int = OFFERED_AT_MOST,
+    earlier: str = "",
 ) -> Offer:
-    """The tools always offered and the families nearest ``message`` that are related enough,
-    in mount order; all of them when few."""
+    """The tools always offered and the families nearest ``message`` (or, a little less,
+    ``earlier``: the person's message before it) that are related enough, in mount order; all
+    of them when few."""
     if not specs:
         return NOTHING
     turn = turn or SmallTurn()
     scores = relevance(specs, message, embed, turn)
+    if earlier.strip():
+        before = relevance(specs, earlier, embed, turn) - EARLIER_LESS
+        scores = np.maximum(scores, before)
     ranked = np.argsort(-scores).tolist()
     nearest = tuple(specs[i]["name"] for i in ranked[:NEAREST])
     keep = set(range(len(specs)))

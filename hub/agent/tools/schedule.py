@@ -26,7 +26,7 @@ from hub.confirmations.store import Item
 from hub.core.errors import Refused
 from hub.memory.forgetting import plural
 from hub.scheduler.store import MAX_JOBS, Scheduled, ScheduleStore
-from hub.scheduler.when import next_local_time, stamp_text
+from hub.scheduler.when import local_text, next_local_time, stamp_text
 
 ACTIONS = ("create", "list", "delete")
 MAX_ALERT_S = 366 * 86_400
@@ -48,6 +48,12 @@ def _job_line(job: Scheduled) -> str:
     elif job.last_run and job.runs:
         state += f"; last ran {stamp_text(job.last_run)}"
     return f"[{job.id}] {job.when()}: {job.label} ({state})"
+
+
+def _scheduled(job: Scheduled) -> str:
+    """What was scheduled and when it first runs, in the person's time, then the job's line."""
+    first = f", first at {local_text(job.next_run)}" if job.next_run else ""
+    return f"Scheduled {job.label!r} ({job.when()}){first}. {_job_line(job)}."
 
 
 @tool(name="schedule", context=True)
@@ -85,7 +91,7 @@ async def schedule(
                 tiny=ctx.tiny.name,
                 title=title.strip(),
             )
-            return ok(f"Scheduled {_job_line(job)}.", job=job.as_json())
+            return ok(_scheduled(job), job=job.as_json())
         if action == "delete":
             if not id.strip():
                 return failed("give the id of the job to delete (schedule action list shows it)")

@@ -1,0 +1,94 @@
+"""A small model in a conversation, end to end through a scripted runner: a device question
+asked again after it was answered calls the tool again; words that state a reading with no
+result behind them are asked again as the call; a reminder becomes a job; a sum is worked out
+by the hub."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from firmware_bridges.emulators.flipper import FlipperEmulator
+from hub import contracts as c
+from hub.agent.small import checks
+from hub.agent.small.history import HISTORY_HEADER
+from tests.conftest import StartHub, owner_headers
+from tests.sse import SseTranscript, post_chat
+from tests.test_small_tools import emulator, requests_sent, scripted_hub
+
+__all__ = ["emulator"]  # the fixture, shared
+
+STATUS_CALL = '<tool_call>\n{"name": "flipper_status", "arguments": {}}\n</tool_call>'
+
+
+async def said(server: Any, messages: list[dict[str, Any]]) -> SseTranscript:
+    return await post_chat(server.url, {"messages": messages}, owner_headers(server))
+
+
+async def test_a_reading_asked_again_is_read_again_not_repeated(
+    start_hub: StartHub, closed_port: int, tmp_path: Path, emulator: FlipperEmulator
+) -> None:
+    """The history holds an answered battery question, as a client sends it back in words; the
+    model answers the next one from it ("It is at 80%. "), the check says that states a reading,
+    and the tool is called for this turn's result."""
+    replies = ["It is still at 80%. ", "yes", STATUS_CALL, "yes", "Your Flipper is at 87%."]
+    server, log = await scripted_hub(start_hub, closed_port, tmp_path, replies)
+    history = [
+        {"role": "user", "content": "Is my Flipper charged?"},
+        {"role": "assistant", "content": "Your Flipper's battery is at 80%."},
+        {"role": "user", "content": "And now, is it still charged?"},
+    ]
+    transcript = await said(server, history)
+    assert transcript.done and not transcript.of_type(c.EV_ERROR)
+    [result] = [e["toolResult"] for e in transcript.of_type(c.EV_AFTER_TOOL)]
+    assert result["name"] == "flipper_status" and "battery 87" in result["content"][0]["text"]
+    assert "80%" not in transcript.text, "the old reading is never shown"
+    assert transcript.text == "Your Flipper is at 87%."
+    first, claimed, forced, *_ = requests_sent(log)
+    earlier = [m["content"] for m in first["messages"] if m["content"].startswith(HISTORY_HEADER)]
+    assert earlier and "Your Flipper's battery is at 80%." in earlier[0], "the history, as a note"
+    assert first["messages"][-1]["content"] == "And now, is it still charged?"
+    assert claimed["messages"][-1]["content"] == checks.CLAIM_CHECK.asked("It is still at 80%. ")
+    assert forced["must_call"] == "flipper_status"
+
+
+async def test_a_reminder_becomes_a_job(
+    start_hub: StartHub, closed_port: int, tmp_path: Path, emulator: FlipperEmulator
+) -> None:
+    call = (
+        '<tool_call>\n{"name": "schedule", "arguments": {"action": "create", "prompt": '
+        '"Remind me to call the plumber", "run_in_minutes": 45, "title": "Call the plumber"}}'
+        "\n</tool_call>"
+    )
+    replies = [call, "yes", "I'll remind you in 45 minutes to call the plumber."]
+    server, log = await scripted_hub(start_hub, closed_port, tmp_path, replies)
+    asked = "Set a reminder in 45 minutes to call the plumber."
+    transcript = await said(server, [{"role": "user", "content": asked}])
+    assert transcript.done and not transcript.of_type(c.EV_ERROR)
+    [result] = [e["toolResult"] for e in transcript.of_type(c.EV_AFTER_TOOL)]
+    assert result["name"] == "schedule" and result["status"] == "success"
+    [offered] = [r for r in requests_sent(log) if r.get("tools")][:1]
+    assert "schedule" in [f["function"]["name"] for f in offered["tools"]], "offered for it"
+    jobs_url = f"{server.url}/api/jobs"
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(jobs_url, headers=owner_headers(server)) as answer,
+    ):
+        listed = await answer.json()
+    jobs = listed["jobs"] if isinstance(listed, dict) else listed
+    assert [j["title"] for j in jobs if j.get("kind", "job") == "job"] == ["Call the plumber"]
+    assert "local" in result["content"][0]["text"], "the time as the person reads it"
+
+
+async def test_a_sum_is_worked_out_by_the_hub(
+    start_hub: StartHub, closed_port: int, tmp_path: Path, emulator: FlipperEmulator
+) -> None:
+    call = '<tool_call>\n{"name": "calculate", "arguments": {"expression": "17% of 240"}}'
+    replies = [call + "\n</tool_call>", "yes", "17% of 240 is 40.8."]
+    server, _ = await scripted_hub(start_hub, closed_port, tmp_path, replies)
+    transcript = await said(server, [{"role": "user", "content": "What is 17% of 240?"}])
+    [result] = [e["toolResult"] for e in transcript.of_type(c.EV_AFTER_TOOL)]
+    assert result["content"][0]["text"] == "17% of 240 = 40.8"
+    assert transcript.text == "17% of 240 is 40.8."
