@@ -5,12 +5,14 @@ by the hub."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
 from firmware_bridges.emulators.flipper import FlipperEmulator
+from harness.waits import until
 from hub import contracts as c
 from hub.agent.small import checks
 from hub.agent.small.history import HISTORY_HEADER
@@ -92,3 +94,51 @@ async def test_a_sum_is_worked_out_by_the_hub(
     [result] = [e["toolResult"] for e in transcript.of_type(c.EV_AFTER_TOOL)]
     assert result["content"][0]["text"] == "17% of 240 = 40.8"
     assert transcript.text == "17% of 240 is 40.8."
+
+
+async def test_memory_listens_and_a_correction_supersedes_what_it_corrects(
+    start_hub: StartHub, closed_port: int, tmp_path: Path, emulator: FlipperEmulator
+) -> None:
+    """What the person says about the people in their life is kept after the reply, without
+    "remember"; a later correction replaces the fact it corrects; each is on the ring."""
+    replies = [
+        "How lovely.",
+        "no",  # the reply claims no act
+        "The user's niece Carolina is visiting on Saturday.",  # heard after the reply
+        "Noted, Sunday then.",
+        "no",
+        "The user's niece Carolina's visit moved to Sunday.",
+        "yes",  # it replaces the Saturday fact
+    ]
+    server, log = await scripted_hub(start_hub, closed_port, tmp_path, replies, listen=True)
+    me = server.hub.owner.id
+    first = "My niece Carolina is visiting on Saturday."
+    transcript = await said(server, [{"role": "user", "content": first}])
+    assert transcript.text == "How lovely." and not transcript.of_type(c.EV_BEFORE_TOOL)
+    await until(lambda: bool(server.hub.memory.recent(me, 10)), what="the fact heard")
+    [saturday] = server.hub.memory.recent(me, 10)
+    assert saturday.text == "The user's niece Carolina is visiting on Saturday."
+    history = [
+        {"role": "user", "content": first},
+        {"role": "assistant", "content": "How lovely."},
+        {"role": "user", "content": "Actually, her visit moved to Sunday."},
+    ]
+    await said(server, history)
+    await until(lambda: not server.hub.memory.get(me, saturday.id).current, what="superseded")
+    [sunday] = server.hub.memory.recent(me, 10)
+    assert sunday.text == "The user's niece Carolina's visit moved to Sunday."
+    events = server.hub.devices.events.recent(me)
+    heard = [e.detail for e in events if e.kind == "remembered"]
+    assert [h["fact"] for h in heard] == [saturday.text, sunday.text]
+    assert heard[1]["supersedes"] == [saturday.id] and heard[1]["supersededFact"] == saturday.text
+    listened = requests_sent(log)[2]
+    assert listened["grammar"].startswith('root ::= "none"'), "none, or lines of facts"
+    assert listened["messages"][-1]["content"].startswith(f"Message: {json.dumps(first)}")
+
+
+async def test_a_question_or_a_memory_tool_turn_is_not_listened_to(
+    start_hub: StartHub, closed_port: int, tmp_path: Path, emulator: FlipperEmulator
+) -> None:
+    server, log = await scripted_hub(start_hub, closed_port, tmp_path, ["Rex.", "no"], listen=True)
+    await said(server, [{"role": "user", "content": "what's my dog called?"}])
+    assert len(requests_sent(log)) == 2, "the reply and its check; nothing heard after it"

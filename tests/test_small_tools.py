@@ -290,14 +290,21 @@ def emulator(tmp_path: Path) -> Iterator[FlipperEmulator]:
 
 
 async def scripted_hub(
-    start_hub: StartHub, closed_port: int, tmp_path: Path, replies: list[str]
+    start_hub: StartHub,
+    closed_port: int,
+    tmp_path: Path,
+    replies: list[str],
+    *,
+    listen: bool = False,
 ) -> tuple[RunningServer, Path]:
-    """A hub on the embedded model with tools on, its runner scripted; the request log."""
+    """A hub on the embedded model with tools on, its runner scripted; the request log. Memory
+    does not listen after a turn (a generation of its own) unless ``listen``."""
     server = await start_hub(
         ollama_host=f"http://127.0.0.1:{closed_port}",
         model_provider=c.PROVIDER_EMBEDDED,
         embedded_tools="on",
         drivers={"flipper": {"port": str(tmp_path / "flipper")}},
+        memory_listen=listen,
     )
     records = server.hub.drivers.records
     await until(lambda: any(r["status"] == "online" for r in records()), what="flipper online")

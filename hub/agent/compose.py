@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -21,6 +21,7 @@ from hub import contracts as c
 from hub.agent import bundled_models
 from hub.agent.attachments import Attachment, take_in
 from hub.agent.embedded import EmbeddedModel, cached_embed
+from hub.agent.listening import Listener, listen_after
 from hub.agent.mcp import plan_for_turn
 from hub.agent.models import ModelChoice
 from hub.agent.prompt import lasting_prompt, system_prompt, turn_sections
@@ -96,6 +97,7 @@ async def compose_turn(
     override = headers.get(c.H_SYSTEM_PROMPT, "")
     metadata = headers.get(c.H_METADATA) or headers.get(c.H_IP_LEGACY) or ""
     hub_url = hub.lan.url or ""
+    after = None
     if isinstance(model, EmbeddedModel):
         # The runner keeps what it read: the tiny's lasting prompt leads, this turn's sections
         # follow the tools (see hub.agent.small.history), so the next turn does not read them
@@ -110,6 +112,7 @@ async def compose_turn(
         )
         context = replace(context, model=model)
         prompt = lasting_prompt(tiny, override=override)
+        after = listening(hub, user, messages, model) if choice.tools else None
     else:
         prompt = system_prompt(
             tiny,
@@ -130,7 +133,27 @@ async def compose_turn(
         time_limit_s=hub.settings.turn_timeout_s,
         notices=notices,
         client_tools=tuple(client_tools) if choice.tools else (),
+        after=after,
     )
+
+
+def listening(
+    hub: Hub, user: User | None, messages: Sequence[ChatMessage], model: EmbeddedModel
+) -> Callable[[Sequence[str]], None] | None:
+    """What follows a reply on the embedded model: memory that listens to what the person said
+    (``hub/agent/listening.py``), unless the turn wrote to memory itself or the message asks."""
+    said = _last_user_text(messages).strip()
+    if user is None or not hub.settings.memory_listen or not said or said.endswith("?"):
+        return None
+    writes = {name for name, h in model.turn.hints.items() if h.fact_argument or h.confirm}
+    listener = Listener(hub.models.embedded_runner(), hub.memory, hub.devices.events.publish)
+    owner = user.id
+
+    def after(ran: Sequence[str]) -> None:
+        if not writes & set(ran):
+            listen_after(listener, owner, said)
+
+    return after
 
 
 async def said_instead(ctx: ToolContext, choice: ModelChoice, message: str) -> Model | None:

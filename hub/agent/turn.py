@@ -16,7 +16,7 @@ import copy
 import dataclasses
 import logging
 import re
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
@@ -115,6 +115,9 @@ class Turn:
     # hub tool of the same name steps aside for the turn, so the client gets the calls it asked
     # for. Calling one ends the turn (see hub/openai_compat/client_tools.py).
     client_tools: tuple[AgentTool, ...] = ()
+    # Called with the names of the tools that ran once the turn has ended whole (not when it
+    # failed or the client left): work that follows a reply and must never delay it.
+    after: Callable[[Sequence[str]], None] | None = None
 
 
 def to_strands(messages: Sequence[ChatMessage]) -> tuple[str, Messages, list[ContentBlock]]:
@@ -153,6 +156,8 @@ async def run_turn(turn: Turn) -> AsyncGenerator[Event, None]:
     generator: a server that cannot start is a notice, and closing the generator (the client
     left) stops them."""
     deadline = asyncio.get_running_loop().time() + turn.time_limit_s
+    ran: list[str] = []
+    failed = False
     async with contextlib.aclosing(_with_mcp(turn)) as events:
         while True:
             limit = asyncio.timeout_at(deadline)
@@ -160,6 +165,8 @@ async def run_turn(turn: Turn) -> AsyncGenerator[Event, None]:
                 async with limit:
                     event = await anext(events)
             except StopAsyncIteration:
+                if turn.after is not None and not failed:
+                    turn.after(tuple(ran))
                 return
             except TimeoutError:
                 if not limit.expired():
@@ -167,6 +174,9 @@ async def run_turn(turn: Turn) -> AsyncGenerator[Event, None]:
                 log.warning("chat turn stopped: %s", time_limit_message(turn.time_limit_s))
                 yield error_event(time_limit_message(turn.time_limit_s))
                 return
+            if event["type"] == c.EV_BEFORE_TOOL:
+                ran.append(str(event["toolCall"]["name"]))
+            failed = failed or event["type"] == c.EV_ERROR
             yield event
 
 

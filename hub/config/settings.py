@@ -183,6 +183,14 @@ class Settings:
         "days a forgotten fact can be brought back (recently forgotten, tiny-hub memory undo) "
         "before it is deleted for good; 0 deletes it at the next housekeeping (within a minute)",
     )
+    memory_listen: bool = _setting(
+        "memory",
+        "listen",
+        "TINY_HUB_MEMORY_LISTEN",
+        True,
+        "after a reply on the embedded model, keep what the person said about themselves and "
+        "the people in their life without being asked to remember it (each shown with undo)",
+    )
     memory_max_facts: int = _setting(
         "memory",
         "max_facts",

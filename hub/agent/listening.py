@@ -1,0 +1,187 @@
+"""Memory that listens: what the person states about themselves and the people in their life
+is kept without the word "remember".
+
+After a turn's reply is complete (never before it), when the turn ran on the embedded model
+and called no memory tool, the model is asked beside the conversation which facts the person's
+message stated, under a grammar that allows "none" or up to four lines that each begin "The
+user". Each fact memory does not already hold is learned; when memory holds one it corrects
+("the visit moved to Sunday" after "visiting on Saturday"), the model is asked whether the new
+one replaces it, and a yes supersedes it. Each fact kept is published on the person's event ring
+as a ``remembered`` event, which the TUI shows as "I'll remember: …" with an undo.
+
+Questions, small talk and requests state nothing to keep: the examples say so, and the model
+answers "none" for them. ``memory.listen = false`` turns this off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from hub.agent.runner import protocol as p
+from hub.agent.runner.process import Generation
+from hub.agent.runner.supervisor import RunnerSupervisor
+from hub.agent.small.calls import YES_OR_NO
+from hub.agent.small.checks import Confirmation
+from hub.agent.small.offer import words
+from hub.memory.graph import Fact, MemoryRefused, MemoryStore
+
+log = logging.getLogger(__name__)
+
+
+class Publish(Protocol):
+    """How a kept fact reaches the person's screens (``EventRing.publish``'s shape)."""
+
+    def __call__(self, owner: str, kind: str, device_id: str | None, detail: Any, /) -> object: ...
+
+
+REMEMBERED_KIND = "remembered"
+NONE = "none"
+FACTS_AT_MOST = 4
+LISTEN_TOKENS = 120
+GREEDY = {"temperature": 0.0, "top_p": 1.0, "repeat_penalty": 1.1}
+FACT_LINES = (
+    f'root ::= "{NONE}" | fact ("\\n" fact){{0,{FACTS_AT_MOST - 1}}}\n'
+    'fact ::= "The user" [^\\n"]{3,160}'
+)
+QUESTION = (
+    "Which facts does this message state about its writer or the people in their life? Write "
+    'each on its own line, beginning "The user"; write none when it states none.'
+)
+# Told in examples none of the evaluation's conversations hold.
+EXAMPLES = (
+    (
+        "my brother Tom just moved to Lisbon, he loves it",
+        "The user's brother is called Tom.\nThe user's brother Tom lives in Lisbon.",
+    ),
+    ("good morning! how are you?", NONE),
+    ("what's the capital of Peru?", NONE),
+    ("I'm a teacher now, I quit the bank", "The user works as a teacher."),
+    ("set a timer for ten minutes", NONE),
+    ("write me a poem about my cat", NONE),
+)
+REPLACES = Confirmation(
+    "Does the new fact correct or replace the earlier one?",
+    (
+        (
+            "Earlier: The user's dentist appointment is on Monday.\nNew: The user's dentist "
+            "appointment moved to Thursday.",
+            "",
+            "yes",
+        ),
+        (
+            "Earlier: The user's sister is called Ana.\nNew: The user's sister Ana is a nurse.",
+            "",
+            "no",
+        ),
+        ("Earlier: The user lives in Porto.\nNew: The user lives in Braga now.", "", "yes"),
+    ),
+    label="Facts",
+)
+# Of a new fact's words (besides "user"), how many an earlier fact must share to be asked about.
+SHARED_FOR_REPLACING = 0.5
+
+
+@dataclass(frozen=True)
+class Kept:
+    fact: Fact
+    superseded: Fact | None = None
+
+    def as_event(self) -> dict[str, object]:
+        old = self.superseded
+        return {
+            "id": self.fact.id,
+            "fact": self.fact.text,
+            "supersedes": [old.id] if old else [],
+            "supersededFact": old.text if old else "",
+        }
+
+
+def asking(message: str) -> list[dict[str, str]]:
+    chat: list[dict[str, str]] = []
+    for example, facts in EXAMPLES:
+        chat += [
+            {"role": "user", "content": asked(example)},
+            {"role": "assistant", "content": facts},
+        ]
+    return [*chat, {"role": "user", "content": asked(message)}]
+
+
+def asked(message: str) -> str:
+    return f"Message: {json.dumps(message, ensure_ascii=False)}\n\n{QUESTION}"
+
+
+def stated(text: str) -> list[str]:
+    """The facts the model wrote, each one line that begins "The user" ("none" for none)."""
+    lines = [line.strip() for line in text.strip().splitlines()]
+    return [line for line in lines if line.startswith("The user ") or line.startswith("The user'")][
+        :FACTS_AT_MOST
+    ]
+
+
+class Listener:
+    """Listens to one person's turns on one runner; the tasks it runs are its own."""
+
+    def __init__(self, runner: RunnerSupervisor, memory: MemoryStore, publish: Publish) -> None:
+        self.runner = runner
+        self.memory = memory
+        self.publish = publish
+
+    async def heard(self, owner: str, message: str) -> list[Kept]:
+        """The facts kept from ``message`` (published as they are kept)."""
+        facts = stated(await self._generate(asking(message), FACT_LINES, LISTEN_TOKENS))
+        kept = []
+        for text in facts:
+            current = self.memory.recent(owner, 200)
+            if any(words(text) <= words(f.text) for f in current):
+                continue  # known already, perhaps in other words
+            old = await self._replaced(owner, text)
+            try:
+                fact = self.memory.learn(owner, text, supersedes=[old.id] if old else [])
+            except MemoryRefused as exc:
+                log.info("listening kept nothing: %s", exc)
+                break
+            made = Kept(fact, old)
+            self.publish(owner, REMEMBERED_KIND, None, made.as_event())
+            kept.append(made)
+        return kept
+
+    async def _replaced(self, owner: str, text: str) -> Fact | None:
+        """The fact ``text`` corrects, if the model says it does: the nearest one that shares
+        enough of its words."""
+        said = words(text) - {"user"}
+        for candidate in self.memory.recall(owner, text, limit=3):
+            shared = said & words(candidate.text)
+            if len(shared) < SHARED_FOR_REPLACING * max(len(said), 1):
+                continue
+            pair = f"Earlier: {candidate.text}\nNew: {text}"
+            verdict = await self._generate(REPLACES.chat(pair), YES_OR_NO, 2)
+            return candidate if verdict.strip().lower() == "yes" else None
+        return None
+
+    async def _generate(self, chat: list[dict[str, str]], grammar: str, tokens: int) -> str:
+        usage = Generation()
+        pieces = self.runner.generate(chat, tokens, GREEDY, usage, {p.FIELD_GRAMMAR: grammar})
+        return "".join([piece async for piece in pieces])
+
+
+_RUNNING: set[asyncio.Task[list[Kept]]] = set()
+
+
+def listen_after(listener: Listener, owner: str, message: str) -> asyncio.Task[list[Kept]]:
+    """Listen to ``message`` in the background; the task is kept until it ends."""
+    task = asyncio.create_task(_quietly(listener, owner, message))
+    _RUNNING.add(task)
+    task.add_done_callback(_RUNNING.discard)
+    return task
+
+
+async def _quietly(listener: Listener, owner: str, message: str) -> list[Kept]:
+    try:
+        return await listener.heard(owner, message)
+    except Exception:  # a turn already answered never fails for what was heard after it
+        log.warning("listening to a turn failed", exc_info=True)
+        return []
