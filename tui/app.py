@@ -13,9 +13,10 @@ from typing import ClassVar
 from textual import on, work
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
 from textual.reactive import reactive
 
-from hub.client.http import HubClient
+from hub.client.http import Event, HubClient
 from tui.chat import ChatScreen
 from tui.client_tools import register_themes
 from tui.community import CommunityScreen
@@ -27,6 +28,7 @@ from tui.map import MapScreen
 from tui.map_board import MapBoard
 from tui.memory import MemoryScreen
 from tui.notices import follow_notices
+from tui.remembered import RememberedLine, heard_of
 from tui.settings import SettingsScreen
 from tui.tools import ToolsScreen
 
@@ -66,10 +68,16 @@ class TinyApp(App[None]):
         the hub does not store keys, and the TUI never writes one down)."""
         self.map_board = MapBoard(config.map_path)
         """The live map: the chat's map actions change it, the Map screen draws it."""
+        self.chat: ChatScreen | None = None
+        """The chat screen, once its mode has been shown (what memory heard joins its log)."""
+
+    def _chat_screen(self) -> ChatScreen:
+        self.chat = ChatScreen(self.client)
+        return self.chat
 
     def on_mount(self) -> None:
         self.client.open()  # one session, one connection pool, for every screen's requests
-        self.add_mode("chat", lambda: ChatScreen(self.client))
+        self.add_mode("chat", self._chat_screen)
         self.add_mode("devices", lambda: DevicesScreen(self.client))
         self.add_mode("memory", lambda: MemoryScreen(self.client))
         self.add_mode("settings", lambda: SettingsScreen(self.client))
@@ -92,12 +100,22 @@ class TinyApp(App[None]):
     @work(group="notices", exclusive=True)
     async def follow_notices(self) -> None:
         """A toast for every notice on the person's ring (a job ran, an alert fired)."""
-        await follow_notices(self.client, self.show_notice)
+        await follow_notices(self.client, self.show_notice, heard=self.show_heard)
 
     def show_notice(self, title: str, body: str) -> None:
         self.notify(body or title, title=title, timeout=10)
         if isinstance(self.screen, JobsScreen):
             self.screen.action_refresh()  # a job just ran: its last run changed
+
+    def show_heard(self, event: Event) -> None:
+        """What memory kept by listening, in the chat with an undo."""
+        heard = heard_of(event)
+        if heard is None:
+            return
+        if self.chat is None or not self.chat.is_mounted:
+            self.notify(f"I'll remember: {heard.fact}", timeout=10)
+            return
+        self.chat.query_one("#log", VerticalScroll).mount(RememberedLine(heard, self.client))
 
     @on(SettingsScreen.TinyChosen)
     def _tiny_chosen(self, message: SettingsScreen.TinyChosen) -> None:

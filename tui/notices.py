@@ -22,6 +22,7 @@ RETRY_MIN_S = 1.0
 RETRY_MAX_S = 30.0
 
 Show = Callable[[str, str], None]
+Heard = Callable[[Event], None]
 
 
 def notice_of(event: Event, since: float) -> tuple[str, str] | None:
@@ -37,8 +38,10 @@ def notice_of(event: Event, since: float) -> tuple[str, str] | None:
     return str(detail.get("title") or "Notice"), str(detail.get("body") or "")
 
 
-async def follow_notices(client: HubClient, show: Show, since: float | None = None) -> None:
-    """Show every new notice until cancelled."""
+async def follow_notices(
+    client: HubClient, show: Show, since: float | None = None, heard: Heard | None = None
+) -> None:
+    """Show every new notice until cancelled; every other new event goes to ``heard``."""
     since = time.time() if since is None else since
     last, delay = 0, RETRY_MIN_S
     while True:
@@ -49,10 +52,17 @@ async def follow_notices(client: HubClient, show: Show, since: float | None = No
                 found = notice_of(event, since)
                 if found is not None:
                     show(*found)
+                elif heard is not None and _new(event, since):
+                    heard(event)
         except (HubError, TimeoutError):
             pass
         await asyncio.sleep(delay)
         delay = min(delay * 2, RETRY_MAX_S)
+
+
+def _new(event: Mapping[str, Any], since: float) -> bool:
+    stamp = event.get("created_at")
+    return isinstance(stamp, int | float) and stamp >= since - CLOCK_SLACK_S
 
 
 def _id(event: Mapping[str, Any]) -> int:
