@@ -365,6 +365,9 @@ class SmallModelHints:
     # The argument that states a fact about the person: a call whose fact the memory already
     # holds, word for word, is not made again.
     fact_argument: str = ""
+    # Read ahead before the hub says the model is ready, with the families of devices online:
+    # what a person asks for on their first day. Other families are read after, in idle time.
+    read_first: bool = False
     # Tools of one family are offered together (the offers of messages about one thing repeat,
     # so the model's runner reads each once); "": a family of its own.
     family: str = ""

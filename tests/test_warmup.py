@@ -40,7 +40,9 @@ async def test_a_started_hub_reads_the_beginnings_before_the_first_message(
         # way); the cache counts an entry a moment before the warm-up moves its status on.
         embedded = server.hub.models.embedded_status()
         cache = embedded.get("promptCache") or {}
-        past_beginnings = embedded.get("preparing") in (READING_FAMILIES, None)
+        past_beginnings = str(embedded.get("preparing") or READING_FAMILIES).startswith(
+            READING_FAMILIES
+        )
         return int(cache.get("entries", 0)) >= 4 and past_beginnings
 
     await until(warmed, within_s=240, what="the embedded model warmed up")
@@ -60,3 +62,24 @@ async def test_a_hub_told_not_to_warm_up_starts_no_runner(start_hub: StartHub) -
     server = await start_hub(model_provider=c.PROVIDER_EMBEDDED, embedded_model="smollm2")
     embedded = (await health(server))["embedded"]
     assert embedded["state"] == "stopped" and embedded["pid"] is None
+
+
+async def test_reading_ahead_gives_way_to_a_turn_that_asked_a_moment_ago() -> None:
+    """The families read after the model is ready wait until no turn has asked for a while."""
+    import asyncio
+    import sys
+    from pathlib import Path
+
+    from hub.agent.runner.process import RunnerSpec
+    from hub.agent.runner.supervisor import RunnerSupervisor
+
+    runner = RunnerSupervisor(RunnerSpec(Path(sys.executable), 512, 1))
+    runner.last_asked = asyncio.get_running_loop().time()
+    waited = asyncio.create_task(runner.quiet(3600.0))
+    await asyncio.sleep(0.3)
+    assert not waited.done(), "a turn asked within the hour"
+    runner.last_asked, runner.waiting = float("-inf"), 1  # long ago, but one waits now
+    await asyncio.sleep(0.3)
+    assert not waited.done(), "a turn still waits"
+    runner.waiting = 0
+    await asyncio.wait_for(waited, 60)

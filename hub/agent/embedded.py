@@ -159,19 +159,22 @@ class EmbeddedModel(PlainModel):
             warmed.append(await self._runner.warm(asking))
         return warmed
 
-    async def warm_families(
-        self, system_prompt: str, tool_specs: list[ToolSpec], message: str = "hello"
-    ) -> list[Generation]:
-        """Read each tool family's offer ahead (see ``offer.family_offers``): a message about
-        that family then reads only itself."""
+    def family_offers(self, tool_specs: list[ToolSpec]) -> list[list[ToolSpec]]:
+        """The offer of each family small enough to be offered whole (``offer.family_offers``)."""
+        return family_offers(tool_specs, self.turn)
+
+    async def warm_family(
+        self,
+        system_prompt: str,
+        tool_specs: list[ToolSpec],
+        tools: list[ToolSpec],
+        message: str = "hello",
+    ) -> Generation:
+        """Read one family's offer ahead: a message about that family then reads only itself
+        (the tools always offered lead every offer, so each family reads only its own part)."""
         messages: Messages = [{"role": "user", "content": [{"text": message}]}]
-        warmed = []
-        for tools in family_offers(tool_specs, self.turn):
-            offer, chat = await self._prepared(
-                messages, tool_specs, system_prompt, Offer(tools, ())
-            )
-            warmed.append(await self._runner.warm(chat, self._fields(offer)))
-        return warmed
+        offer, chat = await self._prepared(messages, tool_specs, system_prompt, Offer(tools, ()))
+        return await self._runner.warm(chat, self._fields(offer))
 
     async def _prepared(
         self,

@@ -3,10 +3,12 @@
 When the model that answers by default is the embedded one, the hub joins and checks its file,
 loads it in the runner and has the runner read what every turn begins with — the owner's
 default tiny's prompt and the tools offered for small talk, and the examples of the yes/no
-checks — while the person is still opening the chat; then each family of tools as it is
-offered (a message about a device meets that device's tools whole), so that later turns
-read only what is new in them. What it read is kept on disk: the next start reads none of it
-again. Each step shows in ``/api/health``
+checks — while the person is still opening the chat, and the families of tools a person meets
+first (a message about a device meets that device's tools whole): the devices online now, and
+the families whose tools say so (memory, reminders, sums). Then the model is ready, and the
+other families are read one at a time, each once no turn has asked for a few seconds, so
+later turns read only what is new in them. What it read is kept on disk: the next start reads
+none of it again. Each step shows in ``/api/health``
 (``embedded.preparing``) and the log. A message sent meanwhile waits only for the step under
 way, and takes what is ready; a step that fails is logged and the first turn tries again, as
 it would have without this.
@@ -16,6 +18,8 @@ from __future__ import annotations
 
 import logging
 import time
+
+from strands.types.tools import ToolSpec
 
 from hub.agent.compose import compose_turn
 from hub.agent.embedded import EmbeddedModel
@@ -30,35 +34,70 @@ READING = "reading the system prompt and tools"
 READING_FAMILIES = "reading each family of tools ahead"
 # What the warm-up composes a turn for: the offer for small talk begins every offer.
 SMALL_TALK = "hello"
+# Reading ahead waits until no turn has asked for this long (a turn's generations, and the
+# person's next message, come within it).
+QUIET_S = 5.0
 
 
 async def warm_up(hub: Hub) -> None:
-    """Join, load and warm the embedded model when it is the default; never raises."""
+    """Join, load and warm the embedded model when it is the default, then read the other
+    families ahead in idle time; never raises."""
+    if await get_ready(hub):
+        await read_ahead(hub)
+
+
+async def get_ready(hub: Hub) -> bool:
+    """Join, load and warm the model: what every offer shares, the yes/no checks, and the
+    families read first (the devices online now, and those their tools say a person asks for
+    on the first day). True when the embedded model answers with tools."""
     try:
         choice = await hub.models.default()
         if choice.provider != PROVIDER_EMBEDDED:
-            return
+            return False
         runner = hub.models.embedded_runner()
         started = time.monotonic()
         await runner.start()
         if choice.tools:
-            await _read_beginnings(hub, runner)
+            await _read(hub, runner, first=True)
         log.info("embedded model ready in %.1f s", time.monotonic() - started)
+        return choice.tools
     except Exception as exc:  # the first turn will try again and say why
         log.warning("could not get the embedded model ready at start: %s", exc)
+        return False
 
 
-async def _read_beginnings(hub: Hub, runner: RunnerSupervisor) -> None:
+async def read_ahead(hub: Hub) -> None:
+    """The other families, one at a time, each once no turn has asked for a while."""
+    try:
+        await _read(hub, hub.models.embedded_runner(), first=False)
+    except Exception as exc:  # a turn reads the family it meets instead
+        log.warning("could not read the tools ahead: %s", exc)
+
+
+async def _read(hub: Hub, runner: RunnerSupervisor, *, first: bool) -> None:
     turn = await compose_turn(hub, hub.owner, [ChatMessage("user", (SMALL_TALK,))], {})
     if not isinstance(turn.model, EmbeddedModel):
         return
-    specs = [t.tool_spec for t in turn.tools]
-    runner.preparing = READING
+    model, specs = turn.model, [t.tool_spec for t in turn.tools]
+    online = {t.tool_name for t in hub.drivers.online_family_tools()}
+    offers = model.family_offers(specs)
+    wanted = [o for o in offers if _read_first(model, o, online) is first]
+    warmed = []
     try:
-        warmed = await turn.model.warm(turn.system_prompt, specs)
-        runner.preparing = READING_FAMILIES
-        warmed += await turn.model.warm_families(turn.system_prompt, specs)
+        if first:
+            runner.preparing = READING
+            warmed += await model.warm(turn.system_prompt, specs)
+        for number, tools in enumerate(wanted, 1):
+            if not first:
+                await runner.quiet(QUIET_S)
+            runner.preparing = f"{READING_FAMILIES} ({number} of {len(wanted)})"
+            warmed.append(await model.warm_family(turn.system_prompt, specs, tools))
     finally:
         runner.preparing = ""
     read = sum(w.prompt_evaluated for w in warmed)
     log.info("embedded model read %d prompt tokens ahead of the turns", read)
+
+
+def _read_first(model: EmbeddedModel, tools: list[ToolSpec], online: set[str]) -> bool:
+    names = [spec["name"] for spec in tools]
+    return any(n in online or model.turn.of(n).read_first for n in names)

@@ -120,6 +120,17 @@ class DriverManager:
                 self._say(("tools", dev.device_id), "%s: tools() failed: %s", dev.device_id, exc)
         return found
 
+    def online_family_tools(self) -> list[AgentTool]:
+        """The family tools of the drivers with a device online now: what a person asks about
+        first (the hub reads their offers ahead before the others)."""
+        found: dict[str, AgentTool] = {}
+        for dev in self._online():
+            try:
+                found.update((t.tool_name, t) for t in dev.driver.agent_tools())
+            except Exception:  # family_tools() says why, once
+                continue
+        return list(found.values())
+
     def online(self, driver_name: str) -> list[Driver]:
         """The running driver instances of one family (what its tools talk to)."""
         return [

@@ -59,6 +59,10 @@ class RunnerSupervisor:
         self._join_log = log_progress(spec.model_path.name)
         # What the runner is being made ready for, while it is (joining, loading, reading).
         self.preparing = ""
+        # When a generation other than a warm-up last asked (the loop's clock), and how many
+        # wait for the runner now: reading ahead gives way to turns.
+        self.last_asked = 0.0
+        self.waiting = 0
 
     @property
     def failure(self) -> str | None:
@@ -119,7 +123,13 @@ class RunnerSupervisor:
         runner's cache and decodes nothing."""
         if (failure := self.failure) is not None:
             raise RunnerFailed(failure)
-        await self._lock.acquire()
+        if op != p.OP_WARM:
+            self.last_asked = asyncio.get_running_loop().time()
+        self.waiting += 1
+        try:
+            await self._lock.acquire()
+        finally:
+            self.waiting -= 1
         process: RunnerProcess | None = None
         rid = 0
         try:
@@ -134,9 +144,21 @@ class RunnerSupervisor:
             self._died(process, exc)
             raise
         finally:
+            if op != p.OP_WARM:
+                self.last_asked = asyncio.get_running_loop().time()
             settle = asyncio.ensure_future(self._settle(process, rid))
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.shield(settle)
+
+    async def quiet(self, for_s: float) -> None:
+        """Return once no turn has asked for ``for_s`` seconds and none waits: reading ahead
+        gives way to a conversation going on (a turn's generations come a moment apart)."""
+        loop = asyncio.get_running_loop()
+        while True:
+            left = self.last_asked + for_s - loop.time()
+            if left <= 0 and not self.waiting:
+                return
+            await asyncio.sleep(max(left, 0.1))
 
     async def start(self) -> None:
         """Join and check the model file and load it now, not on the first message."""

@@ -125,6 +125,7 @@ hinted(
     "calculator",
     calculate,
     asked_like=("what is 15% of 80?", "how much is 123 times 45?", "what's 2 to the power of 10?"),
+    read_first=True,
 )
 
 

@@ -307,7 +307,7 @@ hinted(
 # holds answer most questions about the person, and offered on every turn, a small model
 # "recalls" the capital of France (measured on requests kept apart from the evaluation: asking
 # about one's memory scores 0.32 and above, small talk 0.16 and below).
-hinted("memory", recall, offered_at_least=0.3)
+hinted("memory", recall, offered_at_least=0.3, read_first=True)
 # Forgetting is offered by what a fact is about ("my bicycle"), which the hub resolves to the
 # facts by meaning and the person confirms; never by id (a 1.5B copies a random id wrongly, and
 # may close another fact) nor for everything.

@@ -221,4 +221,4 @@ hinted(
         "cancel my reminders",
     ),
 )
-hinted("jobs", schedule_alert, cancel_alerts)
+hinted("jobs", schedule_alert, cancel_alerts, read_first=True)
