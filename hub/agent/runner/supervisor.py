@@ -158,7 +158,7 @@ class RunnerSupervisor:
             left = self.last_asked + for_s - loop.time()
             if left <= 0 and not self.waiting:
                 return
-            await asyncio.sleep(max(left, 0.1))
+            await asyncio.sleep(min(max(left, 0.1), 1.0))
 
     async def start(self) -> None:
         """Join and check the model file and load it now, not on the first message."""
