@@ -11,7 +11,7 @@ from strands.types.tools import ToolSpec
 
 from drivers.base import SmallModelHints
 from hub.agent.runner import protocol as p
-from hub.agent.small import calls, checks, step
+from hub.agent.small import calls, checks, facts, step
 from hub.agent.small.context import SmallTurn
 from hub.agent.small.offer import Offer
 from hub.agent.small.wording import CANNOT_DO, NO_TOOL_FITS
@@ -172,3 +172,29 @@ async def test_the_step_ends_in_one_answer_or_one_call() -> None:
     refused = Scripted("I saved that. ", "yes", NOTE_CALL + "</tool_call>", "no")
     text, used = await events_of(made(refused, "good morning"))
     assert (text, used) == (CANNOT_DO, [])
+
+
+async def test_a_long_fact_is_kept_as_each_fact_the_message_stated() -> None:
+    said = "my partner is Alex, he hates mushrooms and he works as a nurse"
+    long_fact = "The user's partner is Alex, who hates mushrooms and works as a nurse."
+    lines = (
+        "The user's partner is called Alex.\nThe user's partner Alex dislikes mushrooms.\n"
+        "The user's partner Alex works as a nurse."
+    )
+    model = Scripted("yes", lines)
+    decided = await made(model, said).confirm(
+        step.Proposed(calls.Call("keep_note", {"note": long_fact}))
+    )
+    assert isinstance(decided, step.CallTool)
+    assert [c.arguments["note"] for c in decided.calls] == lines.splitlines()
+    assert model.asked[1][1] == {p.FIELD_GRAMMAR: facts.FACT_LINES}
+    short = calls.Call("keep_note", {"note": "The user's partner is called Alex."})
+    assert await made(Scripted("yes"), said).confirm(step.Proposed(short)) == step.CallTool(short)
+
+
+def test_only_lines_that_state_a_fact_about_the_user_are_facts() -> None:
+    assert facts.stated("none") == []
+    assert facts.stated("The user likes tea.\nDone.\nThe user's cat is Miso.") == [
+        "The user likes tea.",
+        "The user's cat is Miso.",
+    ]

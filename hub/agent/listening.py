@@ -16,7 +16,6 @@ answers "none" for them. ``memory.listen = false`` turns this off.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -26,6 +25,7 @@ from hub.agent.runner.process import Generation
 from hub.agent.runner.supervisor import RunnerSupervisor
 from hub.agent.small.calls import YES_OR_NO
 from hub.agent.small.checks import Confirmation
+from hub.agent.small.facts import FACT_LINES, FACT_TOKENS, asking, stated
 from hub.agent.small.offer import words
 from hub.memory.graph import Fact, MemoryRefused, MemoryStore
 
@@ -39,30 +39,7 @@ class Publish(Protocol):
 
 
 REMEMBERED_KIND = "remembered"
-NONE = "none"
-FACTS_AT_MOST = 4
-LISTEN_TOKENS = 120
 GREEDY = {"temperature": 0.0, "top_p": 1.0, "repeat_penalty": 1.1}
-FACT_LINES = (
-    f'root ::= "{NONE}" | fact ("\\n" fact){{0,{FACTS_AT_MOST - 1}}}\n'
-    'fact ::= "The user" [^\\n"]{3,160}'
-)
-QUESTION = (
-    "Which facts does this message state about its writer or the people in their life? Write "
-    'each on its own line, beginning "The user"; write none when it states none.'
-)
-# Told in examples none of the evaluation's conversations hold.
-EXAMPLES = (
-    (
-        "my brother Tom just moved to Lisbon, he loves it",
-        "The user's brother is called Tom.\nThe user's brother Tom lives in Lisbon.",
-    ),
-    ("good morning! how are you?", NONE),
-    ("what's the capital of Peru?", NONE),
-    ("I'm a teacher now, I quit the bank", "The user works as a teacher."),
-    ("set a timer for ten minutes", NONE),
-    ("write me a poem about my cat", NONE),
-)
 REPLACES = Confirmation(
     "Does the new fact correct or replace the earlier one?",
     (
@@ -100,28 +77,6 @@ class Kept:
         }
 
 
-def asking(message: str) -> list[dict[str, str]]:
-    chat: list[dict[str, str]] = []
-    for example, facts in EXAMPLES:
-        chat += [
-            {"role": "user", "content": asked(example)},
-            {"role": "assistant", "content": facts},
-        ]
-    return [*chat, {"role": "user", "content": asked(message)}]
-
-
-def asked(message: str) -> str:
-    return f"Message: {json.dumps(message, ensure_ascii=False)}\n\n{QUESTION}"
-
-
-def stated(text: str) -> list[str]:
-    """The facts the model wrote, each one line that begins "The user" ("none" for none)."""
-    lines = [line.strip() for line in text.strip().splitlines()]
-    return [line for line in lines if line.startswith("The user ") or line.startswith("The user'")][
-        :FACTS_AT_MOST
-    ]
-
-
 class Listener:
     """Listens to one person's turns on one runner; the tasks it runs are its own."""
 
@@ -132,7 +87,7 @@ class Listener:
 
     async def heard(self, owner: str, message: str) -> list[Kept]:
         """The facts kept from ``message`` (published as they are kept)."""
-        facts = stated(await self._generate(asking(message), FACT_LINES, LISTEN_TOKENS))
+        facts = stated(await self._generate(asking(message), FACT_LINES, FACT_TOKENS))
         kept = []
         for text in facts:
             current = self.memory.recent(owner, 200)

@@ -39,7 +39,8 @@ from typing import Any, Protocol
 from strands.types.streaming import StreamEvent
 from strands.types.tools import ToolSpec
 
-from hub.agent.small import calls, checks
+from hub.agent.runner import protocol as p
+from hub.agent.small import calls, checks, facts
 from hub.agent.small.context import SmallTurn
 from hub.agent.small.offer import Offer
 from hub.agent.small.wording import CANNOT_DO, NO_TOOL_FITS
@@ -53,6 +54,9 @@ log = logging.getLogger(__name__)
 SURE_AT_LEAST = 0.75
 # Enough for saying what cannot be done (the answer is read whole before it is shown).
 AGAIN_TOKENS = 96
+# A fact longer than this may hold several ("… is called Alex, dislikes mushrooms, and works
+# as a nurse"): the message is asked for each fact it states.
+ONE_FACT_CHARS = 60
 
 
 class Runs(Protocol):
@@ -105,6 +109,11 @@ class Speak:
 @dataclass(frozen=True)
 class CallTool:
     call: calls.Call
+    more: tuple[calls.Call, ...] = ()  # the same tool again: each fact a message stated
+
+    @property
+    def calls(self) -> tuple[calls.Call, ...]:
+        return (self.call, *self.more)
 
 
 @dataclass(frozen=True)
@@ -117,8 +126,6 @@ Ended = Speak | CallTool | Cannot
 
 
 def yes_or_no_fields() -> dict[str, Any]:
-    from hub.agent.runner import protocol as p
-
     return {p.FIELD_GRAMMAR: calls.YES_OR_NO}
 
 
@@ -164,8 +171,9 @@ class Step:
             yield delta(self.ended.text)
         yield {"contentBlockStop": {}}
         if isinstance(self.ended, CallTool) and not cancelled:
-            for event in tool_use_events(self.ended.call):
-                yield event
+            for call in self.ended.calls:
+                for event in tool_use_events(call):
+                    yield event
 
     async def settle(self, decision: Decision) -> Ended:
         while not isinstance(decision, Speak | CallTool | Cannot):
@@ -274,8 +282,6 @@ class Step:
         return Proposed(call, claimed=True) if call is not None else Cannot()
 
     async def forced(self, name: str) -> calls.Call | None:
-        from hub.agent.runner import protocol as p
-
         text = await self.runs.whole(self.chat, {**self.fields, p.FIELD_MUST_CALL: name})
         return calls.parse_reply(text, self.offered, self.turn).call
 
@@ -290,13 +296,27 @@ class Step:
         asking = checks.confirmation(
             call, self.message, self.turn, self.offered.get(call.name), sure
         )
-        if not asking:
+        if asking:
+            verdict = await self.runs.whole(asking, yes_or_no_fields(), 2)
+            log.debug("asked whether %s was wanted: %r", call.name, verdict)
+            if verdict.strip().lower() == "no":
+                return Cannot() if proposed.claimed else Again()
+        return await self.one_fact_each(call)
+
+    async def one_fact_each(self, call: calls.Call) -> CallTool:
+        """A call that writes a long fact, made once for each fact the message stated: three
+        things said in one sentence are kept as three facts, each forgettable alone."""
+        argument = self.turn.of(call.name).fact_argument
+        if not argument or len(str(call.arguments.get(argument, ""))) <= ONE_FACT_CHARS:
             return CallTool(call)
-        verdict = await self.runs.whole(asking, yes_or_no_fields(), 2)
-        log.debug("asked whether %s was wanted: %r", call.name, verdict)
-        if verdict.strip().lower() != "no":
+        grammar = {p.FIELD_GRAMMAR: facts.FACT_LINES}
+        found = facts.stated(
+            await self.runs.whole(facts.asking(self.message), grammar, facts.FACT_TOKENS)
+        )
+        if len(found) < 2:
             return CallTool(call)
-        return Cannot() if proposed.claimed else Again()
+        each = [calls.Call(call.name, {**call.arguments, argument: fact}) for fact in found]
+        return CallTool(each[0], tuple(each[1:]))
 
     async def again(self) -> Decision:
         """Asked again, told that no tool fits, and read whole."""
