@@ -198,3 +198,9 @@ def test_only_lines_that_state_a_fact_about_the_user_are_facts() -> None:
         "The user likes tea.",
         "The user's cat is Miso.",
     ]
+
+
+async def test_a_call_written_after_streamed_words_is_never_shown() -> None:
+    reply = "Boilers heat water. " + GAUGE_CALL
+    text, used = await events_of(made(Scripted(reply, "no", reply)))
+    assert (text, used) == ("Boilers heat water. ", []), "one answer, and no call text"

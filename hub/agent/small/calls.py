@@ -305,6 +305,26 @@ SENTENCE_END = re.compile(r"[.!?:;]\s|\n")
 FIRST_SENTENCE_CHARS = 160
 
 
+# Where a call begins inside a reply that began in words (a code fence only when JSON follows:
+# the coder model fences the code it is asked for).
+CALL_BEGINS = re.compile(
+    r"<(?:tool_call|tools?|function)|```(?:json)?\s*\{|\{\s*\"(?:name|function|tool)\""
+)
+CALL_MARKERS = ("<tool_call", "<tools", "<function", "```json", '{"name"', '{"function"', '{"tool"')
+
+
+def words_before_a_call(text: str) -> str:
+    """A reply's words up to where a call begins in it (all of it when none does), less an
+    end that may be the start of one ("<too")."""
+    begins = CALL_BEGINS.search(text)
+    if begins:
+        return text[: begins.start()]
+    for start in range(max(len(text) - len(max(CALL_MARKERS, key=len)), 0), len(text)):
+        if any(marker.startswith(text[start:]) for marker in CALL_MARKERS):
+            return text[:start]
+    return text
+
+
 def first_sentence_done(text: str) -> bool:
     return len(text) >= FIRST_SENTENCE_CHARS or SENTENCE_END.search(text) is not None
 

@@ -218,17 +218,17 @@ class Step:
 
     async def stream_again(self, first: str) -> AsyncGenerator[str | Written | Claimed, None]:
         """The checked first sentence shown, and the rest as the model writes it again (the
-        same prompt, decoded greedily: the runner reads nothing, and the words repeat)."""
+        same prompt, decoded greedily: the runner reads nothing, and the words repeat). A call
+        written after the words is never shown, nor made: the person has their answer."""
         self.shown = first
         yield first
         reply = ""
         async for piece in self.runs.pieces(self.chat, self.fields):
             reply += piece
-            if len(reply) > len(self.shown):
-                if not reply.startswith(self.shown):
-                    continue  # the words changed: the rest is read whole below
-                fresh = reply[len(self.shown) :]
-                self.shown = reply
+            upto = calls.words_before_a_call(reply)
+            if len(upto) > len(self.shown) and upto.startswith(self.shown):
+                fresh = upto[len(self.shown) :]
+                self.shown = upto
                 yield fresh
         yield Written(reply, shown=self.shown)
 
@@ -328,11 +328,12 @@ class Step:
 
 
 def rest_of(written: Written) -> str:
-    """What the person has not read of a reply that streamed (its words may have changed when
-    written again: then only what follows the part shown)."""
-    if written.reply.startswith(written.shown):
+    """What the person has not read of a reply that streamed: nothing when it was written the
+    same way again; when its words changed, what follows the part shown (never a call)."""
+    words = calls.words_before_a_call(written.reply)
+    if words.startswith(written.shown):
         return ""
-    return written.reply[len(written.shown) :]
+    return words[len(written.shown) :]
 
 
 def with_note_before_message(chat: list[dict[str, str]], note: str) -> list[dict[str, str]]:
