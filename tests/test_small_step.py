@@ -133,7 +133,7 @@ async def test_claimed_asks_the_nearest_tool_for_a_call() -> None:
     [
         ("yes", False, step.CallTool),
         ("no", False, step.Again),
-        ("no", True, step.Cannot),
+        ("no", True, step.Again),
     ],
 )
 async def test_confirm_asks_the_tools_own_question(verdict: str, claimed: bool, ends: type) -> None:
@@ -169,9 +169,12 @@ async def test_the_step_ends_in_one_answer_or_one_call() -> None:
     claimed = Scripted("The gauge reads 3 bar. ", "yes", GAUGE_CALL)
     text, used = await events_of(made(claimed))
     assert (text, used) == ("", ["read_gauge"]), "a claimed reading becomes the tool's call"
-    refused = Scripted("I saved that. ", "yes", NOTE_CALL + "</tool_call>", "no")
+    refused = Scripted("I saved that. ", "yes", NOTE_CALL + "</tool_call>", "no", "Hi!", "no")
     text, used = await events_of(made(refused, "good morning"))
-    assert (text, used) == (CANNOT_DO, [])
+    assert (text, used) == ("Hi!", []), "refused, the model answers again"
+    again = Scripted("I saved that. ", "yes", NOTE_CALL + "</tool_call>", "no", "Saved.", "yes")
+    text, used = await events_of(made(again, "good morning"))
+    assert (text, used) == (CANNOT_DO, []), "and an answer that claims again is the hub's cannot"
 
 
 async def test_a_long_fact_is_kept_as_each_fact_the_message_stated() -> None:

@@ -803,14 +803,17 @@ async def test_words_that_claim_an_act_no_tool_did_are_never_shown(
     refuses, and the person reads that it cannot be done here."""
     reply = "The shed is unlocked. " if claims == "yes" else "Here is what I would do. Ask them."
     fact = '{"name": "learn", "arguments": {"fact": "The user wants the shed unlocked"}}'
-    replies = [reply, claims, fact, "no"] if claims == "yes" else [reply, claims, reply]
+    claimed = [reply, claims, fact, "no", "It is unlocked now.", "yes"]  # it claims it again
+    replies = claimed if claims == "yes" else [reply, claims, reply]
     server, log = await scripted_hub(start_hub, closed_port, tmp_path, replies)
     transcript = await say(server, "unlock the shed")
     assert transcript.done and not transcript.of_type(c.EV_BEFORE_TOOL)
     assert transcript.text == shown
     sent = requests_sent(log)
     assert sent[1]["grammar"] == calls.YES_OR_NO
-    assert sent[1]["messages"][-1]["content"] == checks.CLAIM_CHECK.asked(reply)
+    assert sent[1]["messages"][-1]["content"] == checks.CLAIM_CHECK.asked(
+        calls.first_sentence(reply)
+    )
     if claims == "yes":
         assert sent[2]["must_call"] == "learn", "the nearest tool, asked for as a call"
         assert sent[3]["grammar"] == calls.YES_OR_NO, "and checked as any memory write is"

@@ -4,7 +4,7 @@
                   │         │            └─▶ again ─┬─▶ speak
                   │         ├─▶ speak               └─▶ cannot
                   │         └─▶ again
-                  └─▶ claimed ─▶ (a call to the nearest tool) ─▶ confirm, or cannot
+                  └─▶ claimed ─▶ (a call to the nearest tool) ─▶ confirm, or again
 
 - **write**: the model's reply under the call grammar. Words stream from their first sentence
   on, once that sentence neither begins a call nor names a tool, and says nothing that only a
@@ -14,7 +14,7 @@
   of an ``answer`` call, words, or words that describe a call instead of making one.
 - **claimed**: words that state what only a tool knows, or claim an act no tool did, are never
   shown: the nearest offered tool is asked for as a call (the same prompt, so the runner reads
-  nothing again), and confirmed like any call.
+  nothing again), and confirmed like any call; refused, the model answers *again*.
 - **confirm**: the tool's own yes/no question about the message (a memory write), or whether
   the tool is made for it; a fact memory already holds is not written again.
 - **again**: the model answers once more, told that no tool fits, read whole; words that still
@@ -279,7 +279,7 @@ class Step:
             key=lambda name: -self.offer.scores.get(name, 0.0),
         )
         call = await self.forced(nearest[0]) if nearest else None
-        return Proposed(call, claimed=True) if call is not None else Cannot()
+        return Proposed(call, claimed=True) if call is not None else Again()
 
     async def forced(self, name: str) -> calls.Call | None:
         text = await self.runs.whole(self.chat, {**self.fields, p.FIELD_MUST_CALL: name})
@@ -300,7 +300,7 @@ class Step:
             verdict = await self.runs.whole(asking, yes_or_no_fields(), 2)
             log.debug("asked whether %s was wanted: %r", call.name, verdict)
             if verdict.strip().lower() == "no":
-                return Cannot() if proposed.claimed else Again()
+                return Again()
         return await self.one_fact_each(call)
 
     async def one_fact_each(self, call: calls.Call) -> CallTool:
