@@ -39,6 +39,8 @@ class Publish(Protocol):
 
 
 REMEMBERED_KIND = "remembered"
+# Listening waits until no turn has asked for this long.
+QUIET_S = 1.0
 GREEDY = {"temperature": 0.0, "top_p": 1.0, "repeat_penalty": 1.1}
 REPLACES = Confirmation(
     "Does the new fact correct or replace the earlier one?",
@@ -86,7 +88,9 @@ class Listener:
         self.publish = publish
 
     async def heard(self, owner: str, message: str) -> list[Kept]:
-        """The facts kept from ``message`` (published as they are kept)."""
+        """The facts kept from ``message`` (published as they are kept), once the person's
+        next message has had a moment to come first: a turn never waits for listening."""
+        await self.runner.quiet(QUIET_S)
         facts = stated(await self._generate(asking(message), FACT_LINES, FACT_TOKENS))
         kept = []
         for text in facts:
@@ -124,6 +128,12 @@ class Listener:
 
 
 _RUNNING: set[asyncio.Task[list[Kept]]] = set()
+
+
+async def all_heard() -> None:
+    """Return once every listening under way has ended (a benchmark scores memory after)."""
+    while _RUNNING:
+        await asyncio.gather(*list(_RUNNING), return_exceptions=True)
 
 
 def listen_after(listener: Listener, owner: str, message: str) -> asyncio.Task[list[Kept]]:
