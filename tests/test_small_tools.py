@@ -502,14 +502,16 @@ ANSWERED = '<tool_call>\n{"name": "answer", "arguments": {"text": "Good morning,
 async def test_an_answer_given_as_a_call_is_the_reply_and_runs_nothing(
     start_hub: StartHub, closed_port: int, tmp_path: Path, emulator: FlipperEmulator, reply: str
 ) -> None:
-    replies = [reply, "no"]  # "no": the words claim no act
+    replies = [reply, "no", reply]  # "no": the words claim no act
     server, log = await scripted_hub(start_hub, closed_port, tmp_path, replies)
     transcript = await say(server, "good morning")
     assert transcript.done and not transcript.of_type(c.EV_BEFORE_TOOL)
     assert not transcript.of_type(c.EV_ERROR)
     assert transcript.text.startswith("Good morning")
     assert "tool_call" not in transcript.text
-    assert len(requests_sent(log)) == 2
+    # Words before the call may stream (then written again) or be read whole with the call,
+    # as the runner's pieces happen to arrive.
+    assert len(requests_sent(log)) in ((2, 3) if reply.startswith("Good morning!") else (2,))
 
 
 async def test_an_unreadable_call_is_never_shown_and_the_model_answers_again(
