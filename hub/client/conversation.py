@@ -251,6 +251,13 @@ def message_text(message: Mapping[str, Any]) -> str:
     return " ".join(texts)
 
 
+def is_tool_message(message: Mapping[str, Any]) -> bool:
+    """Whether ``message`` only carries tool calls or results: no words of its own."""
+    blocks = blocks_of(message)
+    has_tools = any(c.BLOCK_TOOL_USE in b or c.BLOCK_TOOL_RESULT in b for b in blocks)
+    return has_tools and not message_text(message).strip()
+
+
 def tool_uses(message: Mapping[str, Any]) -> list[ToolUse]:
     return [b[c.BLOCK_TOOL_USE] for b in blocks_of(message) if _is_use(b.get(c.BLOCK_TOOL_USE))]
 
@@ -317,11 +324,10 @@ def readable(messages: Sequence[Mapping[str, Any]]) -> list[Said]:
             call = waiting.pop(0) if waiting else None
             name, given = (call["name"], call["input"]) if call else ("a tool", {})
             runs.append(ToolRun(name, given, result["status"], result_text(result["content"])))
-        has_tools = any(c.BLOCK_TOOL_USE in b or c.BLOCK_TOOL_RESULT in b for b in blocks)
-        if has_tools:
+        if any(c.BLOCK_TOOL_USE in b or c.BLOCK_TOOL_RESULT in b for b in blocks):
             last_tool_message = index
         text = message_text(message)
-        if has_tools and not text.strip():
+        if is_tool_message(message):
             continue
         if role == "assistant":
             said.append(Said(role, text, index, tuple(runs)))
