@@ -108,7 +108,7 @@ def test_a_long_result_is_cut_and_an_image_is_said_not_kept() -> None:
         after("t1", [{"text": "x" * 10_000}, {"image": {"format": "jpeg", "base64": "AAAA"}}]),
         text("A photo."),
     )
-    kept = recorder.messages()[1]["content"][0]["toolResult"]["content"][0]["text"]  # type: ignore[index]
+    kept = recorder.messages()[1]["content"][0]["toolResult"]["content"][0]["text"]
     assert len(kept) <= RESULT_CHARS_KEPT
     assert kept.endswith("(10011 characters in all)")
     assert "AAAA" not in str(recorder.messages())
@@ -145,14 +145,14 @@ def test_a_call_the_turn_never_answered_is_left_out() -> None:
         before("t1"), after("t1", [{"text": "81%"}]), before("t2", "flipper_find"), text("Fin")
     )
     uses = recorder.messages()[0]["content"]
-    assert [b["toolUse"]["toolUseId"] for b in uses] == ["t1"]  # type: ignore[index]
+    assert [b["toolUse"]["toolUseId"] for b in uses] == ["t1"]
     assert recorded(before("t1")).messages() == []
 
 
 def test_a_client_tool_keeps_what_the_client_did() -> None:
     recorder = recorded(before("t1", "vibrate"), after("t1", [{"json": {"clientAction": "v"}}]))
     recorder.client_did("t1", "this terminal cannot vibrate")
-    kept = recorder.messages()[1]["content"][0]["toolResult"]["content"]  # type: ignore[index]
+    kept = recorder.messages()[1]["content"][0]["toolResult"]["content"]
     assert kept == [{"text": '{"clientAction": "v"}\nthis terminal cannot vibrate'}]
 
 
@@ -164,7 +164,7 @@ def test_calls_that_share_an_id_are_answered_in_order() -> None:
         after("learn", [{"text": "second"}]),
     )
     results = recorder.messages()[1]["content"]
-    assert [r["toolResult"]["content"][0]["text"] for r in results] == ["first", "second"]  # type: ignore[index]
+    assert [r["toolResult"]["content"][0]["text"] for r in results] == ["first", "second"]
 
 
 def test_what_the_hub_would_refuse_is_never_recorded() -> None:
@@ -179,7 +179,7 @@ def test_what_the_hub_would_refuse_is_never_recorded() -> None:
         {"type": c.EV_BEFORE_TOOL, "toolCall": {"name": "x", "toolUseId": "t3", "input": "?"}},
         after("t3", [{"text": "ok"}]),
     )
-    uses = [b["toolUse"] for b in recorder.messages()[0]["content"]]  # type: ignore[index]
+    uses = [b["toolUse"] for b in recorder.messages()[0]["content"]]
     assert [u["toolUseId"] for u in uses] == ["t2", "t3"]
     assert uses[0]["input"]["note"] == "kept" and len(uses[0]["input"]["code"]) <= 500
     assert uses[1]["input"] == {}
