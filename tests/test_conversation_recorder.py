@@ -185,6 +185,12 @@ def test_what_the_hub_would_refuse_is_never_recorded() -> None:
     assert uses[1]["input"] == {}
 
 
+def test_a_turn_of_more_calls_than_a_message_holds_keeps_its_last_ones() -> None:
+    events = [e for i in range(70) for e in (before(f"t{i}"), after(f"t{i}", [{"text": "ok"}]))]
+    uses = recorded(*events).messages()[0]["content"]
+    assert len(uses) == c.MAX_TOOL_BLOCKS and uses[-1]["toolUse"]["toolUseId"] == "t69"
+
+
 # --- reading a history back -----------------------------------------------------------------
 
 HISTORY: list[dict[str, Any]] = [

@@ -123,8 +123,11 @@ class TurnRecorder:
             call.said.append(text.strip())
 
     def messages(self) -> list[HistoryMessage]:
-        """The turn's calls, their results, then its text; none of those it did not have."""
+        """The turn's calls, their results, then its text; none of those it did not have. A
+        turn of more calls than a message may hold keeps its last ones: what led to the
+        reply."""
         answered = [call for call in self._calls if call.result is not None]
+        answered = answered[-c.MAX_TOOL_BLOCKS :]
         out: list[HistoryMessage] = []
         if answered:
             uses: list[Block] = [ToolUseBlock(toolUse=call.use) for call in answered]
