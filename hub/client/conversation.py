@@ -345,7 +345,7 @@ def readable(messages: Sequence[Mapping[str, Any]]) -> list[Said]:
 
 
 def tools_line(runs: Iterable[ToolRun]) -> str:
-    """The tools of a reply on one line: ``used flipper_find, learn (failed)``."""
+    """The tools of a reply on one line: ``used recall, learn (failed)``."""
     names = [run.name + (" (failed)" if run.status == "error" else "") for run in runs]
     return f"used {', '.join(names)}" if names else ""
 
