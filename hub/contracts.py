@@ -139,6 +139,24 @@ DELTA_CITATIONS: Final = "citationsDelta"
 # --- Chat request body -------------------------------------------------------------------------
 CHAT_ROLES: Final = ("user", "assistant", "system")
 MAX_CHAT_BODY_BYTES: Final = 4 * 1024 * 1024
+# The tool calls and results a client sends back in its history (docs/http-api.md, one chat
+# turn): an assistant message's {"toolUse": {toolUseId, name, input}} blocks and the next user
+# message's {"toolResult": {toolUseId, status, content: [{text} | {json}]}}. The hub refuses
+# anything past these bounds with a 400; the client's recorder keeps within them, so a history
+# it recorded is never refused.
+BLOCK_TOOL_USE: Final = "toolUse"
+BLOCK_TOOL_RESULT: Final = "toolResult"
+TOOL_RESULT_STATUSES: Final = ("success", "error")
+# Strands' own rule for a tool's name (and so every provider's).
+TOOL_NAME_PATTERN: Final = r"^[A-Za-z0-9_-]{1,64}$"
+MAX_TOOL_USE_ID_CHARS: Final = 128
+# An id is any run of visible ASCII: OpenAI's call_..., Bedrock's tooluse_..., Ollama's (the
+# tool's own name), a client's own.
+TOOL_USE_ID_PATTERN: Final = rf"^[\x21-\x7e]{{1,{MAX_TOOL_USE_ID_CHARS}}}$"
+MAX_TOOL_INPUT_CHARS: Final = 20_000  # the input, written as compact JSON
+MAX_TOOL_INPUT_DEPTH: Final = 16
+MAX_TOOL_RESULT_CHARS: Final = 20_000  # a result's text and JSON, together
+MAX_TOOL_BLOCKS: Final = 64  # tool calls (or results) in one message
 # The largest body any route takes: a media upload (8 MB, base64) and its JSON envelope.
 MAX_REQUEST_BYTES: Final = 12 * 1024 * 1024
 

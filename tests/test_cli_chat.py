@@ -4,7 +4,9 @@ sources, read from the real process."""
 
 from __future__ import annotations
 
+import argparse
 import fcntl
+import io
 import os
 import pty
 import re
@@ -17,6 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from fakes.ollama import FakeOllama, Reply
+from hub.cli.chat import Conversation, stream_reply
+from hub.client.http import HubClient
+from tests.conftest import StartHub
 from tests.test_cli import SCRIPT, cli_env, no_local_hub, run, start_serve
 
 PROMPT = b">>> "
@@ -225,3 +231,53 @@ def test_export_writes_a_conversation_the_tui_kept(home: Path, closed_port: int)
     assert out.read_text() == by_words.stdout
     missing = run(["export", "cucumbers"], cli_env(home, closed_port))
     assert missing.returncode == 2 and "no conversation" in missing.stderr
+
+
+async def test_a_chat_session_sends_each_turn_back_with_its_tool_calls(
+    start_hub: StartHub, fake_ollama: FakeOllama
+) -> None:
+    """``tiny-hub chat`` keeps the session as the TUI does: turn 2's body carries turn 1's
+    call and result before its text, and the terminal shows only the text."""
+    server = await start_hub(ollama_host=fake_ollama.url)
+    chips = {"suggestions": ["More", "Thanks"]}
+    fake_ollama.script(
+        Reply(
+            chunks=[], tool_calls=[{"function": {"name": "suggest_followups", "arguments": chips}}]
+        ),
+        Reply(chunks=["Here you go."]),
+        Reply(chunks=["Again."]),
+    )
+    args = argparse.Namespace(model_provider=None, model_id=None)
+    conversation = Conversation()
+    shown = io.StringIO()
+    async with HubClient(server.url) as client:
+        for line in ("suggest something", "and again?"):
+            reply = await stream_reply(
+                client, conversation.ask(line), args, shown, err=io.StringIO()
+            )
+            conversation.answered(reply)
+    assert shown.getvalue() == "Here you go.\nAgain.\n"
+    roles = ["user", "assistant", "user", "assistant", "user", "assistant"]
+    assert [m["role"] for m in conversation.messages] == roles
+    sent = [m for m in fake_ollama.requests[-1]["messages"] if m["role"] != "system"]
+    assert sent[1]["tool_calls"][0]["function"] == {"name": "suggest_followups", "arguments": chips}
+    assert sent[2]["role"] == "tool" and "follow-up chips" in sent[2]["content"]
+    assert sent[3:] == [
+        {"role": "assistant", "content": "Here you go."},
+        {"role": "user", "content": "and again?"},
+    ]
+
+
+async def test_a_chat_turn_that_did_nothing_leaves_nothing(
+    start_hub: StartHub, fake_ollama: FakeOllama
+) -> None:
+    server = await start_hub(ollama_host=fake_ollama.url)
+    fake_ollama.script(Reply(http_status=500, error="llama runner process has terminated"))
+    conversation = Conversation()
+    args = argparse.Namespace(model_provider=None, model_id=None)
+    async with HubClient(server.url) as client:
+        reply = await stream_reply(
+            client, conversation.ask("hello"), args, io.StringIO(), err=io.StringIO()
+        )
+    conversation.answered(reply)
+    assert "llama runner" in reply.error and conversation.messages == []

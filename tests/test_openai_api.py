@@ -281,6 +281,36 @@ async def test_a_client_tool_comes_back_as_tool_calls_and_the_answer_goes_on(
     assert "sunny, 21 C" in sent[3]["content"]
 
 
+async def test_a_history_where_a_hub_tool_ran_is_taken_as_calls_and_answers(
+    hub: RunningServer, owner: openai.AsyncOpenAI, fake_ollama: FakeOllama
+) -> None:
+    """An OpenAI client that keeps the calls of the hub's own tools (recorded elsewhere, or
+    written by hand) sends them as any tool_calls: they reach the model as calls and answers,
+    and the turn goes on from the person's last words."""
+    fake_ollama.script(Reply(chunks=["Still 81%."]))
+    call = {
+        "id": "tooluse_1",
+        "type": "function",
+        "function": {"name": "recall", "arguments": json.dumps({"query": "flipper"})},
+    }
+    history = [
+        {"role": "user", "content": "how charged is my Flipper?"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "tooluse_1", "content": "battery 81%"},
+        {"role": "assistant", "content": "81%."},
+        {"role": "user", "content": "and now?"},
+    ]
+    answer = await owner.chat.completions.create(model="tiny", messages=history)
+    assert answer.choices[0].message.content == "Still 81%."
+    sent = [m for m in fake_ollama.requests[-1]["messages"] if m["role"] != "system"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "assistant", "user"]
+    assert sent[1]["tool_calls"][0]["function"] == {
+        "name": "recall",
+        "arguments": {"query": "flipper"},
+    }
+    assert sent[2]["content"] == "battery 81%"
+
+
 async def test_a_streamed_client_tool_call(
     hub: RunningServer, owner: openai.AsyncOpenAI, fake_ollama: FakeOllama
 ) -> None:

@@ -64,7 +64,18 @@ SHAPE_REJECTIONS = (400, 413, 415, 422)
 # The rules JSON Schema and OpenAPI's parameters cannot state, each with the handler's words:
 # which item of an array is the last, and "one of these two query parameters".
 UNSAYABLE: dict[tuple[str, str], tuple[str, ...]] = {
-    ("POST", "/api/chat"): ("the last message must have role user",),
+    # And of the tool calls a history carries: each answered right after it, the results
+    # not last, the input's and results' JSON within bounds.
+    ("POST", "/api/chat"): (
+        "the last message must have role user",
+        "the last message must be the person's words",
+        "needs its toolResult in the user message right after it",
+        "matches no earlier toolUse block",
+        "answers no call of the assistant message right before it",
+        "is nested deeper than",
+        "characters as JSON",
+        "is longer than 20000 characters",
+    ),
     ("DELETE", "/learnings"): ("give ?id=<fact> to close one fact, or ?scope=all",),
     # A schedule's ranges (N minutes or hours, a real time of day), and every or runInMinutes.
     ("POST", "/api/jobs"): ("give either every", "must be 1 to", "needs a time from"),

@@ -23,6 +23,7 @@ from textual.widgets import Input, OptionList, Sparkline
 
 from fakes.ollama import FakeOllama, Reply
 from harness.waits import until
+from hub.client.conversation import is_tool_message
 from hub.client.http import HubClient
 from tests.conftest import StartHub, owner_headers
 from tests.screen_words import shown_in
@@ -68,8 +69,15 @@ async def say(pilot: Pilot[None], chat: ChatScreen, text: str) -> None:
     await pilot.press("enter")
 
 
+def spoken(chat: ChatScreen) -> list[dict[str, Any]]:
+    """The history's messages with words: the person's and the replies, without the messages
+    of tool calls and results the history also keeps for the model."""
+    return [m for m in chat.history if not is_tool_message(m)]
+
+
 async def turn_done(chat: ChatScreen, messages: int) -> None:
-    await until(lambda: not chat.busy and len(chat.history) == messages)
+    """The turn ended, and the history holds ``messages`` messages with words."""
+    await until(lambda: not chat.busy and len(spoken(chat)) == messages)
 
 
 def token_of(server: Any) -> str:
@@ -155,6 +163,92 @@ async def test_a_chip_is_picked_with_focus_and_enter(
         await pilot.press("enter")
         await turn_done(chat, 4)
     assert fake_ollama.requests[-1]["messages"][-1]["content"] == "No thanks"
+
+
+# --- the history it sends -----------------------------------------------------------------------
+
+
+def tool_calls_sent(request: dict[str, Any]) -> list[str]:
+    """The names of the earlier tool calls one request to the fake Ollama carried."""
+    return [
+        call["function"]["name"]
+        for message in request["messages"]
+        for call in message.get("tool_calls") or []
+    ]
+
+
+async def test_the_next_turn_sends_the_tool_calls_and_results_of_the_last_one(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    """A small model shown only earlier replies' text stops calling tools: turn 2's body
+    carries turn 1's call and result, while the screen shows what it always did."""
+    server = await start_hub(ollama_host=fake_ollama.url)
+    chips = ["Tell me more", "Thanks"]
+    fake_ollama.script(
+        *tool_turn(("suggest_followups", {"suggestions": chips}), then="Done."),
+        Reply(chunks=["Fine."]),
+    )
+    config = TuiConfig(tmp_path)
+    app = TinyApp(HubClient(server.url, None), config)
+    async with app.run_test(size=(100, 40)) as pilot:
+        chat = chat_of(app)
+        await say(pilot, chat, "hello")
+        await turn_done(chat, 2)
+        await say(pilot, chat, "and?")
+        await turn_done(chat, 4)
+        assert [m.text for m in chat.query(UserMessage)] == ["hello", "and?"]
+        assert [m.source for m in chat.query(ReplyMessage)] == ["Done.", "Fine."]
+        assert len(chat.query(ToolCard)) == 1
+        conversation_id = chat.conversation.id
+
+    second = fake_ollama.requests[-1]
+    assert tool_calls_sent(second) == ["suggest_followups"]
+    sent = [m for m in second["messages"] if m["role"] != "system"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "assistant", "user"]
+    assert sent[1]["tool_calls"][0]["function"]["arguments"] == {"suggestions": chips}
+    assert "follow-up chips" in sent[2]["content"]
+    assert sent[3:] == [
+        {"role": "assistant", "content": "Done."},
+        {"role": "user", "content": "and?"},
+    ]
+
+    saved = json.loads((config.conversations_dir / f"{conversation_id}.json").read_text())
+    roles = ["user", "assistant", "user", "assistant", "user", "assistant"]
+    assert [m["role"] for m in saved["messages"]] == roles
+    assert saved["messages"][1]["content"][0]["toolUse"]["name"] == "suggest_followups"
+    assert saved["title"] == "hello"
+
+    again = TinyApp(HubClient(server.url, None), config)
+    async with again.run_test(size=(100, 40)):
+        chat = chat_of(again)
+        await chat.open_conversation(conversation_id)
+        assert [m.text for m in chat.query(UserMessage)] == ["hello", "and?"]
+        assert [m.source for m in chat.query(ReplyMessage)] == ["Done.", "Fine."]
+        markdown = conversation_markdown(chat.conversation)
+    assert "## Companion\n\n_used suggest_followups_\n\nDone.\n" in markdown
+
+
+async def test_dropping_half_of_a_tool_call_drops_the_other_half(
+    start_hub: StartHub, fake_ollama: FakeOllama, tmp_path: Path
+) -> None:
+    """manage_messages may cut a call from its result: the history stays one the hub takes."""
+    server = await start_hub(ollama_host=fake_ollama.url)
+    fake_ollama.script(
+        *tool_turn(("suggest_followups", {"suggestions": ["a", "b"]}), then="Done."),
+        *tool_turn(("manage_messages", {"action": "drop", "start": 1, "end": 2})),
+        Reply(chunks=["Still here."]),
+    )
+    app = TinyApp(HubClient(server.url, None), TuiConfig(tmp_path))
+    async with app.run_test(size=(100, 40)) as pilot:
+        chat = chat_of(app)
+        await say(pilot, chat, "hello")
+        await turn_done(chat, 2)
+        await say(pilot, chat, "drop the call")
+        await turn_done(chat, 4)
+        await say(pilot, chat, "still there?")
+        await turn_done(chat, 6)
+        assert not [n for n in notices(chat) if "400" in n or n.startswith("error")]
+    assert tool_calls_sent(fake_ollama.requests[-1]) == ["manage_messages"]
 
 
 # --- client tools -------------------------------------------------------------------------------
@@ -251,7 +345,7 @@ async def test_manage_messages_compacts_and_drops_the_stored_conversation(
 
         await say(pilot, chat, "drop some")
         await turn_done(chat, 5)  # 5 + user 1 - dropped 2 + assistant 1
-        assert [m["content"] for m in chat.history[1:]] == [
+        assert [m["content"] for m in spoken(chat)[1:]] == [
             "tidy up",
             "Done.",
             "drop some",
@@ -261,7 +355,8 @@ async def test_manage_messages_compacts_and_drops_the_stored_conversation(
 
         await say(pilot, chat, "how long is this?")
         await turn_done(chat, 7)
-        assert any(n.startswith("6 messages (3 yours") for n in notices(chat))
+        stats = "10 messages (3 yours, 3 others, 4 of tool calls and results)"
+        assert any(n.startswith(stats) for n in notices(chat))
     sent = [m for m in fake_ollama.requests[-1]["messages"] if m["role"] != "system"]
     assert sent[0]["content"].startswith("(compacted 2")
 

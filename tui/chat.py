@@ -36,6 +36,7 @@ from textual.widgets.markdown import MarkdownStream
 from textual.worker import Worker
 
 from hub import contracts as c
+from hub.client.conversation import TurnRecorder, readable
 from hub.client.http import HubClient, HubError
 from hub.client.progress import TurnProgress
 from hub.client.proposals import VERBS, answered_text, proposal_of
@@ -50,7 +51,7 @@ from tui.client_tools import (
 )
 from tui.config import TuiConfig
 from tui.confirmation import ConfirmationCard
-from tui.conversations import Conversation, ConversationStore, Message, message_text
+from tui.conversations import Conversation, ConversationStore, Message
 from tui.export import conversation_markdown, export_name
 from tui.guidance import EmptyChat, model_words
 from tui.widgets import (
@@ -191,6 +192,8 @@ class Turn:
     """An agentResultEvent or an error arrived: the hub finished the turn on purpose."""
     suggestions: list[str] = field(default_factory=list)
     messages_changed: bool = False
+    record: TurnRecorder = field(default_factory=TurnRecorder)
+    """What the turn adds to the history: its tool calls, their results, its text."""
 
     @property
     def text(self) -> str:
@@ -396,6 +399,7 @@ class ChatScreen(Screen[None]):
             await self.finish_turn(turn, problem, stopped)
 
     async def on_turn_event(self, turn: Turn, event: dict[str, Any]) -> None:
+        turn.record.feed(event)
         kind = event.get("type")
         if kind == c.EV_BLOCK_DELTA:
             await self._delta(turn, event)
@@ -463,6 +467,7 @@ class ChatScreen(Screen[None]):
         request = client_request(result)
         if request is not None:
             outcome = await self.client_tools.run(*request, self.history)
+            turn.record.client_did(str(result.get("toolUseId")), outcome.text)
             await self.apply(outcome, turn)
 
     def _usage(self, turn: Turn, event: dict[str, Any]) -> None:
@@ -477,9 +482,10 @@ class ChatScreen(Screen[None]):
             self.status.health = {**self.status.health, "model": model}
 
     async def finish_turn(self, turn: Turn, problem: str, stopped: bool) -> None:
-        """Keep what arrived (on disk first), then tell the person how the turn ended."""
-        if turn.text:
-            self.history.append({"role": "assistant", "content": turn.text})
+        """Keep what arrived (on disk first), then tell the person how the turn ended. The
+        history gets the turn's tool calls and results too, so the model sees next time how
+        it answered (hub/client/conversation.py); the screen shows only their cards."""
+        self.history.extend(dict(message) for message in turn.record.messages())
         failure = turn.error or problem
         if failure and not stopped:  # reopened later, the conversation still says why
             self.conversation.notes.append(
@@ -679,17 +685,21 @@ class ChatScreen(Screen[None]):
         self.query_one("#prompt", Prompt).focus()
 
     async def render_conversation(self) -> None:
+        """The conversation's words, each note after the message it follows; the tool calls
+        and results the history keeps for the model are not shown again."""
         log = self.query_one("#log", VerticalScroll)
         await log.remove_children()
         widgets: list[Widget] = []
         notes = self.conversation.notes
-        for index, message in enumerate(self.history):
-            text = message_text(message)
-            if message.get("role") == "user":
-                widgets.append(UserMessage(text))
-            else:
-                widgets.append(ReplyMessage(text))
-            widgets += [Notice(n["text"]) for n in notes if n["after"] == index]
+        shown = 0  # the history's messages the widgets so far stand for
+        for said in readable(self.history):
+            if said.role == "user":
+                widgets.append(UserMessage(said.text))
+            elif said.text:
+                widgets.append(ReplyMessage(said.text))
+            widgets += [Notice(n["text"]) for n in notes if shown <= n["after"] <= said.index]
+            shown = said.index + 1
+        widgets += [Notice(n["text"]) for n in notes if n["after"] >= shown]
         await log.mount_all(widgets)
         log.scroll_end(animate=False)
         self.query_one(EmptyChat).display = not self.history

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import shutil
 import subprocess
 import webbrowser
@@ -26,6 +27,7 @@ from textual.color import Color
 from textual.theme import Theme
 from textual.widget import Widget
 
+from hub.client.conversation import is_tool_message, paired
 from tui.config import TuiConfig
 from tui.conversations import Message, Notes, message_text
 from tui.map_board import MapBoard, Marker, View, marker_from
@@ -272,11 +274,15 @@ class ClientTools:
             )
         if action == "drop":
             del messages[start:end]
-            return Outcome(f"dropped messages {start}–{end - 1}", messages_changed=True)
-        if action == "compact":
+            done = f"dropped messages {start}–{end - 1}"
+        elif action == "compact":
             messages[start:end] = [compacted(messages[start:end])]
-            return Outcome(f"compacted messages {start}–{end - 1} into one", messages_changed=True)
-        return Outcome(f"manage_messages: unknown action {action!r}", "warning")
+            done = f"compacted messages {start}–{end - 1} into one"
+        else:
+            return Outcome(f"manage_messages: unknown action {action!r}", "warning")
+        # A range may have split a tool call from its result: the rest of the pair goes too.
+        messages[:] = paired(messages)
+        return Outcome(done, messages_changed=True)
 
     async def _set_theme(self, request: dict[str, Any], messages: list[Message]) -> Outcome:
         preset = str(request.get("preset") or "")
@@ -430,12 +436,21 @@ def shorten_words(text: str, words: int) -> str:
 
 
 def message_stats(messages: Sequence[Message]) -> str:
-    """Counts a person can act on: how many, whose, how long (tokens estimated as chars/4)."""
-    users = sum(1 for m in messages if m.get("role") == "user")
-    chars = sum(len(message_text(m)) for m in messages)
+    """Counts a person can act on: how many, whose, how long (tokens estimated as chars/4).
+    The messages of tool calls and results count apart: they are neither the person's words
+    nor a reply, yet they are sent, and their numbers are the ones drop and compact take."""
+    tools = sum(1 for m in messages if is_tool_message(m))
+    users = sum(1 for m in messages if m.get("role") == "user" and not is_tool_message(m))
+    chars = sum(
+        len(json.dumps(m.get("content"), ensure_ascii=False))
+        if is_tool_message(m)
+        else len(message_text(m))
+        for m in messages
+    )
+    others = len(messages) - users - tools
     return (
-        f"{len(messages)} messages ({users} yours, {len(messages) - users} others), "
-        f"{chars} characters, about {chars // 4} tokens"
+        f"{len(messages)} messages ({users} yours, {others} others, {tools} of tool calls and "
+        f"results), {chars} characters, about {chars // 4} tokens"
     )
 
 

@@ -1,7 +1,9 @@
 """What the TUI keeps on this machine: one JSON file per conversation, and the notes file.
 
 A conversation file holds exactly the messages the TUI sends to the hub (``role``/``content``),
-so continuing one is sending them again. Files are written whole to a temporary file and
+so continuing one is sending them again: the person's words and the replies as text, and each
+turn's tool calls and results as blocks (hub/client/conversation.py). A file written before
+the blocks, all text, reads as it always did. Files are written whole to a temporary file and
 renamed over the old one, so a crash mid-write leaves the previous version, never half a file.
 A file that cannot be read is skipped with a reason the app shows; it is never a crash.
 
@@ -14,13 +16,16 @@ import json
 import os
 import tempfile
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from hub.client.conversation import message_text, paired
 from tui.tables import clip
+
+__all__ = ["Conversation", "ConversationStore", "Message", "Notes", "message_text"]
 
 Message = dict[str, Any]
 TITLE_CHARS = 60
@@ -43,16 +48,6 @@ def write_json_atomically(path: Path, data: Any) -> None:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
-
-
-def message_text(message: Message) -> str:
-    """A message's words: its content, or the text parts of a multi-part content."""
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
-    return ""
 
 
 def title_for(messages: list[Message]) -> str:
@@ -110,7 +105,10 @@ class Conversation:
             raise ValueError("id, title, created and updated must be strings")
         named = raw.get("named") is True
         notes = [n for n in raw.get("notes") or [] if _is_note(n)]
-        return cls(raw["id"], raw["title"], raw["created"], raw["updated"], messages, named, notes)
+        # A file edited by hand may hold a tool call without its result: the hub would refuse
+        # every turn of the conversation, so what does not pair is left out.
+        kept = paired(messages)
+        return cls(raw["id"], raw["title"], raw["created"], raw["updated"], kept, named, notes)
 
 
 def _is_note(value: Any) -> bool:

@@ -2,12 +2,14 @@
 can reuse (a pure function of the conversation: no screen, no hub, no clock).
 
 Each message becomes a heading with who spoke and the message as it was written: replies are
-already Markdown, and what the person typed is kept as typed.
+already Markdown, and what the person typed is kept as typed. The tool calls and results the
+conversation keeps for the model are one line under the reply they led to: which tools ran.
 """
 
 from __future__ import annotations
 
-from tui.conversations import Conversation, message_text
+from hub.client.conversation import readable, tools_line
+from tui.conversations import Conversation
 
 SPEAKERS = {"user": "You", "assistant": "Companion", "system": "System"}
 
@@ -17,9 +19,12 @@ def conversation_markdown(conversation: Conversation) -> str:
     saved, then every message under its speaker."""
     lines = [f"# {conversation.title}", ""]
     lines += [f"_Started {conversation.created}, saved {conversation.updated}._", ""]
-    for message in conversation.messages:
-        speaker = SPEAKERS.get(str(message.get("role")), str(message.get("role")))
-        lines += [f"## {speaker}", "", message_text(message).strip(), ""]
+    for said in readable(conversation.messages):
+        lines += [f"## {SPEAKERS.get(said.role, said.role)}", ""]
+        if said.tools:
+            lines += [f"_{tools_line(said.tools)}_", ""]
+        if said.text.strip():
+            lines += [said.text.strip(), ""]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

@@ -51,8 +51,9 @@ Role = Literal["user", "assistant", "system"]
 
 @dataclass(frozen=True)
 class ToolCall:
-    """A call of a tool the client runs itself, in the history it sends back (an OpenAI
-    client's ``tool_calls``): the model made it in an earlier request."""
+    """A call the model made in an earlier request, in the history the client sends back: of
+    a tool the client runs itself (an OpenAI client's ``tool_calls``), or of the hub's own (a
+    ``toolUse`` block the client recorded from the stream, hub/agent/tool_blocks.py)."""
 
     id: str
     name: str
@@ -61,17 +62,18 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class ToolAnswer:
-    """What the client's tool answered to the call ``id``."""
+    """What the tool answered to the call ``id``: its text, and whether it failed."""
 
     id: str
     text: str
+    status: Literal["success", "error"] = "success"
 
 
 @dataclass(frozen=True)
 class ChatMessage:
     """One message of the request body: its text blocks, and its images and audio
     (agent/attachments.py takes those in before the turn: only images reach the model); an
-    assistant message may carry the calls of client tools, a user one their answers."""
+    assistant message may carry tool calls, a user one their answers."""
 
     role: Role
     texts: tuple[str, ...]
@@ -80,21 +82,26 @@ class ChatMessage:
     tool_answers: tuple[ToolAnswer, ...] = ()
 
     def content(self) -> list[ContentBlock]:
-        blocks = [ContentBlock(text=t) for t in self.texts]
+        # The answers first: they finish what the message before asked, and the words that
+        # follow them are the person's next turn.
+        blocks = [_result_block(answer) for answer in self.tool_answers]
+        blocks += [ContentBlock(text=t) for t in self.texts]
         for image in (a for a in self.attachments if a.kind == "image"):
             source: Any = {"bytes": image.data}
             blocks.append(ContentBlock(image={"format": image.image_format, "source": source}))  # type: ignore[typeddict-item]
         for call in self.tool_calls:
             use: Any = {"toolUseId": call.id, "name": call.name, "input": call.input}
             blocks.append(ContentBlock(toolUse=use))
-        for answer in self.tool_answers:
-            result: Any = {
-                "toolUseId": answer.id,
-                "status": "success",
-                "content": [{"text": answer.text}],
-            }
-            blocks.append(ContentBlock(toolResult=result))
         return blocks
+
+
+def _result_block(answer: ToolAnswer) -> ContentBlock:
+    result: Any = {
+        "toolUseId": answer.id,
+        "status": answer.status,
+        "content": [{"text": answer.text}],
+    }
+    return ContentBlock(toolResult=result)
 
 
 @dataclass

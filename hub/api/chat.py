@@ -24,22 +24,26 @@ from hub.agent.compose import AnswerFailed, answer, compose_turn
 from hub.agent.models import ModelUnavailable
 from hub.agent.sampling import Sampling
 from hub.agent.stream import Event, error_event
+from hub.agent.tool_blocks import check_pairs, tool_block
 from hub.agent.tools.client_caps import ClientHeaderInvalid
-from hub.agent.turn import ChatMessage, Turn, run_turn
+from hub.agent.turn import ChatMessage, ToolAnswer, ToolCall, Turn, run_turn
 from hub.api.auth import Access, access, caller, loopback_anonymous
 from hub.api.body import read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
 from hub.api.quotas import QUOTAS, person_of
 from hub.api.spec import (
+    ANY,
     EVENT_STREAM,
     JSON,
     STRING,
     TEXT,
     Operation,
+    Schema,
     array,
     closed,
     documented,
+    matching,
     obj,
 )
 from hub.community.allowance import OverAllowance
@@ -48,14 +52,53 @@ from hub.payments.ledger import require_paid_message
 log = logging.getLogger(__name__)
 routes = web.RouteTableDef()
 TEXT_BLOCK = closed({"text": TEXT}, type={"const": "text"})
-CHAT_MESSAGE = obj(
+# The calls and results a client recorded from earlier turns (hub/agent/tool_blocks.py): calls
+# in an assistant message, their results in the user message right after it.
+TOOL_USE_BLOCK = closed(
     {
-        "role": {"enum": list(c.CHAT_ROLES)},
-        "content": {"anyOf": [TEXT, {**array(TEXT_BLOCK), "minItems": 1}]},
-    }
+        c.BLOCK_TOOL_USE: closed(
+            {
+                "toolUseId": matching(c.TOOL_USE_ID_PATTERN),
+                "name": matching(c.TOOL_NAME_PATTERN),
+                "input": {"type": "object"},
+            }
+        )
+    },
+    type={"const": c.BLOCK_TOOL_USE},
 )
-# {messages} (the last one the person's: a rule JSON Schema cannot state), or {prompt} (the
-# hub as an endpoint device, for a signed-in caller).
+RESULT_PART = {
+    "anyOf": [closed({"text": STRING}), closed({"json": ANY})],
+}
+TOOL_RESULT_BLOCK = closed(
+    {
+        c.BLOCK_TOOL_RESULT: closed(
+            {
+                "toolUseId": matching(c.TOOL_USE_ID_PATTERN),
+                "content": {**array(RESULT_PART), "maxItems": c.MAX_TOOL_BLOCKS},
+            },
+            status={"enum": list(c.TOOL_RESULT_STATUSES)},
+        )
+    },
+    type={"const": c.BLOCK_TOOL_RESULT},
+)
+
+
+def _message_of(role: str, *blocks: Schema) -> Schema:
+    items = blocks[0] if len(blocks) == 1 else {"anyOf": list(blocks)}
+    return obj(
+        {"role": {"const": role}, "content": {"anyOf": [TEXT, {**array(items), "minItems": 1}]}}
+    )
+
+
+CHAT_MESSAGE = {
+    "anyOf": [
+        _message_of("user", TEXT_BLOCK, TOOL_RESULT_BLOCK),
+        _message_of("assistant", TEXT_BLOCK, TOOL_USE_BLOCK),
+        _message_of("system", TEXT_BLOCK),
+    ]
+}
+# {messages} (the last one the person's, and each tool call answered right after it: rules JSON
+# Schema cannot state), or {prompt} (the hub as an endpoint device, for a signed-in caller).
 CHAT_BODY = {
     "anyOf": [
         obj({"messages": {**array(CHAT_MESSAGE), "minItems": 1}}),
@@ -123,9 +166,22 @@ def parse_messages(body: Any) -> list[ChatMessage]:
     if not isinstance(raw, list) or not raw:
         raise http_error(web.HTTPBadRequest, "messages must be a non-empty array")
     messages = [_parse_message(i, item) for i, item in enumerate(raw)]
-    dialogue = [m for m in messages if m.role != "system"]
-    if not dialogue or dialogue[-1].role != "user":
+    dialogue = [(i, m) for i, m in enumerate(messages) if m.role != "system"]
+    if not dialogue or dialogue[-1][1].role != "user":
         raise http_error(web.HTTPBadRequest, "the last message must have role user")
+    last_index, last = dialogue[-1]
+    if last.tool_answers:
+        # What the person says last is the prompt; a message of tool results only finishes
+        # the assistant message before it.
+        raise http_error(
+            web.HTTPBadRequest,
+            f"messages[{last_index}]: the last message must be the person's words; its "
+            "toolResult blocks go in a user message of their own before it",
+        )
+    try:
+        check_pairs(dialogue)
+    except BlockError as exc:
+        raise http_error(web.HTTPBadRequest, str(exc)) from None
     return messages
 
 
@@ -139,23 +195,30 @@ def _parse_message(index: int, item: Any) -> ChatMessage:
             web.HTTPBadRequest, f"{where}.role must be one of {', '.join(c.CHAT_ROLES)}"
         )
     content = item.get("content")
-    blocks: list[str | Attachment]
+    blocks: list[str | Attachment | ToolCall | ToolAnswer]
     if isinstance(content, str):
         blocks = [content]
     elif isinstance(content, list):
-        blocks = [_block(f"{where}.content[{i}]", b) for i, b in enumerate(content)]
+        blocks = [_block(f"{where}.content[{i}]", b, role) for i, b in enumerate(content)]
     else:
         raise http_error(web.HTTPBadRequest, f"{where}.content must be a string or an array")
     texts = tuple(b for b in blocks if isinstance(b, str) and b)
     attachments = tuple(b for b in blocks if isinstance(b, Attachment))
-    if not any(t.strip() for t in texts) and not attachments:
+    calls = tuple(b for b in blocks if isinstance(b, ToolCall))
+    answers = tuple(b for b in blocks if isinstance(b, ToolAnswer))
+    if max(len(calls), len(answers)) > c.MAX_TOOL_BLOCKS:
+        raise http_error(
+            web.HTTPBadRequest,
+            f"{where}.content holds more than {c.MAX_TOOL_BLOCKS} toolUse or toolResult blocks",
+        )
+    if not any(t.strip() for t in texts) and not (attachments or calls or answers):
         raise http_error(web.HTTPBadRequest, f"{where}.content has no text, image or audio")
-    return ChatMessage(role=role, texts=texts, attachments=attachments)
+    return ChatMessage(role, texts, attachments, tool_calls=calls, tool_answers=answers)
 
 
-def _block(where: str, block: Any) -> str | Attachment:
+def _block(where: str, block: Any, role: str) -> str | Attachment | ToolCall | ToolAnswer:
     try:
-        return content_block(where, block)
+        return tool_block(where, block, role) or content_block(where, block)
     except BlockError as exc:
         raise http_error(web.HTTPBadRequest, str(exc)) from None
 

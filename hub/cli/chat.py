@@ -23,6 +23,7 @@ from hub import contracts as c
 from hub.cli.answers import ask_each
 from hub.cli.common import CliError, is_terminal, local_url, pin, settings_of, token
 from hub.cli.word_wrap import WordWrap, terminal_width
+from hub.client.conversation import TurnRecorder
 from hub.config import Settings, setting_sources
 from hub.core.logs import setup_logging
 
@@ -47,22 +48,27 @@ class Reply:
     stopped: bool = False
     proposals: list[dict[str, Any]] = field(default_factory=list)
     """What the turn proposed that only the person may do: asked about after the reply."""
+    record: TurnRecorder = field(default_factory=TurnRecorder)
+    """What the turn adds to the conversation: its tool calls, their results, its text."""
 
 
 @dataclass
 class Conversation:
     """The session's messages, sent whole with each turn (the hub keeps no history)."""
 
-    messages: list[dict[str, str]] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list)
 
-    def ask(self, text: str) -> list[dict[str, str]]:
+    def ask(self, text: str) -> list[dict[str, Any]]:
         self.messages.append({"role": "user", "content": text})
         return list(self.messages)
 
     def answered(self, reply: Reply) -> None:
-        """A reply joins the history; a turn that wrote nothing leaves none of itself."""
-        if reply.text.strip():
-            self.messages.append({"role": "assistant", "content": reply.text})
+        """A reply joins the history with the tool calls and results that led to it, so the
+        model sees next time how it answered (hub/client/conversation.py); a turn that did
+        nothing leaves none of itself."""
+        turn = reply.record.messages()
+        if turn:
+            self.messages += [dict(message) for message in turn]
         else:
             self.messages.pop()
 
@@ -168,7 +174,7 @@ async def _stoppable(turn: Coroutine[Any, Any, Reply], reply: Reply) -> None:
 
 async def stream_reply(
     client: Any,
-    messages: list[dict[str, str]],
+    messages: list[dict[str, Any]],
     args: argparse.Namespace,
     out: TextIO,
     reply: Reply | None = None,
@@ -187,6 +193,7 @@ async def stream_reply(
             answer = AnswerText(out, progress)
             try:
                 async for event in client.stream_chat(messages, model_headers(args)):
+                    reply.record.feed(event)
                     is_text = event.get("type") == c.EV_BLOCK_DELTA and c.DELTA_TEXT in event
                     if not is_text:
                         answer.pause()  # before a tool's line, the word so far
