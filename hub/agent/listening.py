@@ -39,8 +39,9 @@ class Publish(Protocol):
 
 
 REMEMBERED_KIND = "remembered"
-# Listening waits until no turn has asked for this long.
+# Listening waits until no turn has asked for this long, and tries this often.
 QUIET_S = 1.0
+TRIES = 5
 GREEDY = {"temperature": 0.0, "top_p": 1.0, "repeat_penalty": 1.1}
 REPLACES = Confirmation(
     "Does the new fact correct or replace the earlier one?",
@@ -88,10 +89,17 @@ class Listener:
         self.publish = publish
 
     async def heard(self, owner: str, message: str) -> list[Kept]:
-        """The facts kept from ``message`` (published as they are kept), once the person's
-        next message has had a moment to come first: a turn never waits for listening."""
-        await self.runner.quiet(QUIET_S)
-        facts = stated(await self._generate(asking(message), FACT_LINES, FACT_TOKENS))
+        """The facts kept from ``message`` (published as they are kept). Listening gives way
+        to turns: it begins once the person's next message has had a moment to come first,
+        and a turn that asks meanwhile stops it (it tries again after)."""
+        for _ in range(TRIES):
+            await self.runner.quiet(QUIET_S)
+            written = await self._generate(asking(message), FACT_LINES, FACT_TOKENS)
+            if written is not None:
+                break
+        else:
+            return []
+        facts = stated(written)
         kept = []
         for text in facts:
             current = self.memory.recent(owner, 200)
@@ -118,13 +126,16 @@ class Listener:
                 continue
             pair = f"Earlier: {candidate.text}\nNew: {text}"
             verdict = await self._generate(REPLACES.chat(pair), YES_OR_NO, 2)
-            return candidate if verdict.strip().lower() == "yes" else None
+            return candidate if (verdict or "").strip().lower() == "yes" else None
         return None
 
-    async def _generate(self, chat: list[dict[str, str]], grammar: str, tokens: int) -> str:
+    async def _generate(self, chat: list[dict[str, str]], grammar: str, tokens: int) -> str | None:
+        """What the model wrote, or None when a turn stopped it."""
         usage = Generation()
-        pieces = self.runner.generate(chat, tokens, GREEDY, usage, {p.FIELD_GRAMMAR: grammar})
-        return "".join([piece async for piece in pieces])
+        fields = {p.FIELD_GRAMMAR: grammar}
+        pieces = self.runner.generate(chat, tokens, GREEDY, usage, fields, yields=True)
+        text = "".join([piece async for piece in pieces])
+        return None if usage.stop_reason == p.STOP_CANCELLED else text
 
 
 _RUNNING: set[asyncio.Task[list[Kept]]] = set()

@@ -63,6 +63,9 @@ class RunnerSupervisor:
         # wait for the runner now: reading ahead gives way to turns.
         self.last_asked = 0.0
         self.waiting = 0
+        # The generation under way that gives way to a turn (listening after a reply): asked
+        # to stop when a turn asks, it ends at its next token.
+        self._yielding: tuple[RunnerProcess, int] | None = None
 
     @property
     def failure(self) -> str | None:
@@ -116,15 +119,20 @@ class RunnerSupervisor:
         usage: Generation,
         offer: Mapping[str, Any] | None = None,
         op: str = p.OP_GENERATE,
+        *,
+        yields: bool = False,
     ) -> AsyncGenerator[str, None]:
         """The reply's text as the runner decodes it. Leaving early (the turn was cancelled or
         the consumer stopped reading) stops the decoding. ``offer``: the tools (and grammar)
         this generation offers, in the protocol's fields; ``op`` warm reads the prompt into the
-        runner's cache and decodes nothing."""
+        runner's cache and decodes nothing; ``yields``: a generation no turn waits for, stopped
+        (its stop reason "cancelled") when one asks."""
         if (failure := self.failure) is not None:
             raise RunnerFailed(failure)
-        if op != p.OP_WARM:
+        if op != p.OP_WARM and not yields:
             self.last_asked = asyncio.get_running_loop().time()
+            if self._yielding is not None:
+                self._yielding[0].cancel(self._yielding[1])
         self.waiting += 1
         try:
             await self._lock.acquire()
@@ -135,7 +143,12 @@ class RunnerSupervisor:
         try:
             self._cancel_idle()
             process = await self._running()
+            if yields and self.waiting:  # a turn came while this one waited: it goes first
+                usage.stop_reason = p.STOP_CANCELLED
+                return
             rid = process.request(messages, max_tokens, sampling, offer, op)
+            if yields:
+                self._yielding = (process, rid)
             async for piece in process.stream(rid, usage):
                 yield piece
             self._deaths = 0
@@ -144,7 +157,9 @@ class RunnerSupervisor:
             self._died(process, exc)
             raise
         finally:
-            if op != p.OP_WARM:
+            if yields:
+                self._yielding = None
+            elif op != p.OP_WARM:
                 self.last_asked = asyncio.get_running_loop().time()
             settle = asyncio.ensure_future(self._settle(process, rid))
             with contextlib.suppress(asyncio.CancelledError):

@@ -1,0 +1,47 @@
+"""A generation no turn waits for (memory listening after a reply) gives way to a turn: one
+that asks while it waits is served first, and it ends as cancelled."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+from harness.waits import until
+from hub.agent.runner import protocol as p
+from hub.agent.runner.process import Generation
+from hub.agent.runner.supervisor import RunnerSupervisor
+from tests.test_small_tools import ScriptedSpec, requests_sent
+
+
+async def test_a_yielding_generation_waiting_for_the_runner_lets_a_turn_go_first(
+    tmp_path: Path,
+) -> None:
+    log, script = tmp_path / "requests.jsonl", tmp_path / "script.json"
+    script.write_text(json.dumps({"replies": ["first turn", "second turn"], "log": str(log)}))
+    runner = RunnerSupervisor(ScriptedSpec(Path(sys.executable), 512, 1, script=script))
+    chat = [{"role": "user", "content": "hi"}]
+    try:
+        holding = runner.generate(chat, 8, {}, Generation())
+        first = await anext(holding)  # the first turn holds the runner
+        heard = Generation()
+
+        async def listen() -> str:
+            pieces = runner.generate(chat, 8, {}, heard, yields=True)
+            return "".join([piece async for piece in pieces])
+
+        async def turn() -> str:
+            return "".join([piece async for piece in runner.generate(chat, 8, {}, Generation())])
+
+        listening = asyncio.create_task(listen())
+        await asyncio.sleep(0)  # it waits for the runner
+        turning = asyncio.create_task(turn())
+        await until(lambda: runner.waiting == 2, what="both wait for the runner")
+        rest = "".join([piece async for piece in holding])
+        assert first + rest == "first turn"
+        assert await turning == "second turn"
+        assert await listening == "" and heard.stop_reason == p.STOP_CANCELLED
+        assert len(requests_sent(log)) == 2, "the runner never read what listening asked"
+    finally:
+        await runner.close()
