@@ -24,6 +24,7 @@ from hub.cli.chat import Conversation, stream_reply
 from hub.client.http import HubClient
 from tests.conftest import StartHub
 from tests.test_cli import SCRIPT, cli_env, no_local_hub, run, start_serve
+from tests.test_tui_chat import tool_turn
 
 PROMPT = b">>> "
 
@@ -241,11 +242,7 @@ async def test_a_chat_session_sends_each_turn_back_with_its_tool_calls(
     server = await start_hub(ollama_host=fake_ollama.url)
     chips = {"suggestions": ["More", "Thanks"]}
     fake_ollama.script(
-        Reply(
-            chunks=[], tool_calls=[{"function": {"name": "suggest_followups", "arguments": chips}}]
-        ),
-        Reply(chunks=["Here you go."]),
-        Reply(chunks=["Again."]),
+        *tool_turn(("suggest_followups", chips), then="Here you go."), Reply(chunks=["Again."])
     )
     args = argparse.Namespace(model_provider=None, model_id=None)
     conversation = Conversation()

@@ -20,6 +20,7 @@ from hub.client.conversation import (
 )
 from hub.client.http import HubClient
 from tests.conftest import StartHub
+from tests.test_tui_chat import tool_turn
 
 
 def text(delta: str) -> dict[str, Any]:
@@ -253,11 +254,7 @@ async def test_a_recorded_turn_is_taken_by_the_hub_and_reaches_the_model(
     server = await start_hub(ollama_host=fake_ollama.url)
     chips = {"suggestions": ["More", "Thanks"]}
     fake_ollama.script(
-        Reply(
-            chunks=[], tool_calls=[{"function": {"name": "suggest_followups", "arguments": chips}}]
-        ),
-        Reply(chunks=["Here you go."]),
-        Reply(chunks=["Again."]),
+        *tool_turn(("suggest_followups", chips), then="Here you go."), Reply(chunks=["Again."])
     )
     history: list[dict[str, Any]] = [{"role": "user", "content": "suggest something"}]
     recorder = TurnRecorder()
