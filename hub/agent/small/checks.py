@@ -91,6 +91,7 @@ CLAIM_CHECK = Confirmation(
         ("A quick pancake recipe: mix flour, milk and two eggs, then fry.", "", "no"),
         ("Done, the old address is gone.", "", "yes"),
         ("Tides come from the pull of the moon on the oceans.", "", "no"),
+        ("Your brother lives in Lisbon, as you told me.", "", "no"),
     ),
     label="Reply",
 )
