@@ -265,14 +265,18 @@ def schemas(server: Any) -> dict[str, dict[str, Any]]:
 
 
 @contextlib.asynccontextmanager
-async def eval_hub(**overrides: Any) -> AsyncIterator[Any]:
-    """A throwaway hub with the emulated Flipper online and the seeded facts learned."""
+async def eval_hub(
+    facts: Sequence[str] | None = None, state: Any = None, **overrides: Any
+) -> AsyncIterator[Any]:
+    """A throwaway hub with the emulated Flipper online and the seeded facts learned (``facts``;
+    by default the chosen set's); ``state``: the emulator's ``FlipperState``, for a caller that
+    changes what the device reports as it runs."""
     from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
     from hub.agent.warmup import warm_up
 
     with tempfile.TemporaryDirectory() as tmp:
         link = Path(tmp) / "flipper"
-        device = FlipperEmulator(FlipperState(), link=link)
+        device = FlipperEmulator(state if state is not None else FlipperState(), link=link)
         device.start()
         try:
             async with running_hub(
@@ -281,7 +285,7 @@ async def eval_hub(**overrides: Any) -> AsyncIterator[Any]:
                 **overrides,
             ) as server:
                 await flipper_online(server)
-                for fact in chosen_set()[1]:
+                for fact in chosen_set()[1] if facts is None else facts:
                     server.hub.memory.learn(server.hub.owner.id, fact)
                 # As a started hub does (here once the facts are in, so the wait is measured).
                 started = time.perf_counter()
