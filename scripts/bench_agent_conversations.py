@@ -64,7 +64,14 @@ from typing import Any
 
 import aiohttp
 
-from scripts.bench_agent_eval import NONE, WARM_UP_S, eval_hub, share
+from scripts.bench_agent_eval import (
+    NONE,
+    WARM_UP_S,
+    eval_hub,
+    post_chat,
+    runnable_labels,
+    share,
+)
 from scripts.bench_common import BenchmarkFailed, owner_headers, percentile
 from scripts.bench_rows import Row, run_alone
 
@@ -1210,21 +1217,13 @@ async def send(
     hub: Hub, messages: list[dict[str, Any]], turn: Turn
 ) -> tuple[list[dict[str, Any]], float, float | None]:
     """One turn: its events, its wall time, and the seconds to its first text delta."""
-    from harness.sse import read_sse_timed
     from hub import contracts as c
 
-    started = time.perf_counter()
-    async with hub.http.post(
-        f"{hub.url}/api/chat",
-        json={"messages": messages},
-        headers={**hub.auth, **tui_headers()},
-    ) as response:
-        if response.status != 200:
-            raise BenchmarkFailed(f"{turn.say!r}: HTTP {response.status} {await response.text()}")
-        transcript = await read_sse_timed(response)
-    seconds = time.perf_counter() - started
-    if not transcript.done:
-        raise BenchmarkFailed(f"{turn.say!r}: the stream did not end with [DONE]")
+    body = {"messages": messages}
+    headers = {**hub.auth, **tui_headers()}
+    transcript, seconds, started = await post_chat(
+        hub.http, hub.url, body, headers, turn.say, timed=True
+    )
     first = next(
         (
             at - started
@@ -1595,15 +1594,7 @@ async def measure(labels: Sequence[str]) -> list[Row]:
 
 
 def bench(runs: int, labels: Sequence[str] | None = None) -> list[Row]:
-    from hub.agent import bundled_models
-
-    if labels is None:
-        wanted = os.environ.get("TINY_HUB_CONV_MODELS", "qwen,control")
-        labels = [label for label in wanted.split(",") if label]
-    if not bundled_models.installed(bundled_models.QWEN_CODER_1_5B):
-        print("offline agent conversations: qwen skipped (the agent-model extra is not installed)")
-        labels = [label for label in labels if label != "qwen"]
-    return asyncio.run(measure(labels))
+    return asyncio.run(measure(runnable_labels(labels, "TINY_HUB_CONV_MODELS", "qwen,control")))
 
 
 if __name__ == "__main__":
