@@ -80,6 +80,7 @@ MAX_TOKENS = 200  # a short poem or recipe fits
 DEFAULT_BATTERY = 87  # the emulator's FlipperState.charge_level
 FIRMWARE = "1.4.3"  # the emulator's firmware version
 DEVICE_TOOLS = ("flipper_status", "flipper_files", "flipper_find", "flipper_listen", "use_device")
+CALIBRATION_READS = 3
 GOALS = {"turn": 0.25, "first_token": 0.06, "warm_up": 2.0}
 
 
@@ -1431,7 +1432,7 @@ async def read_1000_s(runner: Any) -> tuple[float, int]:
 
 async def run_all(label: str, key: str = "") -> tuple[list[ConversationRun], list[float], int]:
     """The chosen conversations on the embedded model ``key`` or (``control``) the fake Ollama;
-    with the calibration reads (before and after) and the runner's threads."""
+    then the calibration reads and the runner's threads."""
     from firmware_bridges.emulators.flipper import FlipperState
 
     flipper = FlipperState()
@@ -1457,16 +1458,14 @@ async def run_all(label: str, key: str = "") -> tuple[list[ConversationRun], lis
             eval_hub(facts=(), state=flipper, model_max_tokens=MAX_TOKENS, **overrides) as server,
             aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=1800)) as http,
         ):
-            runner = None if fake is not None else server.hub.models.embedded_runner()
-            if runner is not None:
-                reads.append((await read_1000_s(runner))[0])
             hub = Hub(http, server)
             runs = []
             for conversation in chosen_conversations():
                 print(f"conversation {conversation.name} ({label})", file=sys.stderr, flush=True)
                 runs.append(await converse(hub, conversation, flipper, log, fake))
-            if runner is not None:
-                reads.append((await read_1000_s(runner))[0])
+            if fake is None:  # after the turns, so their prompt cache is the warm-up's
+                runner = server.hub.models.embedded_runner()
+                reads = [(await read_1000_s(runner))[0] for _ in range(CALIBRATION_READS)]
                 threads = runner.threads
     finally:
         log.close()
@@ -1553,8 +1552,7 @@ def rows_of(
                 read,
                 "s",
                 f"the runner reading 1,000 fresh prompt tokens, {threads} thread(s), median of "
-                f"{len(reads)} (before and after the conversations: "
-                f"{', '.join(f'{r:.2f}' for r in reads)})",
+                f"{len(reads)} after the conversations ({', '.join(f'{r:.2f}' for r in reads)})",
             ),
             (
                 f"conversation_turn_vs_read{suffix}",
