@@ -150,6 +150,7 @@ REMIND = ("schedule_alert", "schedule")
 CANCEL = ("cancel_alerts", "schedule")
 REFUSED = (
     "can't",
+    "can’t",
     "cannot",
     "can not",
     "unable",
@@ -157,6 +158,7 @@ REFUSED = (
     "don't have",
     "do not have",
     "no way",
+    "not possible",
 )
 FORGOT = ("forg", "delet", "remov", "confirm")
 BEEP = ("beep", "blink", "vibrat")
