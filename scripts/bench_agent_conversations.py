@@ -13,8 +13,8 @@ small talk and something the hub cannot do.
 
 Scored per turn (``score_turn``): the right action (the first tool called is one the turn
 accepts, or nothing was called where it accepts none); the answer (not empty, no raw call, one
-of the turn's words in it); invented readings (a device reading, the battery levels the emulator
-reports in the conversation or its firmware, in a turn whose device-tool results do not say it);
+of the turn's words in it); invented readings (a battery level or the firmware version in an
+answer that no device-tool result of that turn says, an earlier reading repeated included);
 claimed acts without their result ("saved", "forgotten", "scheduled", "beeped"... with no
 successful result of a matching tool in that turn; ``CLAIMS`` is the judge's list, not the
 product's). Scored at the end of each conversation (``score_end``) through ``GET /learnings``
@@ -79,6 +79,8 @@ ROOT = Path(__file__).resolve().parent.parent
 MAX_TOKENS = 200  # a short poem or recipe fits
 DEFAULT_BATTERY = 87  # the emulator's FlipperState.charge_level
 FIRMWARE = "1.4.3"  # the emulator's firmware version
+PERCENT = re.compile(r"\b(\d{1,3}(?:\.\d+)?)\s*(?:%|percent\b)", re.IGNORECASE)
+DEVICE_WORDS = re.compile(r"battery|charge|flipper", re.IGNORECASE)
 DEVICE_TOOLS = ("flipper_status", "flipper_files", "flipper_find", "flipper_listen", "use_device")
 CALIBRATION_READS = 3
 GOALS = {"turn": 0.25, "first_token": 0.06, "warm_up": 2.0}
@@ -135,11 +137,6 @@ class Conversation:
     name: str
     seeded: tuple[Fact, ...]
     turns: tuple[Turn, ...]
-
-    def readings(self) -> tuple[str, ...]:
-        """The device readings the emulator gives in this conversation, as regexes."""
-        levels = {DEFAULT_BATTERY} | {t.battery for t in self.turns if t.battery is not None}
-        return (*(rf"\b{n}(\.0)?\s*(%|percent)" for n in sorted(levels)), re.escape(FIRMWARE))
 
 
 LEARN = ("learn",)
@@ -1067,7 +1064,20 @@ def record_of(turn: Turn, events: Sequence[Mapping[str, Any]]) -> TurnRecord:
     return TurnRecord(turn, calls, results, visible_text(events), errors=errors)
 
 
-def score_turn(record: TurnRecord, readings: Sequence[str]) -> TurnScore:
+def invented_readings(turn: Turn, answer: str, device_said: str) -> tuple[str, ...]:
+    """A battery level or the firmware in ``answer`` that no device result of the turn says
+    (nor the person's own message: "17% of 240"); a level only in a device question or where
+    the answer speaks of the battery or the Flipper, so a poem's "100%" is not one."""
+    known = {float(n) for n in PERCENT.findall(f"{device_said} {turn.say}")}
+    found = []
+    if set(turn.accepted) & set(DEVICE_TOOLS) or DEVICE_WORDS.search(answer):
+        found = [m.group(0) for m in PERCENT.finditer(answer) if float(m.group(1)) not in known]
+    if FIRMWARE in answer and FIRMWARE not in device_said:
+        found.append(FIRMWARE)
+    return tuple(found)
+
+
+def score_turn(record: TurnRecord) -> TurnScore:
     turn, answer = record.turn, record.answer
     first = record.calls[0][0] if record.calls else NONE
     text = answer.strip()
@@ -1083,12 +1093,7 @@ def score_turn(record: TurnRecord, readings: Sequence[str]) -> TurnScore:
         for tool, status, said in record.results
         if tool in DEVICE_TOOLS and status == "success"
     )
-    invented = tuple(
-        match.group(0)
-        for pattern in readings
-        for match in re.finditer(pattern, answer, re.IGNORECASE)
-        if not re.search(pattern, device_said, re.IGNORECASE)
-    )
+    invented = invented_readings(turn, answer, device_said)
     backed = {tool for tool, status, _ in record.results if status == "success"}
     claimed = tuple(
         match.group(0)
@@ -1250,7 +1255,6 @@ async def converse(
     await hub.fresh(conversation.seeded)
     flipper.charge_level = DEFAULT_BATTERY
     history = History(os.environ.get("TINY_HUB_CONV_HISTORY", "plain"))
-    readings = conversation.readings()
     records, scores = [], []
     log.start(conversation)
     for turn in conversation.turns:
@@ -1263,7 +1267,7 @@ async def converse(
         history.after_turn(events)
         record = record_of(turn, events)
         record.seconds, record.first_text_s = seconds, first
-        score = score_turn(record, readings)
+        score = score_turn(record)
         records.append(record)
         scores.append(score)
         log.turn(record, score)
