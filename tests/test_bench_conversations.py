@@ -1,9 +1,12 @@
-"""The conversation benchmark's judge, on hand-made transcripts (no hub, no model, no timing), and
-its two sets kept apart."""
+"""The conversation benchmark's judge, on hand-made transcripts (no hub, no model, no timing), its
+two sets kept apart, and its control: one whole conversation on the fake Ollama scores 1.0."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from hub import contracts as c
 from scripts.bench_agent_conversations import (
@@ -12,6 +15,8 @@ from scripts.bench_agent_conversations import (
     Conversation,
     History,
     record_of,
+    rows_of,
+    run_all,
     score_end,
     score_turn,
 )
@@ -205,3 +210,32 @@ def test_every_conversation_has_the_whole_mix() -> None:
         for turn in turns:  # the control is scripted with an accepted call (or none)
             first = turn.control[0].tool if turn.control else ""
             assert first in turn.accepted, (conv.name, turn.say)
+
+
+async def test_the_control_scores_one_on_a_whole_conversation(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("TINY_HUB_CONV_LIMIT", "1")
+    monkeypatch.setenv("TINY_HUB_CONV_LOG_DIR", str(tmp_path))
+    monkeypatch.delenv("TINY_HUB_EVAL_SET", raising=False)
+    monkeypatch.delenv("TINY_HUB_CONV_HISTORY", raising=False)
+    runs, reads, _ = await run_all("control")
+    assert reads == [] and len(runs) == 1 and len(runs[0].records) == len(MARA.turns)
+    rows = {name: value for name, value, _, _ in rows_of("control", runs, reads, 0)}
+    shares = [
+        v
+        for name, v in rows.items()
+        if not name.endswith(("_s_control", "_readings_control", "_acts_control"))
+    ]
+    assert shares and all(v == 1.0 for v in shares), rows
+    assert rows["conversation_invented_readings_control"] == 0
+    assert rows["conversation_claimed_acts_control"] == 0
+    # The emulator's new level reached the second battery answer's tool result.
+    again = next(r for r in runs[0].records if r.turn.battery == 84)
+    assert "84" in again.results[0][2]
+    assert MARA.turns[-1].say in logged(tmp_path)
+
+
+def logged(folder: Path) -> str:
+    (log,) = folder.glob("*-control-eval.log")
+    return log.read_text()
