@@ -212,6 +212,7 @@ def test_every_conversation_has_the_whole_mix() -> None:
             assert first in turn.accepted, (conv.name, turn.say)
 
 
+@pytest.mark.timeout(180)  # 15 turns in a hub with the emulator: ~20 s on 2 busy cores
 async def test_the_control_scores_one_on_a_whole_conversation(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
