@@ -216,20 +216,12 @@ class Outcome:
 
 async def chat(http: aiohttp.ClientSession, server: Any, case: Case) -> Outcome:
     """One request as a fresh conversation; the calls made, the final text, the wall time."""
-    from harness.sse import read_sse
     from hub import contracts as c
 
     body = {"messages": [{"role": "user", "content": case.request}]}
-    started = time.perf_counter()
-    async with http.post(
-        f"{server.url}/api/chat", json=body, headers=owner_headers(server)
-    ) as response:
-        if response.status != 200:
-            raise BenchmarkFailed(f"{case.request!r}: HTTP {response.status}")
-        transcript = await read_sse(response)
-    seconds = time.perf_counter() - started
-    if not transcript.done:
-        raise BenchmarkFailed(f"{case.request!r}: the stream did not end with [DONE]")
+    transcript, seconds, _ = await post_chat(
+        http, server.url, body, owner_headers(server), case.request
+    )
     calls = [
         (str(e["toolCall"]["name"]), dict(e["toolCall"].get("input") or {}))
         for e in transcript.of_type(c.EV_BEFORE_TOOL)
@@ -239,6 +231,29 @@ async def chat(http: aiohttp.ClientSession, server: Any, case: Case) -> Outcome:
     prompt = sum(int(e["usage"]["inputTokens"]) for e in metadata)
     read = sum(int(e["metrics"].get("promptTokensRead", 0)) for e in metadata)
     return Outcome(case, calls, final_text(transcript), seconds, errors, prompt, read)
+
+
+async def post_chat(
+    http: aiohttp.ClientSession,
+    url: str,
+    body: dict[str, Any],
+    headers: dict[str, str],
+    what: str,
+    timed: bool = False,
+) -> tuple[Any, float, float]:
+    """One ``POST /api/chat``, checked to answer 200 and end with [DONE]: its transcript, its
+    wall time and when it was sent (``perf_counter``); ``timed``: each event's arrival kept."""
+    from harness.sse import read_sse, read_sse_timed
+
+    started = time.perf_counter()
+    async with http.post(f"{url}/api/chat", json=body, headers=headers) as response:
+        if response.status != 200:
+            raise BenchmarkFailed(f"{what!r}: HTTP {response.status} {await response.text()}")
+        transcript = await (read_sse_timed if timed else read_sse)(response)
+    seconds = time.perf_counter() - started
+    if not transcript.done:
+        raise BenchmarkFailed(f"{what!r}: the stream did not end with [DONE]")
+    return transcript, seconds, started
 
 
 def final_text(transcript: Any) -> str:
@@ -265,14 +280,18 @@ def schemas(server: Any) -> dict[str, dict[str, Any]]:
 
 
 @contextlib.asynccontextmanager
-async def eval_hub(**overrides: Any) -> AsyncIterator[Any]:
-    """A throwaway hub with the emulated Flipper online and the seeded facts learned."""
+async def eval_hub(
+    facts: Sequence[str] | None = None, state: Any = None, **overrides: Any
+) -> AsyncIterator[Any]:
+    """A throwaway hub with the emulated Flipper online and the seeded facts learned (``facts``;
+    by default the chosen set's); ``state``: the emulator's ``FlipperState``, for a caller that
+    changes what the device reports as it runs."""
     from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
     from hub.agent.warmup import get_ready, read_ahead
 
     with tempfile.TemporaryDirectory() as tmp:
         link = Path(tmp) / "flipper"
-        device = FlipperEmulator(FlipperState(), link=link)
+        device = FlipperEmulator(state if state is not None else FlipperState(), link=link)
         device.start()
         try:
             async with running_hub(
@@ -281,7 +300,7 @@ async def eval_hub(**overrides: Any) -> AsyncIterator[Any]:
                 **overrides,
             ) as server:
                 await flipper_online(server)
-                for fact in chosen_set()[1]:
+                for fact in chosen_set()[1] if facts is None else facts:
                     server.hub.memory.learn(server.hub.owner.id, fact)
                 # As a started hub does (here once the facts are in, so the wait is measured):
                 # ready, then the other families read in idle time beside the turns.
@@ -541,16 +560,22 @@ async def measure(runs: int, labels: Sequence[str]) -> list[Row]:
     return rows
 
 
-def bench(runs: int, labels: Sequence[str] | None = None) -> list[Row]:
+def runnable_labels(labels: Sequence[str] | None, variable: str, default: str) -> list[str]:
+    """``labels``, or those the environment ``variable`` names (``default`` when unset), less
+    qwen's when the agent-model extra is not installed."""
     from hub.agent import bundled_models
 
     if labels is None:
-        wanted = os.environ.get("TINY_HUB_EVAL_MODELS", "qwen,smollm2,control")
-        labels = [label for label in wanted.split(",") if label]
+        labels = [label for label in os.environ.get(variable, default).split(",") if label]
     if not bundled_models.installed(bundled_models.QWEN_CODER_1_5B):
-        print("offline agent eval: qwen skipped (the agent-model extra is not installed)")
-        labels = [label for label in labels if not label.startswith("qwen")]
-    return asyncio.run(measure(runs, labels))
+        print(f"{variable}: qwen skipped (the agent-model extra is not installed)")
+        return [label for label in labels if not label.startswith("qwen")]
+    return list(labels)
+
+
+def bench(runs: int, labels: Sequence[str] | None = None) -> list[Row]:
+    chosen = runnable_labels(labels, "TINY_HUB_EVAL_MODELS", "qwen,smollm2,control")
+    return asyncio.run(measure(runs, chosen))
 
 
 if __name__ == "__main__":

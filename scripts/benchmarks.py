@@ -78,11 +78,13 @@ BENCHMARKS: dict[str, tuple[Callable[[int], list[Figure]], int]] = {
     "forge": (rows_of("scripts.bench_forge"), 40),
     "people": (rows_of("scripts.bench_people"), 10),
     "offline_agent": (rows_of("scripts.bench_agent_eval"), 1),
+    "offline_agent_conversations": (rows_of("scripts.bench_agent_conversations"), 1),
     "page": (rows_of("scripts.bench_page"), 20),
     "test_suite": (rows_of("scripts.bench_test_suite"), 1),
 }
-# Minutes long, and not a figure of the hub: run only when named.
-ONLY_WHEN_NAMED = frozenset({"test_suite", "openmv_busy"})
+# Run only when named: minutes long and not a figure of the hub (test_suite, openmv_busy), or
+# a quarter of an hour of the real model (offline_agent_conversations).
+ONLY_WHEN_NAMED = frozenset({"test_suite", "openmv_busy", "offline_agent_conversations"})
 
 
 def print_table(figures: list[Figure]) -> None:
