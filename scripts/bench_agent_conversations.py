@@ -34,16 +34,18 @@ and an answer in its words: it checks the judge and the hub's loop (it must scor
 model. Every turn is logged (message, calls, answer, flags) to
 ``$TINY_HUB_CONV_LOG_DIR`` (default ``bench-conversations/``), one file per run.
 
-The history the bench sends back is built by one seam, ``History``: ``plain`` (the default,
-what the TUI sends today: the person's text and the assistant's final text) or ``blocks`` (the
-turn's ``toolUse`` blocks in an assistant message, their ``toolResult`` blocks in a user
-message, then the assistant's text). The hub rejects ``blocks`` today; it is here for when it
-accepts them.
+The history the bench sends back is built by one seam, ``History``: ``blocks`` (the default,
+what the TUI and ``tiny-hub chat`` send, from the client's one recorder: the turn's ``toolUse``
+blocks in an assistant message, their ``toolResult`` blocks in a user message, then the
+assistant's text) or ``plain`` (what an older client or a phone sends: the assistant's final
+text). Between turns the bench waits ``TINY_HUB_CONV_PAUSE_S`` (1.5 s by default), as a person
+reads a reply before writing the next message; memory listens in that time, and the end's
+scores wait for what it is still doing.
 
 Environment: ``TINY_HUB_CONV_MODELS`` (default ``qwen,control``), ``TINY_HUB_CONV_LIMIT`` (run
-the first N conversations), ``TINY_HUB_CONV_HISTORY`` (``plain`` | ``blocks``),
-``TINY_HUB_EVAL_SET=tuning`` (``TUNING_CONVERSATIONS``: 6 others, never the same messages,
-people or facts), ``TINY_HUB_CONV_LOG_DIR``.
+the first N conversations), ``TINY_HUB_CONV_HISTORY`` (``blocks`` | ``plain``),
+``TINY_HUB_CONV_PAUSE_S``, ``TINY_HUB_EVAL_SET=tuning`` (``TUNING_CONVERSATIONS``: 6 others,
+never the same messages, people or facts), ``TINY_HUB_CONV_LOG_DIR``.
 ``python -m scripts.bench_agent_conversations [runs] [qwen,control]`` prints the rows.
 """
 
@@ -84,6 +86,8 @@ DEVICE_WORDS = re.compile(r"battery|charge|flipper", re.IGNORECASE)
 DEVICE_TOOLS = ("flipper_status", "flipper_files", "flipper_find", "flipper_listen", "use_device")
 CALIBRATION_READS = 3
 GOALS = {"turn": 0.25, "first_token": 0.06, "warm_up": 2.0}
+# Between turns, as a person reads the reply before writing again (memory listens then).
+PAUSE_S = float(os.environ.get("TINY_HUB_CONV_PAUSE_S", "1.5"))
 
 
 # --- what a conversation is ---------------------------------------------------------------
@@ -253,16 +257,14 @@ CONVERSATIONS: tuple[Conversation, ...] = (
             "my sister Lena is visiting on Saturday",
             Fact("visit", "The user's sister Lena is visiting on Saturday.", ("Lena", "Saturday")),
         ),
-        remind_in(
-            "remind me in 45 minutes to call the plumber", 45, "Call the plumber", ("plumber",)
-        ),
+        remind_in("in half an hour, remind me to move the car", 30, "Move the car", ("car",)),
         talk("write me a short poem about autumn leaves"),
         state(
             "remember that Lena is allergic to cats",
             Fact("allergy", "Lena is allergic to cats.", ("Lena", "cat")),
         ),
         ask("what's my dog called again?", ("Biscuit",)),
-        talk("what is 17% of 240?", ("40.8",)),
+        talk("what's 23% of 180?", ("41.4",)),
         correct(
             "actually the visit moved to Sunday",
             Fact("visit2", "The user's sister Lena is visiting on Sunday.", ("Lena", "Sunday")),
@@ -271,10 +273,10 @@ CONVERSATIONS: tuple[Conversation, ...] = (
         files(
             "what infrared remotes are on my flipper? look in /ext/infrared", "/ext/infrared", "tv"
         ),
-        refuse("can you unlock the front door for the plumber?"),
+        refuse("can you unlock the front door for the neighbour?"),
         forget("please forget that I go to the gym on Elm Street", "gym"),
         battery("check the flipper battery again, is it still the same?", 84),
-        cancel("cancel my reminders"),
+        cancel("drop all the reminders you set for me"),
         remind_daily(
             "every morning at 7 remind me to take my vitamins", "07:00", "Vitamins", ("vitamin",)
         ),
@@ -314,7 +316,7 @@ CONVERSATIONS: tuple[Conversation, ...] = (
         refuse("start my car so it warms up"),
         forget("please forget what car I drive", "car"),
         battery("what's the flipper battery at now?", 79),
-        cancel("cancel my reminders, the bread is out"),
+        cancel("no need for the reminders now, the bread is out"),
         remind_daily(
             "every morning at 7 remind me to water the tomatoes",
             "07:00",
@@ -351,7 +353,7 @@ CONVERSATIONS: tuple[Conversation, ...] = (
             Fact("talk", "The user's presentation is about solar panels.", ("solar",)),
         ),
         ask("where do I live again?", ("Leeds",)),
-        talk("what is 17% of 240?", ("40.8",)),
+        talk("how much is 15% of 260?", ("39",)),
         correct(
             "Helen's holiday got extended, she's back on Monday now",
             Fact("helen2", "Helen, the user's manager, is back on Monday.", ("Helen", "Monday")),
@@ -361,7 +363,7 @@ CONVERSATIONS: tuple[Conversation, ...] = (
         refuse("turn up the heating in the office"),
         forget("please forget my brother's name", "brother"),
         battery("and the flipper battery now?", 82),
-        cancel("cancel all my reminders please"),
+        cancel("turn off all the reminders please"),
         remind_in(
             "remind me in 2 hours to stretch my legs", 120, "Stretch your legs", ("stretch", "leg")
         ),
@@ -400,7 +402,7 @@ CONVERSATIONS: tuple[Conversation, ...] = (
         refuse("lock the back door for me"),
         forget("please forget that I ride a bicycle to work", "bike"),
         battery("how much charge is left on the flipper now?", 76),
-        cancel("cancel my reminders, I moved the car already"),
+        cancel("you can drop the reminders, I moved the car already"),
         remind_daily(
             "every evening at 9 remind me to lock up the workshop",
             "21:00",
@@ -443,7 +445,7 @@ CONVERSATIONS: tuple[Conversation, ...] = (
         refuse("vacuum the living room for me"),
         forget("please forget that I'm learning Portuguese", "lang"),
         battery("check the flipper's battery once more", 91),
-        cancel("cancel my reminders"),
+        cancel("please clear my reminders, I don't need them"),
         remind_daily(
             "every morning at 7 remind me to water Gerald",
             "07:00",
@@ -486,7 +488,7 @@ CONVERSATIONS: tuple[Conversation, ...] = (
         refuse("turn on the oven to 180 degrees"),
         forget("please forget where I work", "work"),
         battery("is the flipper battery still fine?", 85),
-        cancel("cancel my reminders, I already walked her"),
+        cancel("stop the reminders, I already walked her"),
         remind_in("remind me in 3 hours to buy flour", 180, "Buy flour", ("flour",)),
     ),
     day(
@@ -521,7 +523,7 @@ CONVERSATIONS: tuple[Conversation, ...] = (
         refuse("water the plants on my balcony"),
         forget("please forget that I paint watercolours", "hobby"),
         battery("has the flipper battery gone down since?", 80),
-        cancel("cancel my reminders for today"),
+        cancel("remove today's reminders"),
         remind_daily(
             "every morning at 8 remind me to walk Karim to school",
             "08:00",
@@ -564,7 +566,7 @@ CONVERSATIONS: tuple[Conversation, ...] = (
         refuse("book a table at the harbour restaurant for tonight"),
         forget("please forget that I'm vegetarian", "diet"),
         battery("check my flipper battery again", 74),
-        cancel("cancel my reminders, the trip is off"),
+        cancel("the trip is off, clear the reminders"),
         remind_in("remind me in 90 minutes to call Erik", 90, "Call Erik", ("Erik",)),
     ),
     day(
@@ -601,7 +603,7 @@ CONVERSATIONS: tuple[Conversation, ...] = (
         refuse("print the exam sheets for me"),
         forget("please forget that I play volleyball", "sport"),
         battery("look at the flipper battery again please", 81),
-        cancel("cancel my reminders"),
+        cancel("get rid of every reminder I have"),
         remind_daily(
             "every morning at 6:30 remind me to feed Kiwi", "06:30", "Feed Kiwi", ("Kiwi", "feed")
         ),
@@ -645,7 +647,7 @@ CONVERSATIONS: tuple[Conversation, ...] = (
         refuse("carry the boxes up the stairs for me"),
         forget("please forget my grandmother's name", "grandma"),
         battery("is my flipper battery lower now?", 77),
-        cancel("cancel my reminders"),
+        cancel("scrap the reminders, plans changed"),
         remind_in("remind me in 45 minutes to order a new lamp", 45, "Order a new lamp", ("lamp",)),
     ),
 )
@@ -917,12 +919,12 @@ def chosen_conversations() -> tuple[Conversation, ...]:
 
 class History:
     """The conversation as the client sends it each turn. ``after_turn`` is fed the turn's SSE
-    events and returns the messages it appended. ``plain`` is what the TUI sends today (its
-    ``ChatScreen.finish_turn``: the reply's text segments, joined); ``blocks`` also carries the
-    turn's tool calls and results as Bedrock-style content blocks, which the hub does not
-    accept yet (when a recorder in hub/client does this, it replaces this class)."""
+    events and returns the messages it appended. ``blocks`` (the default) is what the TUI and
+    ``tiny-hub chat`` send: the client's one recorder (``hub.client.conversation``), the turn's
+    tool calls and results, then its text; ``plain`` is what an older client or a phone sends:
+    the reply's text segments, joined."""
 
-    def __init__(self, mode: str = "plain") -> None:
+    def __init__(self, mode: str = "blocks") -> None:
         if mode not in ("plain", "blocks"):
             raise BenchmarkFailed(f"TINY_HUB_CONV_HISTORY must be plain or blocks, not {mode!r}")
         self.mode = mode
@@ -933,44 +935,17 @@ class History:
         return list(self.messages)
 
     def after_turn(self, events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        from hub import contracts as c
+        from hub.client.conversation import TurnRecorder
 
-        text = visible_text(events)
-        added: list[dict[str, Any]] = []
+        added: list[dict[str, Any]]
         if self.mode == "blocks":
-            uses = [e["toolCall"] for e in events if e.get("type") == c.EV_BEFORE_TOOL]
-            results = [e["toolResult"] for e in events if e.get("type") == c.EV_AFTER_TOOL]
-            if uses:
-                added.append(
-                    {
-                        "role": "assistant",
-                        "content": [
-                            {"toolUse": {k: u.get(k) for k in ("toolUseId", "name", "input")}}
-                            for u in uses
-                        ],
-                    }
-                )
-                added.append(
-                    {
-                        "role": "user",
-                        "content": [
-                            {
-                                "toolResult": {
-                                    "toolUseId": r.get("toolUseId"),
-                                    "status": r.get("status"),
-                                    "content": [
-                                        {"text": b["text"]}
-                                        for b in r.get("content") or []
-                                        if "text" in b
-                                    ],
-                                }
-                            }
-                            for r in results
-                        ],
-                    }
-                )
-        if text:
-            added.append({"role": "assistant", "content": text})
+            recorder = TurnRecorder()
+            for event in events:
+                recorder.feed(event)
+            added = [dict(message) for message in recorder.messages()]
+        else:
+            text = visible_text(events)
+            added = [{"role": "assistant", "content": text}] if text else []
         self.messages.extend(added)
         return added
 
@@ -1066,7 +1041,7 @@ def record_of(turn: Turn, events: Sequence[Mapping[str, Any]]) -> TurnRecord:
 
 def invented_readings(turn: Turn, answer: str, device_said: str) -> tuple[str, ...]:
     """A battery level or the firmware in ``answer`` that no device result of the turn says
-    (nor the person's own message: "17% of 240"); a level only in a device question or where
+    (nor the person's own message: "23% of 180"); a level only in a device question or where
     the answer speaks of the battery or the Flipper, so a poem's "100%" is not one."""
     known = {float(n) for n in PERCENT.findall(f"{device_said} {turn.say}")}
     found = []
@@ -1254,7 +1229,7 @@ async def converse(
     scripted Ollama."""
     await hub.fresh(conversation.seeded)
     flipper.charge_level = DEFAULT_BATTERY
-    history = History(os.environ.get("TINY_HUB_CONV_HISTORY", "plain"))
+    history = History(history_mode())
     records, scores = [], []
     log.start(conversation)
     for turn in conversation.turns:
@@ -1271,6 +1246,10 @@ async def converse(
         records.append(record)
         scores.append(score)
         log.turn(record, score)
+        await asyncio.sleep(PAUSE_S)  # the person reads the reply before writing again
+    from hub.agent.listening import all_heard
+
+    await all_heard()  # memory listens after each reply: what it keeps is part of the end
     stored = [str(f["fact"]) for f in await hub.facts()]
     pending = await hub.pending_jobs()
     end = score_end(conversation, stored, pending)
@@ -1584,7 +1563,7 @@ def rows_of(
 
 
 def history_mode() -> str:
-    return os.environ.get("TINY_HUB_CONV_HISTORY", "plain")
+    return os.environ.get("TINY_HUB_CONV_HISTORY", "blocks")
 
 
 async def measure(labels: Sequence[str]) -> list[Row]:

@@ -62,9 +62,9 @@ def test_a_right_transcript_scores_right() -> None:
     assert score.right_action and score.answer_ok
     assert score.invented == () and score.claimed == ()
 
-    remind = turn_of(MARA, "remind me in 45 minutes")
-    done = "Alert [j_1] 'Call the plumber' set for 10:45."
-    said = text("I'll remind you to call the plumber.")
+    remind = turn_of(MARA, "in half an hour, remind me")
+    done = "Alert [j_1] 'Move the car' set for 10:45."
+    said = text("I'll remind you to move the car.")
     record = record_of(remind, [*tool("schedule_alert", done), said])
     score = score_turn(record)
     assert score.right_action and score.answer_ok and score.claimed == ()
@@ -99,8 +99,8 @@ def test_an_old_reading_and_an_unbacked_claim_are_caught() -> None:
 
 
 def test_a_percentage_the_person_gave_is_no_reading() -> None:
-    sums = turn_of(MARA, "what is 17% of 240")
-    score = score_turn(record_of(sums, [text("17% of 240 is 40.8.")]))
+    sums = turn_of(MARA, "what's 23% of 180")
+    score = score_turn(record_of(sums, [text("23% of 180 is 41.4.")]))
     assert score.right_action and score.answer_ok and score.invented == ()
 
 
@@ -155,27 +155,14 @@ def test_the_history_plain_and_in_blocks() -> None:
     assert plain.after_turn(events) == [
         {"role": "assistant", "content": "Let me look.\n\nIt is at 84%."}
     ]
-    blocks = History("blocks")
+    blocks = History()
     blocks.user("battery?")
     added = blocks.after_turn(events)
-    assert added[0] == {
-        "role": "assistant",
-        "content": [
-            {"toolUse": {"toolUseId": "t-flipper_status", "name": "flipper_status", "input": {}}}
-        ],
-    }
-    assert added[1] == {
-        "role": "user",
-        "content": [
-            {
-                "toolResult": {
-                    "toolUseId": "t-flipper_status",
-                    "status": "success",
-                    "content": [{"text": STATUS}],
-                }
-            }
-        ],
-    }
+    assert added[0]["role"] == "assistant"
+    [use] = added[0]["content"]
+    assert use["toolUse"]["name"] == "flipper_status"
+    [result] = added[1]["content"]
+    assert added[1]["role"] == "user" and result["toolResult"]["content"] == [{"text": STATUS}]
     assert added[2]["role"] == "assistant" and len(blocks.messages) == 4
 
 
