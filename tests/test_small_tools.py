@@ -822,3 +822,17 @@ async def test_words_that_claim_an_act_no_tool_did_are_never_shown(
     else:
         assert sent[2]["messages"] == sent[0]["messages"], "written again, the words stream"
     assert len(sent) == len(replies)
+
+
+def test_a_follow_up_meets_the_tools_of_the_message_before_it_but_is_checked_for_them() -> None:
+    many = [
+        LEARN,
+        STATUS,
+        LISTEN,
+        *(spec(f"tool_{n}", f"Unrelated tool {n}.", {}, []) for n in range(6)),
+    ]
+    offer = offering.choose(many, "and now?", cached_embed, TURN, earlier="is my Flipper charged?")
+    assert "flipper_status" in offer.names, "the subject of the message before"
+    alone = offering.choose(many, "and now?", cached_embed, TURN)
+    assert "flipper_status" not in alone.names
+    assert offer.scores["flipper_status"] < 0.75, "its score is this message's own: checked"

@@ -14,8 +14,8 @@ FACT_LINES = (
     'fact ::= "The user" [^\\n"]{3,160}'
 )
 QUESTION = (
-    "Which facts does this message state about its writer or the people in their life? Write "
-    'each on its own line, beginning "The user"; write none when it states none.'
+    "Which lasting facts does this message state about its writer or the people in their "
+    'life? Write each on its own line, beginning "The user"; write none when it states none.'
 )
 # Told in examples none of the evaluation's conversations hold.
 EXAMPLES = (
@@ -27,6 +27,7 @@ EXAMPLES = (
     ("what's the capital of Peru?", NONE),
     ("I'm a teacher now, I quit the bank", "The user works as a teacher."),
     ("set a timer for ten minutes", NONE),
+    ("I'm starving right now", NONE),
     ("write me a poem about my cat", NONE),
 )
 

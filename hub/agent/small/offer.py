@@ -138,19 +138,21 @@ def choose(
     if not specs:
         return NOTHING
     turn = turn or SmallTurn()
-    scores = relevance(specs, message, embed, turn)
+    own = relevance(specs, message, embed, turn)
+    scores = own
     if earlier.strip():
         before = relevance(specs, earlier, embed, turn) - EARLIER_LESS
-        scores = np.maximum(scores, before)
+        scores = np.maximum(own, before)
     ranked = np.argsort(-scores).tolist()
-    nearest = tuple(specs[i]["name"] for i in ranked[:NEAREST])
+    nearest = tuple(specs[i]["name"] for i in np.argsort(-own).tolist()[:NEAREST])
     keep = set(range(len(specs)))
     if len(specs) > at_most:
         keep = by_family(specs, scores, ranked, turn)
     kept = [i for i in range(len(specs)) if i in keep]
-    return Offer(
-        [specs[i] for i in kept], nearest, {specs[i]["name"]: float(scores[i]) for i in kept}
-    )
+    # How related each offered tool is to this message itself: a tool offered for the message
+    # before it is checked before it runs ("my sister is visiting" after a Flipper question
+    # reached for the Flipper's find).
+    return Offer([specs[i] for i in kept], nearest, {specs[i]["name"]: float(own[i]) for i in kept})
 
 
 def by_family(

@@ -293,12 +293,13 @@ hinted(
     withheld=frozenset({"visibility", "supersedes"}),
     shaped={"fact": {"pattern": '^The user[^"\\\\\\n]+$'}},
     confirm="Does the writer of this message ask you to remember something, or tell you "
-    "something about themselves or the people in their life?",
+    "something lasting about themselves or the people in their life?",
     confirm_examples=(
         ("please remember that my flat is on the 3rd floor", "yes"),
         ("switch the radio on", "no"),
         ("my brother moved to Lisbon last month", "yes"),
         ("what is my flat number?", "no"),
+        ("I'm starving right now", "no"),
         ("write me a haiku about rain", "no"),
     ),
     fact_argument="fact",
