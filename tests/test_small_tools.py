@@ -530,13 +530,13 @@ async def test_an_invented_tool_is_no_call_and_a_plain_answer_follows(
 ) -> None:
     invented = '<tool_call>\n{"name": "joke", "arguments": {}}\n</tool_call>'
     server, log = await scripted_hub(
-        start_hub, closed_port, tmp_path, [invented, "Why did the robot nap? Low battery.", "no"]
+        start_hub, closed_port, tmp_path, [invented, "Why did the robot nap? Low battery."]
     )
     transcript = await say(server, "tell me a joke")
     assert transcript.done and not transcript.of_type(c.EV_ERROR)
     assert not transcript.of_type(c.EV_AFTER_TOOL)
     assert transcript.text == "Why did the robot nap? Low battery."
-    first, second, _ = requests_sent(log)
+    first, second = requests_sent(log)  # a joke is words alone: nothing to check it for
     assert first["constrain"] is True and in_words(second)
 
 
@@ -836,3 +836,16 @@ def test_a_follow_up_meets_the_tools_of_the_message_before_it_but_is_checked_for
     alone = offering.choose(many, "and now?", cached_embed, TURN)
     assert "flipper_status" not in alone.names
     assert offer.scores["flipper_status"] < 0.75, "its score is this message's own: checked"
+
+
+@pytest.mark.parametrize(
+    ("message", "for_words"),
+    [
+        ("write a haiku about the sea", True),
+        ("give me a pasta recipe", True),
+        ("unlock the front door", False),
+        ("book me a flight to Paris", False),
+    ],
+)
+def test_a_request_for_words_alone_is_told_by_the_embedder(message: str, for_words: bool) -> None:
+    assert offering.asks_for_words(message, cached_embed) is for_words

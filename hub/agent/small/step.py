@@ -258,6 +258,11 @@ class Step:
         return Claimed(text) if await self.claims(text) else Speak(text)
 
     async def claims(self, text: str) -> bool:
+        """Whether words say what only a tool's result could back. Words asked for (a poem, a
+        recipe, an explanation) are not asked about: asked, the model took a poem's first
+        line for an act done."""
+        if self.offer.for_words:
+            return False
         verdict = await self.runs.whole(checks.CLAIM_CHECK.chat(text), yes_or_no_fields(), 2)
         log.debug("asked whether %r claims a tool's result: %r", text, verdict)
         return verdict.strip().lower() == "yes"
