@@ -16,6 +16,7 @@ from aiohttp import web
 
 from hub import contracts as c
 from hub.agent import bundled_models
+from hub.agent.model_access import ModelUrlRefused
 from hub.agent.models import bundled_model_named, embedded_choice, embedded_model, probe_ollama
 from hub.api.auth import Access, access, caller, signed_in
 from hub.api.body import read_json_body
@@ -97,10 +98,16 @@ async def put_model(request: web.Request) -> web.Response:
         isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
     ):
         raise http_error(web.HTTPBadRequest, "maxTokens must be a whole number above 0")
+    base_url = body.get("baseUrl", "")
+    if base_url:
+        try:
+            await request.app[HUB].models.check_base_url(base_url)
+        except ModelUrlRefused as exc:
+            raise http_error(web.HTTPBadRequest, str(exc)) from None
     model_id = body.get("id", "")
     if provider == c.PROVIDER_EMBEDDED and model_id:
         model_id = _installed_embedded_key(model_id)
-    saved = SavedModel(provider, model_id, body.get("baseUrl", ""), max_tokens)
+    saved = SavedModel(provider, model_id, base_url, max_tokens)
     user = signed_in(request)
     save_model(request.app[HUB].db, user, saved)
     return web.json_response({"saved": _describe(saved)})

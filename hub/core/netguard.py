@@ -21,16 +21,19 @@ address; IPv4 carried inside IPv6 (::ffff:a.b.c.d, NAT64, 6to4) is judged by the
 from __future__ import annotations
 
 import asyncio
+import errno
 import ipaddress
 import socket
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
+import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 __all__ = [
     "Allowance",
+    "GuardedConnector",
     "HostRefused",
     "IPAddress",
     "IPNetwork",
@@ -308,3 +311,27 @@ class PinnedResolver(AbstractResolver):
 
     async def close(self) -> None:
         return None
+
+
+class GuardedConnector(aiohttp.TCPConnector):
+    """An aiohttp connector that checks every host it connects to, IP literals included.
+
+    aiohttp hands a host name to its resolver but connects to an IP literal (``127.0.0.1``,
+    ``[::1]``) without asking the resolver, so a guarded resolver alone lets a literal through.
+    This connector answers the step that both take (``_resolve_host``) with
+    :func:`resolve_checked`: every connection, each redirect's included, goes to an address this
+    module checked, whatever the host is spelled as. A refusal is an OSError, which aiohttp
+    raises as a ``ClientConnectorError`` naming the host.
+    """
+
+    def __init__(self, allowance: Allowance = NOTHING_ALLOWED, **kwargs: Any) -> None:
+        super().__init__(use_dns_cache=False, **kwargs)
+        self._allowance = allowance
+
+    async def _resolve_host(
+        self, host: str, port: int, traces: Sequence[Any] | None = None
+    ) -> list[ResolveResult]:
+        try:
+            return await resolve_checked(host, port, self._allowance)
+        except (HostRefused, LookupFailed) as exc:
+            raise OSError(errno.EACCES, f"refused: {exc}") from None
