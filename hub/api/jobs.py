@@ -32,7 +32,7 @@ from hub.api.spec import (
     obj,
     text,
 )
-from hub.scheduler.store import MAX_JOBS, TEXT_MAX, ScheduleRefused, ScheduleStore
+from hub.scheduler.store import MAX_JOBS, TEXT_MAX, TITLE_MAX, ScheduleRefused, ScheduleStore
 from hub.scheduler.when import FORMS, MAX_ONE_SHOT_MINUTES, parse_every
 
 routes = web.RouteTableDef()
@@ -81,7 +81,7 @@ async def list_jobs(request: web.Request) -> web.Response:
             {"prompt": text(TEXT_MAX)},
             every=EVERY,
             runInMinutes=bounded(1, MAX_ONE_SHOT_MINUTES),
-            title=STRING,
+            title={"type": "string", "maxLength": TITLE_MAX},
             tiny=STRING,
         ),
         answers={200: obj({"job": ANY})},
