@@ -59,7 +59,7 @@ CHAT_MESSAGE = obj(
 CHAT_BODY = {
     "anyOf": [
         obj({"messages": {**array(CHAT_MESSAGE), "minItems": 1}}),
-        closed({"prompt": TEXT}),
+        obj({"prompt": TEXT}),
     ]
 }
 

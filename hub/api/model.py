@@ -28,6 +28,7 @@ from hub.config import Settings
 from hub.people.preferences import SavedModel, save_model, saved_model
 
 routes = web.RouteTableDef()
+MODEL_FIELDS = ("provider", "id", "baseUrl", "maxTokens")
 
 
 def _describe(saved: SavedModel | None) -> dict[str, object] | None:
@@ -65,8 +66,8 @@ async def get_model(request: web.Request) -> web.Response:
         answers={200: obj({"saved": nullable(obj())})},
         body=closed(
             {"provider": {"enum": [*c.LOCAL_PROVIDERS, *c.CLOUD_PROVIDERS]}},
-            id=STRING,
-            baseUrl=STRING,
+            id={"type": "string", "maxLength": MODEL_MAX_CHARS["id"]},
+            baseUrl={"type": "string", "maxLength": MODEL_MAX_CHARS["baseUrl"]},
             maxTokens={"type": "integer", "minimum": 1},
         ),
     )
@@ -80,6 +81,12 @@ async def put_model(request: web.Request) -> web.Response:
             web.HTTPBadRequest,
             "API keys are not stored; send x-tiny-model-api-key "
             "with each request or set model.api_key in the hub's config",
+        )
+    unknown = sorted(set(body) - set(MODEL_FIELDS))
+    if unknown:
+        raise http_error(
+            web.HTTPBadRequest,
+            f"unknown field(s): {', '.join(unknown)} ({', '.join(MODEL_FIELDS)})",
         )
     provider = body.get("provider")
     if provider not in (*c.LOCAL_PROVIDERS, *c.CLOUD_PROVIDERS):

@@ -70,6 +70,12 @@ class TinyError(Refused):
     status = 400
 
 
+class TinyExists(TinyError):
+    """The name is taken: a conflict with what exists, not a bad request."""
+
+    status = 409
+
+
 class TinyNotFound(TinyError):
     status = 404
 
@@ -258,7 +264,7 @@ class TinyStore:
         """Create; return the record and, for a private tiny, its key (shown once)."""
         values = validate_fields(fields, creating=True)
         if self.get(values["name"]) is not None:
-            raise TinyError(f"a tiny named {values['name']} already exists")
+            raise TinyExists(f"a tiny named {values['name']} already exists")
         key = new_token() if values.get("visibility") == "private" else None
         now = time.time()
         self._db.table("tinys").insert(
