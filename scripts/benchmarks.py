@@ -80,9 +80,10 @@ BENCHMARKS: dict[str, tuple[Callable[[int], list[Figure]], int]] = {
     "offline_agent": (rows_of("scripts.bench_agent_eval"), 1),
     "page": (rows_of("scripts.bench_page"), 20),
     "test_suite": (rows_of("scripts.bench_test_suite"), 1),
+    "openapi_fuzz": (rows_of("scripts.bench_openapi_fuzz"), 40),
 }
-# Minutes long, and not a figure of the hub: run only when named.
-ONLY_WHEN_NAMED = frozenset({"test_suite", "openmv_busy"})
+# Minutes long (and the fuzz needs the dev extra's schemathesis): run only when named.
+ONLY_WHEN_NAMED = frozenset({"test_suite", "openmv_busy", "openapi_fuzz"})
 
 
 def print_table(figures: list[Figure]) -> None:
