@@ -131,6 +131,20 @@ async def test_code_that_is_not_one_arrow_is_refused_before_it_runs(
     assert await sandbox.run('({ a = "(" }) => a', {}) == "("
 
 
+@pytest.mark.parametrize(
+    ("source", "says"),
+    [
+        ("() => { let v = []; for (let i = 0; i < 5000; i++) v = [v]; return v; }", "nested"),
+        ("() => ({ lone: String.fromCharCode(0xd800) })", "surrogate"),
+    ],
+)
+async def test_a_result_json_cannot_read_is_a_tool_error(
+    sandbox: Sandbox, source: str, says: str
+) -> None:
+    stop = await stopped(sandbox, source)
+    assert stop.kind == p.KIND_RESULT and says in str(stop), str(stop)
+
+
 async def test_a_syntax_error_is_named_before_anything_runs(sandbox: Sandbox) -> None:
     with pytest.raises(ToolStopped) as caught:
         await sandbox.check("(x) => { return x +; }")

@@ -38,6 +38,7 @@ from py_mini_racer import (
     mini_racer,
 )
 
+from hub.core.json_text import JsonRefused, parse_json_text
 from hub.core.urls import canonical_url
 from hub.forge import protocol as p
 from hub.forge.prelude import PRELUDE
@@ -224,7 +225,12 @@ async def _in_context(mr: MiniRacer, request: dict[str, Any], limits: p.Limits) 
         raise Stopped(p.KIND_RESULT, "the tool's result cannot be turned into JSON")
     if len(text) > p.MAX_RESULT_CHARS:
         raise Stopped(p.KIND_RESULT, f"the result is over {p.MAX_RESULT_CHARS} characters")
-    return json.loads(text)
+    # JSON the tool wrote, read with a request body's limits: nesting too deep for the reader,
+    # or a lone surrogate JavaScript strings may hold, is a tool error, never a crash.
+    try:
+        return parse_json_text(text, "the tool's result")
+    except JsonRefused as exc:
+        raise Stopped(p.KIND_RESULT, str(exc)) from None
 
 
 def _thrown(exc: Exception, mr: MiniRacer) -> Stopped:
