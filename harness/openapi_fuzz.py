@@ -174,8 +174,10 @@ def judge(case: schemathesis.Case, response: schemathesis.Response, tally: Tally
 def _failed(case: schemathesis.Case, response: schemathesis.Response, checks: list[Any]) -> str:
     try:
         case.validate_response(response, checks=checks)
-    except Exception as exc:  # schemathesis's failure group: its text names every check
-        return str(exc)[:1500]
+    except BaseExceptionGroup as group:  # schemathesis's FailureGroup: one per check failed
+        return "; ".join(f"{type(e).__name__}: {e}" for e in group.exceptions)[:1500]
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"[:1500]
     return ""
 
 

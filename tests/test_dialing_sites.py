@@ -224,3 +224,21 @@ async def test_the_owners_configured_ollama_is_the_loopback_that_is_dialled(
     saved = {"provider": "ollama", "id": "m", "baseUrl": f"http://127.0.0.1:{listener.port}"}
     async with http.put(f"{server.url}/api/model", json=saved, headers=auth) as put:
         assert put.status == 200, await put.text()
+
+
+async def test_a_tiny_cannot_save_a_worker_or_mcp_server_on_loopback(
+    start_hub: StartHub, http: aiohttp.ClientSession
+) -> None:
+    server = await start_hub()
+    member = server.hub.identity.add_user("guest")
+    auth = {"Authorization": f"Bearer {server.hub.identity.issue_token(member, 'test')}"}
+    for fields in (
+        {"name": "pivot", "worker": "http://127.0.0.1:11434/openapi.json"},
+        {"name": "pivot", "worker": "http://0x7f.0.0.1/openapi.json"},
+        {"name": "pivot", "mcpServers": [{"name": "m", "url": "http://localhost:9/mcp"}]},
+        {"name": "pivot", "mcpServers": [{"name": "m", "url": "http://169.254.169.254/"}]},
+    ):
+        async with http.post(f"{server.url}/api/tinys", json=fields, headers=auth) as response:
+            assert response.status == 400, await response.text()
+            assert "is refused" in (await response.json())["error"]
+    assert server.hub.tinys.get("pivot") is None

@@ -68,7 +68,7 @@ async def list_universe(request: web.Request) -> web.Response:
     limit = query_int(request, "limit", 20, 1, MAX_LIST)
     offset = query_int(request, "offset", 0, 0, 10**9)
     cursor = request.query.get("cursor", "")
-    if cursor and not NAME_PATTERN.fullmatch(cursor):
+    if "cursor" in request.query and not NAME_PATTERN.fullmatch(cursor):
         raise http_error(web.HTTPBadRequest, "cursor must be a nextCursor from /list")
     page, total = hub.tinys.public_page(limit + 1, offset=offset, after=cursor)
     more = len(page) > limit

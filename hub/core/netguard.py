@@ -27,6 +27,7 @@ import socket
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
+from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
@@ -43,6 +44,7 @@ __all__ = [
     "literal_address",
     "normalise_host",
     "refusal_reason",
+    "refused_by_spelling",
     "resolve_checked",
 ]
 
@@ -190,6 +192,25 @@ class Allowance:
 
 
 NOTHING_ALLOWED = Allowance()
+
+
+def refused_by_spelling(url: str, allowance: Allowance = NOTHING_ALLOWED) -> str | None:
+    """Why ``url``'s host may not be reached, judged from its spelling alone (an IP literal in
+    any notation, a loopback name), or None. For a URL being saved, where nothing is looked
+    up: what a name resolves to is judged by :func:`resolve_checked` when it is dialled."""
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        return None  # not a URL the dial could use either; its own check says why
+    if not host or allowance.names(host):
+        return None
+    literal = literal_address(host)
+    if literal is not None:
+        reason = allowance.refuses(literal, named=False)
+        return None if reason is None else f"{host} is {_a(reason)} address"
+    if is_localhost_name(host):
+        return f"{host} is this machine (a loopback name)"
+    return None
 
 
 def _a(kind: str) -> str:
