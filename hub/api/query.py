@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from hub.api.errors import http_error
+from hub.api.errors import Handler, http_error
 from hub.api.spec import declared_operation
 
 __all__ = ["query_middleware"]
@@ -20,7 +20,7 @@ SHOWN_CHARS = 40
 
 
 @web.middleware
-async def query_middleware(request: web.Request, handler: web.RequestHandler) -> web.StreamResponse:
+async def query_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     operation = declared_operation(request.match_info.handler)
     if operation is not None and request.query:
         unknown = sorted(set(request.query) - set(operation.query))
