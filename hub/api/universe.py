@@ -97,10 +97,11 @@ async def list_universe(request: web.Request) -> web.Response:
 async def retrieve(request: web.Request) -> web.Response:
     """``?q=``: the nine public tinys nearest the query, nearest first, with their distance."""
     hub = request.app[HUB]
-    query = request.query.get("q", "").strip()
+    raw = request.query.get("q", "")
+    query = raw.strip()
     if not query:
         raise http_error(web.HTTPBadRequest, "q must say what to look for")
-    if len(query) > MAX_QUERY_CHARS:
+    if len(raw) > MAX_QUERY_CHARS:  # as the document counts it: before trimming
         raise http_error(web.HTTPBadRequest, f"q is longer than {MAX_QUERY_CHARS} characters")
     try:
         found = await asyncio.to_thread(hub.universe.search, query, TOP_K)

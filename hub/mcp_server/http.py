@@ -44,14 +44,15 @@ PROTOCOL_VERSION_HEADER = "MCP-Protocol-Version"
 # (a method; an id or none), or a client's answer to the server (an id and a result or an
 # error). An unknown method is answered by the package with a JSON-RPC error, not refused.
 _ID = {"type": ["string", "integer", "null"]}
+_ANSWERED = {"type": ["string", "integer"]}  # an answer names the request it answers
 JSONRPC = {
     "anyOf": [
         obj({"jsonrpc": {"const": "2.0"}, "method": {"type": "string"}}, id=_ID),
-        obj({"jsonrpc": {"const": "2.0"}, "id": _ID, "result": {"type": "object"}}),
+        obj({"jsonrpc": {"const": "2.0"}, "id": _ANSWERED, "result": {"type": "object"}}),
         obj(
             {
                 "jsonrpc": {"const": "2.0"},
-                "id": _ID,
+                "id": _ANSWERED,
                 "error": obj({"code": {"type": "integer"}, "message": {"type": "string"}}),
             }
         ),
