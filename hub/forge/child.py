@@ -230,6 +230,10 @@ async def _in_context(mr: MiniRacer, request: dict[str, Any], limits: p.Limits) 
     try:
         return parse_json_text(text, "the tool's result")
     except JsonRefused as exc:
+        if "surrogate" in str(exc):  # JavaScript strings may hold one; no text can
+            raise Stopped(
+                p.KIND_RESULT, "the tool's result is not valid Unicode (a lone surrogate)"
+            ) from None
         raise Stopped(p.KIND_RESULT, str(exc)) from None
 
 
