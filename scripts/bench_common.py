@@ -95,14 +95,18 @@ class ServedHub:
 
 
 @contextlib.asynccontextmanager
-async def served_hub(ollama_url: str | None = None) -> AsyncIterator[ServedHub]:
+async def served_hub(
+    ollama_url: str | None = None, settings: dict[str, str] | None = None
+) -> AsyncIterator[ServedHub]:
     """A real ``tiny-hub serve`` process on a free loopback port, in a throwaway data dir, so the
-    load a benchmark makes does not share its CPU time (and its memory can be read apart)."""
+    load a benchmark makes does not share its CPU time (and its memory can be read apart).
+    ``settings``: more ``TINY_HUB_*`` variables for it."""
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
         env = hub_env(home)
         if ollama_url:
             env["OLLAMA_HOST"] = ollama_url
+        env.update(settings or {})
         process = await asyncio.create_subprocess_exec(
             *(str(SCRIPT), "serve", "--host", "127.0.0.1", "--port", "0"),
             env=env,

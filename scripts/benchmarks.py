@@ -81,10 +81,14 @@ BENCHMARKS: dict[str, tuple[Callable[[int], list[Figure]], int]] = {
     "offline_agent_conversations": (rows_of("scripts.bench_agent_conversations"), 1),
     "page": (rows_of("scripts.bench_page"), 20),
     "test_suite": (rows_of("scripts.bench_test_suite"), 1),
+    "openapi_fuzz": (rows_of("scripts.bench_openapi_fuzz"), 40),
 }
-# Run only when named: minutes long and not a figure of the hub (test_suite, openmv_busy), or
-# a quarter of an hour of the real model (offline_agent_conversations).
-ONLY_WHEN_NAMED = frozenset({"test_suite", "openmv_busy", "offline_agent_conversations"})
+# Run only when named: minutes long and not a figure of the hub (test_suite, openmv_busy), a
+# quarter of an hour of the real model (offline_agent_conversations), or a fuzz that needs the
+# dev extra's schemathesis (openapi_fuzz).
+ONLY_WHEN_NAMED = frozenset(
+    {"test_suite", "openmv_busy", "offline_agent_conversations", "openapi_fuzz"}
+)
 
 
 def print_table(figures: list[Figure]) -> None:

@@ -7,12 +7,19 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from drivers.base import PortInfo
-from drivers.transports.announced import announce, announce_dir, announced_ports, withdraw
+from drivers.transports.announced import (
+    NotPrivate,
+    announce,
+    announce_dir,
+    announced_ports,
+    withdraw,
+)
 from drivers.transports.serial import list_ports
 
 
@@ -89,3 +96,46 @@ def test_a_directory_others_may_write_to_is_not_read(tmp_path: Path) -> None:
     announce_dir().chmod(0o700)
     announce_dir().parent.chmod(0o775)
     assert announced_ports() == []
+
+
+def test_announcing_refuses_a_link_to_another_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A shared temp folder: another account made tiny-hub-<uid> a link to a folder of its own.
+    monkeypatch.delenv("XDG_RUNTIME_DIR")
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(shared))
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o755)
+    theirs.chmod(0o755)
+    (shared / f"tiny-hub-{os.getuid()}").symlink_to(theirs)
+    pty = tmp_path / "pty"
+    pty.touch()
+    with pytest.raises(NotPrivate, match="symbolic link"):
+        announce(flipper_at(str(pty)))
+    assert theirs.stat().st_mode & 0o777 == 0o755
+    assert list(theirs.iterdir()) == []
+    assert announced_ports() == []
+
+
+def test_announcing_refuses_a_folder_others_may_write_to(tmp_path: Path) -> None:
+    pty = tmp_path / "pty"
+    pty.touch()
+    announce_dir().mkdir(parents=True)
+    announce_dir().chmod(0o777)
+    with pytest.raises(NotPrivate, match="written by other accounts"):
+        announce(flipper_at(str(pty)))
+    assert list(announce_dir().iterdir()) == []
+    assert announce_dir().stat().st_mode & 0o777 == 0o777
+
+
+def test_a_linked_announcement_file_is_not_read(tmp_path: Path) -> None:
+    pty = tmp_path / "pty"
+    pty.touch()
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text(json.dumps({"device": str(pty), "process": os.getpid()}))
+    announce_dir().mkdir(parents=True)
+    (announce_dir() / "linked.json").symlink_to(elsewhere)
+    assert announced_ports() == []
+    assert elsewhere.exists()

@@ -397,7 +397,9 @@ async def test_a_hub_that_has_joined_dials_in_when_it_starts(
     try:
 
         async def health() -> dict[str, Any]:
-            async with http.get(f"{server.url}/api/health") as response:
+            async with http.get(
+                f"{server.url}/api/health", headers=owner_headers(server)
+            ) as response:
                 return dict((await response.json())["cloud"])
 
         await until_async(lambda: health(), lambda cloud: cloud["state"] == "online")
@@ -421,7 +423,9 @@ async def until_async(fetch: Any, done: Any) -> None:
 async def test_a_hub_that_has_not_joined_says_the_cloud_is_off(
     pair: Pair, http: aiohttp.ClientSession
 ) -> None:
-    async with http.get(f"{pair.local.url}/api/health") as response:
+    async with http.get(
+        f"{pair.local.url}/api/health", headers=owner_headers(pair.local)
+    ) as response:
         assert (await response.json())["cloud"] == {"state": "off", "memory": {"state": "off"}}
 
 

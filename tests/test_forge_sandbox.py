@@ -105,6 +105,46 @@ async def test_source_that_closes_the_wrapper_never_runs(sandbox: Sandbox, op: s
     assert await sandbox.run("(x) => x.n * 2", {"n": 21}) == 42
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        "(() => { while (true) {} })()",
+        "(x) => x, (() => { while (true) {} })()",
+        "x => x, (() => { while (true) {} })()",
+        "[0].map(() => { while (true) {} })",
+        "(x = (() => { while (true) {} })()) => x",
+    ],
+)
+@pytest.mark.parametrize("op", ["check", "run"])
+async def test_code_that_is_not_one_arrow_is_refused_before_it_runs(
+    sandbox: Sandbox, source: str, op: str
+) -> None:
+    """Each loops forever when evaluated: run, it would meet the CPU limit (KIND_TIME); its
+    shape is refused first (KIND_SOURCE)."""
+    with pytest.raises(ToolStopped) as caught:
+        if op == "check":
+            await sandbox.check(source)
+        else:
+            await sandbox.run(source, {})
+    assert caught.value.kind == p.KIND_SOURCE, str(caught.value)
+    assert await sandbox.run("async (x) => x.n * 2", {"n": 21}) == 42
+    assert await sandbox.run('({ a = "(" }) => a', {}) == "("
+
+
+@pytest.mark.parametrize(
+    ("source", "says"),
+    [
+        ("() => { let v = []; for (let i = 0; i < 5000; i++) v = [v]; return v; }", "nested"),
+        ("() => ({ lone: String.fromCharCode(0xd800) })", "surrogate"),
+    ],
+)
+async def test_a_result_json_cannot_read_is_a_tool_error(
+    sandbox: Sandbox, source: str, says: str
+) -> None:
+    stop = await stopped(sandbox, source)
+    assert stop.kind == p.KIND_RESULT and says in str(stop), str(stop)
+
+
 async def test_a_syntax_error_is_named_before_anything_runs(sandbox: Sandbox) -> None:
     with pytest.raises(ToolStopped) as caught:
         await sandbox.check("(x) => { return x +; }")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -276,3 +277,27 @@ async def test_the_housekeeping_deletes_what_is_past_its_grace_period(start_hub:
     with pytest.raises(FactNotFound):
         server.hub.memory.get(me, fact.id)
     assert server.hub.memory.forgotten(me) == []
+
+
+def test_after_a_crash_between_facts_and_vectors_search_finds_what_learnings_lists(
+    hub: Hub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An undo commits its facts, then writes their vectors: a crash between the two (a SIGKILL
+    mid-undo) leaves facts without a vector. That state is made here by a vector write that
+    fails, as the crash would leave it; the next search must find them, not the re-index."""
+    me = hub.owner.id
+    hub.memory.learn(me, "I keep bees on the roof.")
+    made = hub.memory.forget(me, [f.id for f in hub.memory.recent(me)])
+    real_add = hub.memory.vectors.add
+
+    def crash(items: Any) -> None:
+        raise OSError("killed before the vectors were written")
+
+    monkeypatch.setattr(hub.memory.vectors, "add", crash)
+    back = hub.memory.restore(me, made.id)
+    monkeypatch.setattr(hub.memory.vectors, "add", real_add)
+    assert [f.text for f in hub.memory.listing(me, 10)] == [back[0].text]
+    assert hub.memory.stats()[1] == 1, "the fact has no vector yet"
+    found = hub.memory.listing(me, 10, "bees")
+    assert [f.id for f in found] == [back[0].id]
+    assert hub.memory.stats()[1] == 0

@@ -258,8 +258,12 @@ async def test_anonymous_health_shows_no_paths(server: RunningServer) -> None:
             owner = await signed.json()
     assert "dataDir" not in anonymous
     assert str(server.hub.settings.home) not in json.dumps(anonymous)
-    assert {"ok", "version", "lanUrl", "model"} <= set(anonymous)
+    # What a client needs to start, and nothing about this machine.
+    assert set(anonymous) == {"ok", "version", "id", "model"}
+    assert set(anonymous["model"]) == {"provider", "id", "toolsCapable"}
     assert owner["dataDir"] == str(server.hub.settings.home)
+    assert {"embedded", "uptime", "lanUrl", "loopbackUrl", "repairs", "cloud"} <= set(owner)
+    assert "reason" in owner["model"]
 
 
 # --- a turn's time limit -----------------------------------------------------------------------

@@ -197,10 +197,16 @@ def test_a_crash_between_the_sqlite_and_chroma_writes_is_repaired(
         patch.setattr(hub.memory.vectors, "add", crashed)
         orphan = hub.memory.learn(me, "My allotment plot is number 17.")
     assert hub.memory.get(me, orphan.id).vec_id is None
-    assert hub.memory.recall(me, "allotment plot") == []
+    # The start-up repair gives it its vector...
     assert hub.memory.index_missing() == 1
-    assert [f.id for f in hub.memory.recall(me, "allotment plot")] == [orphan.id]
     assert hub.memory.get(me, orphan.id).vec_id == orphan.id
+    assert [f.id for f in hub.memory.recall(me, "allotment plot")] == [orphan.id]
+    # ...and a search before the repair does not wait for it: it indexes what is missing first.
+    with monkeypatch.context() as patch:
+        patch.setattr(hub.memory.vectors, "add", crashed)
+        another = hub.memory.learn(me, "My shed's padlock is brass.")
+    assert [f.id for f in hub.memory.recall(me, "padlock on the shed", limit=1)] == [another.id]
+    assert hub.memory.index_missing() == 0
 
 
 def test_reindex_rebuilds_the_collection_from_sqlite(home: Path, closed_port: int) -> None:

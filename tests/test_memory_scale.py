@@ -8,7 +8,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -117,5 +121,50 @@ def test_a_data_dir_from_before_keeps_its_vectors(home: Path) -> None:
         assert np.allclose(matrix[np.argsort(ids)], rows[1][np.argsort(rows[0])])
         names = {c.name for c in reopened.memory.vectors.client.list_collections()}
         assert COLLECTION not in names
+    finally:
+        reopened.close()
+
+
+def test_chroma_is_opened_once_whoever_asks_first(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first request's memory and the start-up repair's universe reach for Chroma at once, on
+    a data dir whose vectors Chroma still keeps: one client is made, and both get on (two
+    clients of one path made at once race inside Chroma: "'RustBindingsAPI' object has no
+    attribute 'bindings'")."""
+    hub = Hub.open(settings_for(home))
+    me = hub.owner.id
+    sister = hub.memory.learn(me, "My sister is Mia.")
+    rows = hub.memory.vectors.store.person(me)
+    hub.close()
+    (home / VECTORS_FILE).unlink()
+    client = chroma_client(home / "chroma", "")
+    collection = client.get_or_create_collection(COLLECTION, embedding_function=None)
+    collection.add(ids=rows[0], embeddings=rows[1], metadatas=[{"userId": me}] * len(rows[0]))
+    client.close()
+
+    opened: list[Path | None] = []
+    real = vector_module.chroma_client
+
+    def counted(path: Path | None, url: str) -> Any:
+        opened.append(path)
+        return real(path, url)
+
+    monkeypatch.setattr(vector_module, "chroma_client", counted)
+    reopened = Hub.open(settings_for(home))
+    try:
+        start = threading.Barrier(3)
+
+        def after_start(work: Callable[[], Any]) -> Callable[[], Any]:
+            return lambda: (start.wait(), work())[1]
+
+        with ThreadPoolExecutor(3) as pool:
+            found = pool.submit(after_start(lambda: reopened.memory.recall(me, "sister?")))
+            repaired = pool.submit(after_start(reopened.universe.index_missing))
+            listed = pool.submit(after_start(lambda: reopened.memory.vectors.store.person(me)))
+            assert [f.id for f in found.result()] == [sister.id]
+            repaired.result()
+            assert listed.result()[0] == rows[0]
+        assert len(opened) == 1
     finally:
         reopened.close()

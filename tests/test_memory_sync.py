@@ -344,7 +344,9 @@ async def test_a_hub_with_a_user_token_syncs_by_itself_and_says_so(
         sync = server.parts.memory_sync
         assert sync is not None
         await until(lambda: sync.status()["state"] == "online", what=str(sync.status()))
-        async with sides.http.get(f"{server.url}/api/health") as response:
+        async with sides.http.get(
+            f"{server.url}/api/health", headers=owner_headers(server)
+        ) as response:
             memory = (await response.json())["cloud"]["memory"]
         assert memory["state"] == "online" and memory["syncedAt"] is not None
     finally:

@@ -22,6 +22,7 @@ from hub.agent.model_access import guarded_httpx_client, is_configured_url
 from hub.agent.models import ModelChoice
 from hub.api.limits import GUARD, Limits
 from hub.core.netguard import Allowance
+from hub.people.preferences import SavedModel, save_model
 from tests.conftest import StartHub, owner_headers, settings_for
 from tests.sse import post_chat
 
@@ -114,7 +115,9 @@ async def test_no_saved_choice_reaches_a_loopback_listener(
         for provider in ("custom", "openai", "ollama"):
             saved = {"provider": provider, "id": "m", "baseUrl": spellings(listener.port)[0]}
             async with http.put(f"{server.url}/api/model", json=saved, headers=auth) as put:
-                assert put.status == 200, await put.text()
+                assert put.status == 400, await put.text()  # refused when saved
+            # and one saved before that check (or by hand) is refused when a turn uses it
+            save_model(server.hub.db, member, SavedModel(provider, "m", saved["baseUrl"]))
             async with http.post(f"{server.url}/api/chat", json=CHAT, headers=auth) as response:
                 assert response.status == 400
                 assert "refused" in (await response.json())["error"]

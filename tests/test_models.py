@@ -149,7 +149,10 @@ async def test_health_reports_the_ollama_choice(
     start_hub: StartHub, fake_ollama: FakeOllama
 ) -> None:
     server = await start_hub(ollama_host=fake_ollama.url)
-    async with aiohttp.ClientSession() as http, http.get(f"{server.url}/api/health") as response:
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(f"{server.url}/api/health", headers=owner_headers(server)) as response,
+    ):
         model = (await response.json())["model"]
     assert model == {
         "provider": "ollama",

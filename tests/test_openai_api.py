@@ -581,6 +581,33 @@ CALL = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments
             "messages[1].tool_calls[0].function.arguments",
             "JSON object",
         ),
+        ({"model": "tiny", "messages": HELLO, "n": True}, "n", "n must be 1"),
+        *(
+            (
+                {
+                    "model": "tiny",
+                    "messages": [
+                        *HELLO,
+                        {
+                            "role": "assistant",
+                            "tool_calls": [
+                                {**CALL, "function": {"name": "f", "arguments": arguments}}
+                            ],
+                        },
+                    ],
+                },
+                "messages[1].tool_calls[0].function.arguments",
+                problem,
+            )
+            for arguments, problem in (
+                ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+                ('{"a": NaN}', "NaN is not a JSON number"),
+                ('{"a": -Infinity}', "-Infinity is not a JSON number"),
+                ('{"a": 1e999}', "too large"),
+                ('{"a": "\\ud800"}', "lone UTF-16 surrogate"),
+                ('{"a": ' + "1" * 5000 + "}", "digits"),
+            )
+        ),
     ],
 )
 async def test_bad_bodies_are_400s_naming_the_field(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import re
 import threading
 import zlib
 from typing import Any
@@ -22,6 +23,8 @@ from fakes.ollama import FakeOllama
 from hub.api import limits
 from hub.api.limits import GUARD, Limits
 from hub.api.server import RunningServer
+from hub.devices.registry import DeviceError
+from hub.devices.relay import check_payload
 from tests.conftest import StartHub, owner_headers
 from tests.test_hardening import ROOMY, exchange, no_tracebacks, raw, split
 from tests.test_route_policy import app_routes, concrete
@@ -230,3 +233,22 @@ async def test_inflating_runs_beside_the_event_loop(
         release.set()
     status, _, answer = await learning
     assert status == 200, answer
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("[" * 4000 + "]" * 4000, "payload is nested too deeply"),
+        ('{"a": NaN}', "payload is not usable JSON: NaN is not a JSON number"),
+        ('{"a": Infinity}', "Infinity is not a JSON number"),
+        ('{"a": 1e999}', "too large"),
+        ('{"a": "\\ud800"}', "lone UTF-16 surrogate"),
+        ("{oops", "payload is not valid JSON"),
+    ],
+)
+def test_json_in_a_relay_payload_meets_the_bodys_limits(text: str, problem: str) -> None:
+    """A relay payload is JSON written as a string inside a body: read with the body's rules,
+    refused with a sentence naming the field, never a traceback."""
+    with pytest.raises(DeviceError, match=re.escape(problem)):
+        check_payload(text)
+    assert check_payload('{"ok": true}') == '{"ok": true}'

@@ -29,7 +29,7 @@ from hub.agent.runner.supervisor import (
 )
 from hub.api.server import RunningServer
 from hub.cli.doctor import check_embedded_model
-from tests.conftest import StartHub, settings_for
+from tests.conftest import StartHub, owner_headers, settings_for
 from tests.sse import read_sse
 
 pytestmark = pytest.mark.slow
@@ -61,7 +61,7 @@ async def chat(http: aiohttp.ClientSession, server: RunningServer) -> tuple[str,
 
 
 async def health(http: aiohttp.ClientSession, server: RunningServer) -> dict[str, object]:
-    async with http.get(f"{server.url}/api/health") as response:
+    async with http.get(f"{server.url}/api/health", headers=owner_headers(server)) as response:
         assert response.status == 200
         body: dict[str, object] = await response.json()
         return body

@@ -28,7 +28,7 @@ from hub.devices.registry import AdjustableClock
 from hub.process.parts import open_scheduler
 from hub.runtime.hub import Hub
 from hub.scheduler.runner import Outcome
-from hub.scheduler.store import MAX_JOBS
+from hub.scheduler.store import MAX_JOBS, TITLE_MAX
 from hub.scheduler.when import BadSchedule, parse_every
 from tests.confirming import confirmed_by, proposal
 from tests.conftest import StartHub, owner_headers, settings_for
@@ -447,3 +447,14 @@ async def test_the_model_schedules_a_job_in_a_real_turn(
         server, fake_ollama, "schedule_alert", {"title": "T", "in_minutes": 5}
     )
     assert alert["status"] == "success", alert
+
+
+async def test_a_title_over_its_limit_is_refused_not_cut(
+    server: RunningServer, http: aiohttp.ClientSession
+) -> None:
+    body = {"prompt": "tea?", "runInMinutes": 5, "title": "t" * 10_000}
+    status, answer = await send(http, "POST", f"{server.url}/api/jobs", body, owner_headers(server))
+    assert status == 400 and f"over {TITLE_MAX} characters" in answer["error"]
+    body["title"] = "t" * TITLE_MAX
+    status, answer = await send(http, "POST", f"{server.url}/api/jobs", body, owner_headers(server))
+    assert status == 200 and answer["job"]["title"] == "t" * TITLE_MAX

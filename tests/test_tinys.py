@@ -203,7 +203,7 @@ async def test_duplicate_name_is_400(
         headers=owner_headers(server),
         json={"name": "tiny"},
     )
-    assert status == 400
+    assert status == 409  # a conflict with what exists
     assert body == {"error": "a tiny named tiny already exists"}
     assert server.hub.db["tinys"].count == 1
     assert server.hub.tinys.get("tiny") is not None

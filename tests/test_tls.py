@@ -13,7 +13,7 @@ from cryptography import x509
 from cryptography.x509.oid import NameOID
 
 from hub.lan.tls import ensure_certificate
-from tests.conftest import StartHub
+from tests.conftest import StartHub, owner_headers
 
 
 async def test_pinned_fingerprint_handshake(
@@ -23,7 +23,9 @@ async def test_pinned_fingerprint_handshake(
     fp = server.hub.lan.fingerprint
     assert fp is not None and len(fp) == 64
     pinned = aiohttp.Fingerprint(bytes.fromhex(fp))
-    async with http.get(f"https://127.0.0.1:{server.port}/api/health", ssl=pinned) as response:
+    async with http.get(
+        f"https://127.0.0.1:{server.port}/api/health", ssl=pinned, headers=owner_headers(server)
+    ) as response:
         assert response.status == 200
         health = await response.json()
     assert health["loopbackUrl"] == server.url and server.url.startswith("http://127.0.0.1:")
@@ -51,7 +53,7 @@ async def test_without_tls_there_is_no_loopback_listener(
     start_hub: StartHub, http: aiohttp.ClientSession
 ) -> None:
     server = await start_hub()
-    async with http.get(f"{server.url}/api/health") as response:
+    async with http.get(f"{server.url}/api/health", headers=owner_headers(server)) as response:
         assert (await response.json())["loopbackUrl"] is None
     assert server.hub.lan.fingerprint is None
 

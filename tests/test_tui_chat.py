@@ -754,7 +754,8 @@ async def test_an_offline_cloud_link_shows_in_the_status_line(
 ) -> None:
     server = await start_hub(ollama_host=fake_ollama.url)
     server.parts.cloud = OfflineCloud()
-    app = TinyApp(HubClient(server.url, None), TuiConfig(tmp_path))
+    # with the owner's token, as the local TUI has it: the cloud's state is no anonymous news
+    app = TinyApp(HubClient(server.url, token_of(server)), TuiConfig(tmp_path))
     async with app.run_test(size=(120, 40)):
         status = chat_of(app).query_one(StatusLine)
         await until(lambda: status.health is not None)

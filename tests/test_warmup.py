@@ -17,7 +17,10 @@ from tests.sse import post_chat
 
 
 async def health(server: RunningServer) -> dict[str, Any]:
-    async with aiohttp.ClientSession() as http, http.get(f"{server.url}/api/health") as got:
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(f"{server.url}/api/health", headers=owner_headers(server)) as got,
+    ):
         body: dict[str, Any] = await got.json()
         return body
 

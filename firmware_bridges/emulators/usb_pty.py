@@ -46,7 +46,7 @@ from types import FrameType
 from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from drivers.base import PortInfo
-from drivers.transports.announced import announce, withdraw
+from drivers.transports.announced import NotPrivate, announce, withdraw
 
 __all__ = ["HungUp", "PowerDown", "PtyDevice", "PtyPort", "Unplugged"]
 
@@ -391,7 +391,11 @@ class PtyDevice(abc.ABC, Generic[P]):
             self._announcement = None
         descriptor = self.usb_descriptor(target) if target and self.announcing else None
         if descriptor is not None:
-            self._announcement = announce(descriptor)
+            try:
+                self._announcement = announce(descriptor)
+            except NotPrivate as exc:
+                # The board still works at its path; a hub only finds it by descriptor.
+                print(f"tiny-hub emulate: {exc}", file=sys.stderr, flush=True)
 
     def _device_gone(self, port: PtyPort, replug: bool) -> None:
         """Called by a port's thread after a ``PowerDown`` closed it."""

@@ -13,14 +13,16 @@ the tool-capability probe through aiohttp), so a check of the URL before the tur
 window: the name could resolve elsewhere a moment later (DNS rebinding), or the server could
 redirect. So the clients themselves are guarded. httpx gets a transport whose network backend
 resolves every host it connects to once, checks every address, and connects only to a checked
-one (the TLS server name stays the host name); aiohttp gets a resolver that does the same.
+one (the TLS server name stays the host name); aiohttp gets ``netguard.GuardedConnector``, which
+does the same for names and IP literals alike (aiohttp's resolver never sees a literal).
+A base URL is checked when it is saved (``PUT /api/model``), when a turn or ``/api/health``
+resolves it, and at every connection made to it.
 Every connection, redirects included, passes through that one check. httpx has no parameter for
 a network backend, so :func:`guarded_httpx_client` sets the transport's connection pool itself.
 """
 
 from __future__ import annotations
 
-import socket
 import ssl
 from collections.abc import Iterable
 from typing import Any
@@ -28,16 +30,21 @@ from typing import Any
 import aiohttp
 import httpcore
 import httpx
-from aiohttp.abc import AbstractResolver, ResolveResult
 
 from hub.config import Settings
-from hub.core.netguard import Allowance, HostRefused, LookupFailed, resolve_checked
+from hub.core.netguard import (
+    Allowance,
+    GuardedConnector,
+    HostRefused,
+    LookupFailed,
+    resolve_checked,
+)
 from hub.core.urls import UrlRefused, canonical_url
 
 __all__ = [
     "GuardedBackend",
-    "GuardedResolver",
     "ModelUrlRefused",
+    "ModelUrlUnresolved",
     "check_url",
     "guard_for",
     "guarded_aiohttp_connector",
@@ -53,6 +60,11 @@ HINT = "the hub's owner can allow a host with http.allow_hosts"
 
 class ModelUrlRefused(Exception):
     """A model base URL the guard does not let the hub dial; the message says why."""
+
+
+class ModelUrlUnresolved(ModelUrlRefused):
+    """The URL's host does not resolve now: refused for a turn, kept when saved (the name may
+    resolve later, and every dial checks it again)."""
 
 
 def _normal(url: str) -> str | None:
@@ -91,12 +103,20 @@ async def check_url(url: str, allowance: Allowance) -> None:
     except UrlRefused as exc:
         raise ModelUrlRefused(f"model base URL refused: {exc}") from None
     if parsed.scheme not in ("http", "https") or not parsed.raw_host:
-        raise ModelUrlRefused(f"model base URL {url!r} must be an http(s) URL with a host")
+        raise ModelUrlRefused(f"model base URL {url[:200]!r} must be an http(s) URL with a host")
+    # The providers append their own paths to a base (``/api/show``, ``/chat/completions``):
+    # behind a query or a fragment those would become text of another URL's choosing.
+    if parsed.user or parsed.password or "?" in text or "#" in text:
+        raise ModelUrlRefused(
+            f"model base URL refused: {url[:200]!r} has a user, password, query or fragment"
+        )
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
     try:
         await resolve_checked(parsed.raw_host, port, allowance, shown=parsed.host)
-    except (HostRefused, LookupFailed) as exc:
+    except HostRefused as exc:
         raise ModelUrlRefused(f"model base URL refused: {exc}; {HINT}") from None
+    except LookupFailed as exc:
+        raise ModelUrlUnresolved(f"model base URL refused: {exc}") from None
 
 
 class GuardedBackend(httpcore.AsyncNetworkBackend):
@@ -175,27 +195,7 @@ def guarded_openai_client(allowance: Allowance, client_args: dict[str, Any]) -> 
     return openai.AsyncOpenAI(**client_args, http_client=http_client, max_retries=0)
 
 
-class GuardedResolver(AbstractResolver):
-    """An aiohttp resolver that resolves once and answers only with checked addresses."""
-
-    def __init__(self, allowance: Allowance) -> None:
-        self._allowance = allowance
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        try:
-            checked = await resolve_checked(host, port, self._allowance)
-        except (HostRefused, LookupFailed) as exc:
-            raise OSError(f"refused: {exc}; {HINT}") from None
-        wanted = [r for r in checked if family == socket.AF_UNSPEC or r["family"] == family]
-        if not wanted:
-            raise OSError(f"{host} has no checked address in family {family!r}")
-        return wanted
-
-    async def close(self) -> None:
-        return None
-
-
 def guarded_aiohttp_connector(allowance: Allowance) -> aiohttp.TCPConnector:
-    return aiohttp.TCPConnector(resolver=GuardedResolver(allowance), use_dns_cache=False)
+    """An aiohttp connector that checks every host it connects to, IP literals included
+    (``hub.core.netguard.GuardedConnector``)."""
+    return GuardedConnector(allowance)

@@ -14,6 +14,7 @@ they all read the same settings.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import logging
@@ -129,8 +130,7 @@ async def probe_ollama(host: str, wait_s: float = OLLAMA_PROBE_TIMEOUT_S) -> Oll
 
 
 async def _capabilities(http: aiohttp.ClientSession, base: str, name: str) -> tuple[str, ...]:
-    # No redirects: aiohttp connects to an IP literal without asking the resolver, so a
-    # redirect could step around a guarded resolver (model_access.GuardedResolver).
+    # No redirects: Ollama answers /api/show itself, and a base that redirects is not one.
     async with http.post(
         f"{base}/api/show", json={"model": name}, allow_redirects=False
     ) as response:
@@ -356,6 +356,16 @@ class ModelRouter:
                 raise ModelUnavailable(str(exc)) from None
         return await self._with_abilities(choice, default, guard)
 
+    async def check_base_url(self, url: str) -> None:
+        """Refuse a base URL a person saves (``PUT /api/model``) that the turn would refuse:
+        ModelUrlRefused unless it is the owner's own or passes the guard. A name that does not
+        resolve now is kept: each dial checks it again."""
+        guard = model_access.guard_for(url, self._settings)
+        if guard is None:
+            return
+        with contextlib.suppress(model_access.ModelUrlUnresolved):
+            await model_access.check_url(url, guard)
+
     async def answering(self, saved: SavedModel | None) -> ModelChoice:
         """What answers this caller's turns when a turn names no model: the saved choice (with
         what it can do) or the hub's default. /api/health says this, so every screen shows the
@@ -364,9 +374,15 @@ class ModelRouter:
         if saved is None:
             return default
         chosen = self._from_saved(saved, default)
-        return await self._with_abilities(
-            chosen, default, model_access.guard_for(chosen.base_url, self._settings)
-        )
+        guard = model_access.guard_for(chosen.base_url, self._settings)
+        if guard is not None:
+            # A member's saved URL is held to the member's guard before anything is dialled:
+            # refused, it is not probed, so the answer tells nothing of what listens there.
+            try:
+                await model_access.check_url(chosen.base_url, guard)
+            except model_access.ModelUrlRefused:
+                return replace(chosen, tools=False, vision=False)
+        return await self._with_abilities(chosen, default, guard)
 
     async def _with_abilities(
         self, choice: ModelChoice, default: ModelChoice, guard: Allowance | None

@@ -38,7 +38,15 @@ from hub.api.auth import auth_middleware
 from hub.api.busy import busy_middleware
 from hub.api.errors import error_middleware
 from hub.api.keys import HUB, LISTENING, PARTS
-from hub.api.limits import GUARD, Guard, Limits, body_middleware, rate_limit_middleware
+from hub.api.limits import (
+    GUARD,
+    Guard,
+    Limits,
+    body_middleware,
+    rate_limit_middleware,
+    scaled_limits,
+)
+from hub.api.query import query_middleware
 from hub.api.quotas import QUOTAS, Quotas
 from hub.api.sites import site_middleware
 from hub.mcp_server import http as mcp_http
@@ -52,7 +60,7 @@ def create_app(
     """``limits``: the size, rate and slow-body limits (the contract's defaults when None);
     ``app[GUARD].limits`` changes them on a running app. ``listening``: where it will be
     served, for the LAN advertiser (none without it)."""
-    limits = limits or Limits()
+    limits = limits or scaled_limits(hub.settings.rate_limit_scale)
     app = web.Application(
         # Outermost first: errors become JSON; a caller over its rate (or declaring too big a
         # body) is refused before anything else; then a request a web page sent (another
@@ -66,6 +74,7 @@ def create_app(
             site_middleware,
             auth_middleware,
             body_middleware,
+            query_middleware,
         ],
         client_max_size=limits.max_body_bytes,
         # A compressed body is inflated by hub.api.limits.read_body, off the event loop and

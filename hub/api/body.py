@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import math
 import re
-import sys
 from typing import Any
 
 from aiohttp import web
@@ -13,6 +11,7 @@ from aiohttp import web
 from hub.api.errors import http_error
 from hub.api.limits import read_body
 from hub.contracts import MAX_CHAT_BODY_BYTES
+from hub.core.json_text import JsonRefused, parse_json_text
 
 MAX_JSON_BODY_BYTES = MAX_CHAT_BODY_BYTES
 
@@ -51,74 +50,21 @@ async def read_json_body(request: web.Request, max_bytes: int = MAX_JSON_BODY_BY
 
 
 def parse_json(raw: bytes) -> Any:
-    """``raw`` as a JSON value, or a 400 saying what is wrong with it: not UTF-8, not JSON,
-    nested too deeply, a number too long to read or too large for a float, a lone surrogate."""
+    """``raw`` as a JSON value, or a 400 saying what is wrong with it (``hub.core.json_text``:
+    the same limits as JSON carried in a string inside a body)."""
     try:
-        value = json.loads(raw, parse_float=_finite, parse_constant=_no_constant)
-    except RecursionError:
-        raise http_error(web.HTTPBadRequest, "body is nested too deeply") from None
-    except UnicodeDecodeError:
-        raise http_error(web.HTTPBadRequest, "body is not valid JSON: it is not UTF-8") from None
-    except json.JSONDecodeError as exc:
-        raise http_error(web.HTTPBadRequest, f"body is not valid JSON: {exc}") from None
-    except ValueError as exc:  # an integer past Python's digit limit, or _finite's refusal
-        problem = _number_problem(exc)
-        raise http_error(web.HTTPBadRequest, f"body is not usable JSON: {problem}") from None
-    if (where := _lone_surrogate(value)) is not None:
-        raise http_error(
-            web.HTTPBadRequest,
-            f"body is not valid JSON text: {where} holds a lone UTF-16 surrogate (\\ud800-"
-            "\\udfff without its pair), which is no character",
-        )
-    return value
+        return parse_json_text(raw, "body", max_bytes=len(raw))
+    except JsonRefused as exc:
+        raise http_error(web.HTTPBadRequest, str(exc)) from None
 
 
-class _NumberRefused(ValueError):
-    pass
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if math.isinf(value):
-        raise _NumberRefused(f"the number {text[:20]}... is too large")
-    return value
-
-
-def _no_constant(text: str) -> float:
-    raise _NumberRefused(f"{text} is not a JSON number")
-
-
-def _number_problem(exc: ValueError) -> str:
-    if isinstance(exc, _NumberRefused):
-        return str(exc)
-    return f"a number has more than {sys.get_int_max_str_digits()} digits"
-
-
-def _lone_surrogate(value: Any) -> str | None:
-    """Where a string in ``value`` holds a lone surrogate (``"\\ud800"`` is valid JSON syntax
-    but no character: SQLite, the log and every encoder refuse it later), or None."""
-    pending: list[tuple[str, Any]] = [("the body", value)]
-    while pending:
-        where, item = pending.pop()
-        if isinstance(item, str):
-            if not _encodes(item):
-                return where
-        elif isinstance(item, dict):
-            for key, inner in item.items():
-                if not _encodes(key):
-                    return f"a key in {where}"
-                pending.append((f"{key!r}", inner))
-        elif isinstance(item, list):
-            pending.extend((f"{where}[{i}]", inner) for i, inner in enumerate(item))
-    return None
-
-
-def _encodes(text: str) -> bool:
+def parse_json_field(text: str, field: str) -> Any:
+    """JSON carried in a string inside a body (``field`` names it: ``payload``), read with the
+    body's limits; a 400 naming the field otherwise."""
     try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+        return parse_json_text(text, field)
+    except JsonRefused as exc:
+        raise http_error(web.HTTPBadRequest, str(exc)) from None
 
 
 def _too_large(max_bytes: int, size: int) -> web.HTTPException:

@@ -102,7 +102,7 @@ CHAT_MESSAGE = {
 CHAT_BODY = {
     "anyOf": [
         obj({"messages": {**array(CHAT_MESSAGE), "minItems": 1}}),
-        closed({"prompt": TEXT}),
+        obj({"prompt": TEXT}),
     ]
 }
 

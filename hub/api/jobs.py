@@ -32,7 +32,7 @@ from hub.api.spec import (
     obj,
     text,
 )
-from hub.scheduler.store import MAX_JOBS, TEXT_MAX, ScheduleRefused, ScheduleStore
+from hub.scheduler.store import MAX_JOBS, TEXT_MAX, TITLE_MAX, ScheduleRefused, ScheduleStore
 from hub.scheduler.when import FORMS, MAX_ONE_SHOT_MINUTES, parse_every
 
 routes = web.RouteTableDef()
@@ -77,13 +77,17 @@ async def list_jobs(request: web.Request) -> web.Response:
 @documented(
     Operation(
         "schedule a job: a prompt run as you, repeating (every) or once (runInMinutes)",
-        body=closed(
-            {"prompt": text(TEXT_MAX)},
-            every=EVERY,
-            runInMinutes=bounded(1, MAX_ONE_SHOT_MINUTES),
-            title=STRING,
-            tiny=STRING,
-        ),
+        body={
+            **closed(
+                {"prompt": text(TEXT_MAX)},
+                every=EVERY,
+                runInMinutes=bounded(1, MAX_ONE_SHOT_MINUTES),
+                title={"type": "string", "maxLength": TITLE_MAX},
+                tiny=STRING,
+            ),
+            # repeating or once: exactly one of the two
+            "oneOf": [{"required": ["every"]}, {"required": ["runInMinutes"]}],
+        },
         answers={200: obj({"job": ANY})},
         errors=(404, 409),
     )

@@ -30,7 +30,7 @@ import math
 import time
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
@@ -51,6 +51,21 @@ class Limits:
     address_burst: int = c.ADDRESS_BURST
     token_rate_per_s: float = c.TOKEN_RATE_PER_S
     token_burst: int = c.TOKEN_BURST
+
+
+def scaled_limits(scale: float) -> Limits:
+    """The contract's limits with the request rates and bursts ``scale`` times as large
+    (``access.rate_limit_scale``: 1 in use; a fuzzing run or a benchmark sets more)."""
+    base = Limits()
+    if scale == 1.0:
+        return base
+    return replace(
+        base,
+        address_rate_per_s=base.address_rate_per_s * scale,
+        address_burst=max(1, round(base.address_burst * scale)),
+        token_rate_per_s=base.token_rate_per_s * scale,
+        token_burst=max(1, round(base.token_burst * scale)),
+    )
 
 
 @dataclass

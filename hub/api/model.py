@@ -16,6 +16,7 @@ from aiohttp import web
 
 from hub import contracts as c
 from hub.agent import bundled_models
+from hub.agent.model_access import ModelUrlRefused
 from hub.agent.models import bundled_model_named, embedded_choice, embedded_model, probe_ollama
 from hub.api.auth import Access, access, caller, signed_in
 from hub.api.body import read_json_body
@@ -27,6 +28,7 @@ from hub.config import Settings
 from hub.people.preferences import SavedModel, save_model, saved_model
 
 routes = web.RouteTableDef()
+MODEL_FIELDS = ("provider", "id", "baseUrl", "maxTokens")
 
 
 def _describe(saved: SavedModel | None) -> dict[str, object] | None:
@@ -64,8 +66,8 @@ async def get_model(request: web.Request) -> web.Response:
         answers={200: obj({"saved": nullable(obj())})},
         body=closed(
             {"provider": {"enum": [*c.LOCAL_PROVIDERS, *c.CLOUD_PROVIDERS]}},
-            id=STRING,
-            baseUrl=STRING,
+            id={"type": "string", "maxLength": MODEL_MAX_CHARS["id"]},
+            baseUrl={"type": "string", "maxLength": MODEL_MAX_CHARS["baseUrl"]},
             maxTokens={"type": "integer", "minimum": 1},
         ),
     )
@@ -79,6 +81,12 @@ async def put_model(request: web.Request) -> web.Response:
             web.HTTPBadRequest,
             "API keys are not stored; send x-tiny-model-api-key "
             "with each request or set model.api_key in the hub's config",
+        )
+    unknown = sorted(set(body) - set(MODEL_FIELDS))
+    if unknown:
+        raise http_error(
+            web.HTTPBadRequest,
+            f"unknown field(s): {', '.join(unknown)} ({', '.join(MODEL_FIELDS)})",
         )
     provider = body.get("provider")
     if provider not in (*c.LOCAL_PROVIDERS, *c.CLOUD_PROVIDERS):
@@ -97,10 +105,16 @@ async def put_model(request: web.Request) -> web.Response:
         isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
     ):
         raise http_error(web.HTTPBadRequest, "maxTokens must be a whole number above 0")
+    base_url = body.get("baseUrl", "")
+    if base_url:
+        try:
+            await request.app[HUB].models.check_base_url(base_url)
+        except ModelUrlRefused as exc:
+            raise http_error(web.HTTPBadRequest, str(exc)) from None
     model_id = body.get("id", "")
     if provider == c.PROVIDER_EMBEDDED and model_id:
         model_id = _installed_embedded_key(model_id)
-    saved = SavedModel(provider, model_id, body.get("baseUrl", ""), max_tokens)
+    saved = SavedModel(provider, model_id, base_url, max_tokens)
     user = signed_in(request)
     save_model(request.app[HUB].db, user, saved)
     return web.json_response({"saved": _describe(saved)})

@@ -45,6 +45,26 @@ ERROR_MEANINGS = {
     504: "a device or model the hub called did not answer in time",
 }
 COMMON_ERRORS = (400, 401, 403, 408, 413, 415, 429, 503)
+# /mcp's refusals: the hub's own {"error"} before the MCP package reads the message (not JSON-RPC,
+# a protocol version it does not speak), or the package's JSON-RPC error object after.
+MCP_ERROR_SCHEMA: Schema = {
+    "anyOf": [
+        {"$ref": "#/components/schemas/Error"},
+        {
+            "type": "object",
+            "required": ["jsonrpc", "error"],
+            "properties": {
+                "jsonrpc": {"const": "2.0"},
+                "id": {},
+                "error": {
+                    "type": "object",
+                    "required": ["code", "message"],
+                    "properties": {"code": {"type": "integer"}, "message": {"type": "string"}},
+                },
+            },
+        },
+    ]
+}
 # OpenAI's error object, which the routes of hub/api/completions.py answer with.
 OPENAI_ERROR_SCHEMA: Schema = {
     "type": "object",
@@ -97,7 +117,11 @@ def build_document(app: web.Application) -> dict[str, Any]:
         },
         "paths": dict(sorted(paths.items())),
         "components": {
-            "schemas": {"Error": ERROR_SCHEMA, "OpenAIError": OPENAI_ERROR_SCHEMA},
+            "schemas": {
+                "Error": ERROR_SCHEMA,
+                "OpenAIError": OPENAI_ERROR_SCHEMA,
+                "McpError": MCP_ERROR_SCHEMA,
+            },
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
     }

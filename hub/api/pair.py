@@ -62,6 +62,8 @@ async def offer(request: web.Request) -> web.Response:
                 "platform": {"enum": list(PLATFORMS)},
             }
         ),
+        # 404: no offer for this phone; 410: a code that was right once (expired, used, voided)
+        errors=(404, 410),
     )
 )
 async def pair(request: web.Request) -> web.Response:

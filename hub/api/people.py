@@ -21,11 +21,11 @@ from hub.api.spec import (
     obj,
 )
 from hub.lan.pairing import make_offer
-from hub.people.household import People, PeopleError
+from hub.people.household import MAX_NAME, NAME_PATTERN, People, PeopleError
 
 routes = web.RouteTableDef()
-# 1-64 printable characters once trimmed (hub.people.check_name); printable as ASCII says it
-PERSON_NAME = {"type": "string", "pattern": "^ *[!-~][ -~]{0,62}[!-~]? *$", "maxLength": 64}
+# hub.people.household.check_name's rule, stated once for both
+PERSON_NAME = {"type": "string", "pattern": NAME_PATTERN, "maxLength": MAX_NAME}
 
 #: A request about one person is a few short fields.
 MAX_PEOPLE_BODY_BYTES = 4096

@@ -26,7 +26,10 @@ NUMBER: Schema = {"type": "number"}
 ANY: Schema = {}
 OK: Schema = {"type": "object", "required": ["ok"], "properties": {"ok": {"const": True}}}
 # A string with something in it besides whitespace: what "non-empty" means to the handlers.
-TEXT: Schema = {"type": "string", "pattern": "\\S"}
+# A character that is no space to JSON Schema's regular expressions (ECMA-262's \s, which counts
+# U+FEFF) nor to Python's str.strip(), which the handlers trim with (it counts U+001C-U+001F and
+# U+0085): text the schema calls non-blank is never blank to the handler.
+TEXT: Schema = {"type": "string", "pattern": "[^\\s\\x1c-\\x1f\\x85\\ufeff]"}
 
 
 def text(max_chars: int) -> Schema:

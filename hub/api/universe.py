@@ -68,7 +68,7 @@ async def list_universe(request: web.Request) -> web.Response:
     limit = query_int(request, "limit", 20, 1, MAX_LIST)
     offset = query_int(request, "offset", 0, 0, 10**9)
     cursor = request.query.get("cursor", "")
-    if cursor and not NAME_PATTERN.fullmatch(cursor):
+    if "cursor" in request.query and not NAME_PATTERN.fullmatch(cursor):
         raise http_error(web.HTTPBadRequest, "cursor must be a nextCursor from /list")
     page, total = hub.tinys.public_page(limit + 1, offset=offset, after=cursor)
     more = len(page) > limit
@@ -97,10 +97,11 @@ async def list_universe(request: web.Request) -> web.Response:
 async def retrieve(request: web.Request) -> web.Response:
     """``?q=``: the nine public tinys nearest the query, nearest first, with their distance."""
     hub = request.app[HUB]
-    query = request.query.get("q", "").strip()
+    raw = request.query.get("q", "")
+    query = raw.strip()
     if not query:
         raise http_error(web.HTTPBadRequest, "q must say what to look for")
-    if len(query) > MAX_QUERY_CHARS:
+    if len(raw) > MAX_QUERY_CHARS:  # as the document counts it: before trimming
         raise http_error(web.HTTPBadRequest, f"q is longer than {MAX_QUERY_CHARS} characters")
     try:
         found = await asyncio.to_thread(hub.universe.search, query, TOP_K)

@@ -415,7 +415,8 @@ def held_by(host: str, port: int, home: Path, tls: bool = False) -> Check | None
     health = _health(f"{scheme}://{dialable(host)}:{port}/api/health")
     if health is None or not health.get("ok"):
         return None
-    running = f"version {health.get('version', '?')}, up {_uptime(health.get('uptime'))}"
+    # Asked without a token (the port may be another account's hub): no uptime comes back.
+    running = f"version {health.get('version', '?')}"
     if health.get("id") and health.get("id") == kept_hub_id(home):
         return Check("OK", "port", f"{host}:{port}: this data dir's hub is running ({running})")
     return Check(
@@ -436,11 +437,3 @@ def _health(url: str) -> dict[str, object] | None:
     except (OSError, ValueError):
         return None
     return answer if isinstance(answer, dict) else None
-
-
-def _uptime(seconds: object) -> str:
-    if not isinstance(seconds, int | float):
-        return "?"
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"

@@ -9,7 +9,7 @@ import json
 import sys
 from pathlib import Path
 
-from hub.cli.common import CliError, local_url, pin, settings_of
+from hub.cli.common import CliError, local_url, pin, settings_of, token
 from hub.config import Settings
 
 
@@ -165,7 +165,7 @@ async def _cloud_status(settings: Settings) -> int:
     print(f"memory sync: {'on' if user_token else 'off (tiny-hub cloud memory)'}")
     local = local_url(settings, None)
     try:
-        health = await HubClient(local, pin=pin(settings, local)).health()
+        health = await HubClient(local, token(settings, None), pin=pin(settings, local)).health()
     except (HubError, TimeoutError):
         print("hub: the hub is not running")
         return 0

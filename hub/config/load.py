@@ -252,6 +252,8 @@ def _validate(settings: Settings, path: Path, env: Mapping[str, str]) -> None:
         fail("turn_timeout_s", "must be more than 0 seconds")
     if settings.header_timeout_s <= 0:
         fail("header_timeout_s", "must be more than 0 seconds")
+    if not settings.rate_limit_scale >= 1:
+        fail("rate_limit_scale", "must be 1 (the limits in use) or more")
     if not 0.05 <= settings.scheduler_tick_s <= 60:
         fail("scheduler_tick_s", "must be 0.05 to 60 seconds")
     if settings.memory_max_facts < 1:

@@ -411,6 +411,14 @@ class Settings:
         300.0,
         "seconds a chat turn may take before it ends with an error event",
     )
+    rate_limit_scale: float = _setting(
+        "access",
+        "rate_limit_scale",
+        "TINY_HUB_RATE_LIMIT_SCALE",
+        1.0,
+        "how many times the request rates and bursts of docs/security.md a caller may use; 1 in "
+        "use, more only for a benchmark or a fuzzing run that must not meet the limiter",
+    )
     header_timeout_s: float = _setting(
         "access",
         "header_timeout_s",

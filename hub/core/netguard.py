@@ -21,16 +21,20 @@ address; IPv4 carried inside IPv6 (::ffff:a.b.c.d, NAT64, 6to4) is judged by the
 from __future__ import annotations
 
 import asyncio
+import errno
 import ipaddress
 import socket
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Any, TypeAlias
+from urllib.parse import urlsplit
 
+import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 __all__ = [
     "Allowance",
+    "GuardedConnector",
     "HostRefused",
     "IPAddress",
     "IPNetwork",
@@ -40,6 +44,7 @@ __all__ = [
     "literal_address",
     "normalise_host",
     "refusal_reason",
+    "refused_by_spelling",
     "resolve_checked",
 ]
 
@@ -189,6 +194,25 @@ class Allowance:
 NOTHING_ALLOWED = Allowance()
 
 
+def refused_by_spelling(url: str, allowance: Allowance = NOTHING_ALLOWED) -> str | None:
+    """Why ``url``'s host may not be reached, judged from its spelling alone (an IP literal in
+    any notation, a loopback name), or None. For a URL being saved, where nothing is looked
+    up: what a name resolves to is judged by :func:`resolve_checked` when it is dialled."""
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        return None  # not a URL the dial could use either; its own check says why
+    if not host or allowance.names(host):
+        return None
+    literal = literal_address(host)
+    if literal is not None:
+        reason = allowance.refuses(literal, named=False)
+        return None if reason is None else f"{host} is {_a(reason)} address"
+    if is_localhost_name(host):
+        return f"{host} is this machine (a loopback name)"
+    return None
+
+
 def _a(kind: str) -> str:
     return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
 
@@ -308,3 +332,27 @@ class PinnedResolver(AbstractResolver):
 
     async def close(self) -> None:
         return None
+
+
+class GuardedConnector(aiohttp.TCPConnector):
+    """An aiohttp connector that checks every host it connects to, IP literals included.
+
+    aiohttp hands a host name to its resolver but connects to an IP literal (``127.0.0.1``,
+    ``[::1]``) without asking the resolver, so a guarded resolver alone lets a literal through.
+    This connector answers the step that both take (``_resolve_host``) with
+    :func:`resolve_checked`: every connection, each redirect's included, goes to an address this
+    module checked, whatever the host is spelled as. A refusal is an OSError, which aiohttp
+    raises as a ``ClientConnectorError`` naming the host.
+    """
+
+    def __init__(self, allowance: Allowance = NOTHING_ALLOWED, **kwargs: Any) -> None:
+        super().__init__(use_dns_cache=False, **kwargs)
+        self._allowance = allowance
+
+    async def _resolve_host(
+        self, host: str, port: int, traces: Sequence[Any] | None = None
+    ) -> list[ResolveResult]:
+        try:
+            return await resolve_checked(host, port, self._allowance)
+        except (HostRefused, LookupFailed) as exc:
+            raise OSError(errno.EACCES, f"refused: {exc}") from None

@@ -55,6 +55,12 @@ class DeviceAuthError(DeviceError):
     status = 401
 
 
+class DeviceNameTaken(DeviceError):
+    """The owner already has a device of that name: a conflict with what exists."""
+
+    status = 409
+
+
 class DeviceNotFound(DeviceError):
     status = 404
 
@@ -136,7 +142,7 @@ class DeviceRegistry:
             raise DeviceError("platform must be a short string")
         caps = capabilities_of(capabilities if capabilities is not None else [])
         if self._by_name(owner, name) is not None:
-            raise DeviceError(f"you already have a device named {name}")
+            raise DeviceNameTaken(f"you already have a device named {name}")
         token = None
         if kind == "endpoint":
             if not url:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hub.contracts import RELAY_MAX_DEFAULT, RELAY_MAX_LIMIT, RELAY_PAYLOAD_MAX_BYTES
+from hub.core.json_text import JsonRefused, parse_json_text
 from hub.devices.registry import Clock, Device, DeviceError, DeviceNotFound
 from hub.store.db import Database
 
@@ -68,9 +69,9 @@ def check_payload(payload: Any) -> str:
     if len(text.encode("utf-8")) > RELAY_PAYLOAD_MAX_BYTES:
         raise DeviceError(f"payload is over {RELAY_PAYLOAD_MAX_BYTES} bytes")
     try:
-        json.loads(text)
-    except json.JSONDecodeError:
-        raise DeviceError("payload must be JSON") from None
+        parse_json_text(text, "payload", RELAY_PAYLOAD_MAX_BYTES)
+    except JsonRefused as exc:
+        raise DeviceError(str(exc)) from None
     return text
 
 

@@ -38,6 +38,7 @@ from py_mini_racer import (
     mini_racer,
 )
 
+from hub.core.json_text import JsonRefused, parse_json_text
 from hub.core.urls import canonical_url
 from hub.forge import protocol as p
 from hub.forge.prelude import PRELUDE
@@ -134,6 +135,61 @@ def _parse_only(source: str, mark: str) -> str:
     return f'"use strict"; throw "{mark}";\n(\n{source}\n);'
 
 
+# An arrow function's head: ``async``, then one parameter name or parameters in parentheses with
+# no parenthesis, slash or backtick inside (strings allowed), then ``=>``. With no call,
+# comment, regular expression or template in it, where the head ends is plain from the text.
+_ARROW_HEAD = re.compile(
+    r"""(?:async(?:\s+|(?=\()))?"""
+    r"""(?:(?:[^\W\d]|\$)[\w$]*|\((?:[^()"'`/]|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')*\))"""
+    r"""\s*=>"""
+)
+
+
+def _arrow_head(source: str) -> None:
+    """Stopped unless ``source`` begins as an arrow function does."""
+    if _ARROW_HEAD.match(source) is None:
+        raise Stopped(
+            p.KIND_SOURCE,
+            "the source must be exactly one arrow function, beginning with its parameters and "
+            "=> (parameters with no call, regular expression or template in them)",
+        )
+
+
+def _one_expression(source: str, mark: str) -> str:
+    """A script whose first statement throws ``mark`` (nothing runs) and which compiles only
+    when the source up to the wrapper's closing parenthesis is one expression without a comma
+    at its top: a ``for ... of`` head takes an AssignmentExpression, never a sequence."""
+    return f'"use strict"; throw "{mark}";\nfor (const tool of\n{source}\n) ;'
+
+
+async def _is_one_arrow_by_shape(mr: MiniRacer, source: str) -> None:
+    """Stopped unless ``source`` is one arrow function by its text alone, before any of it runs.
+
+    The head is an arrow's (:data:`_ARROW_HEAD`), and what :func:`_wrapped` returns — the
+    source up to its first closing parenthesis at the top, or all of it — is one expression
+    (:func:`_one_expression`) that begins with that head: an arrow function and nothing else, so
+    evaluating it only makes the function. A call, a loop or a sequence is refused here, not run
+    until the CPU limit stops it."""
+    _arrow_head(source)
+    await _compiles(mr, _one_expression(source, mark := _mark()), mark)
+
+
+def _mark() -> str:
+    return f"tiny-hub-parsed-{secrets.token_hex(8)}"
+
+
+async def _compiles(mr: MiniRacer, script: str, mark: str) -> None:
+    try:
+        await mr.eval_cancelable(script)
+    except JSParseException:
+        raise Stopped(p.KIND_SOURCE, "the source must be exactly one arrow function") from None
+    except JSEvalException as exc:
+        if mark in str(exc).splitlines()[0]:
+            return
+        raise
+    raise Stopped(p.KIND_SOURCE, "the source must be exactly one arrow function")
+
+
 async def _parses_alone(mr: MiniRacer, source: str) -> None:
     """Stopped unless ``source`` parses, in strict mode, as expressions inside one pair of
     parentheses, before any of it runs (``isOneArrow`` then holds it to one arrow function)."""
@@ -157,6 +213,7 @@ async def _in_context(mr: MiniRacer, request: dict[str, Any], limits: p.Limits) 
         setup: Any = await mr.eval_cancelable(PRELUDE)
         helpers: Any = await setup.cancelable()(js_fetch)
         await _parses_alone(mr, source)
+        await _is_one_arrow_by_shape(mr, source)
         tool = await mr.eval_cancelable(_wrapped(source))
         if not await helpers["isOneArrow"].cancelable()(tool, source):
             raise Stopped(p.KIND_SOURCE, "the source must be exactly one arrow function")
@@ -168,7 +225,16 @@ async def _in_context(mr: MiniRacer, request: dict[str, Any], limits: p.Limits) 
         raise Stopped(p.KIND_RESULT, "the tool's result cannot be turned into JSON")
     if len(text) > p.MAX_RESULT_CHARS:
         raise Stopped(p.KIND_RESULT, f"the result is over {p.MAX_RESULT_CHARS} characters")
-    return json.loads(text)
+    # JSON the tool wrote, read with a request body's limits: nesting too deep for the reader,
+    # or a lone surrogate JavaScript strings may hold, is a tool error, never a crash.
+    try:
+        return parse_json_text(text, "the tool's result")
+    except JsonRefused as exc:
+        if "surrogate" in str(exc):  # JavaScript strings may hold one; no text can
+            raise Stopped(
+                p.KIND_RESULT, "the tool's result is not valid Unicode (a lone surrogate)"
+            ) from None
+        raise Stopped(p.KIND_RESULT, str(exc)) from None
 
 
 def _thrown(exc: Exception, mr: MiniRacer) -> Stopped:

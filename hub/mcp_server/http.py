@@ -30,7 +30,7 @@ from hub.api.body import read_json_body
 from hub.api.errors import http_error
 from hub.api.keys import HUB
 from hub.api.limits import read_body
-from hub.api.spec import ANY, TEXT, Operation, documented, obj
+from hub.api.spec import ANY, Operation, documented, obj
 from hub.mcp_server.clients import OWNER_CLIENT, McpClient, McpClients
 from hub.runtime.hub import Hub
 
@@ -40,7 +40,24 @@ PATH = "/mcp"
 REALM = "tiny-hub"
 PROTOCOL_VERSION_HEADER = "MCP-Protocol-Version"
 # One JSON-RPC request or notification (the protocol has had no batches since 2025-06-18).
-JSONRPC = obj({"jsonrpc": {"const": "2.0"}, "method": TEXT}, id={"type": ["string", "integer"]})
+# The messages the package reads (JSON-RPC 2.0 as MCP has it): a request or a notification
+# (a method; an id or none), or a client's answer to the server (an id and a result or an
+# error). An unknown method is answered by the package with a JSON-RPC error, not refused.
+_ID = {"type": ["string", "integer", "null"]}
+_ANSWERED = {"type": ["string", "integer"]}  # an answer names the request it answers
+JSONRPC = {
+    "anyOf": [
+        obj({"jsonrpc": {"const": "2.0"}, "method": {"type": "string"}}, id=_ID),
+        obj({"jsonrpc": {"const": "2.0"}, "id": _ANSWERED, "result": {"type": "object"}}),
+        obj(
+            {
+                "jsonrpc": {"const": "2.0"},
+                "id": _ANSWERED,
+                "error": obj({"code": {"type": "integer"}, "message": {"type": "string"}}),
+            }
+        ),
+    ]
+}
 ASGIMessage = MutableMapping[str, Any]
 
 
@@ -158,6 +175,7 @@ def protocol_version_problem(request: web.Request) -> str | None:
         answers={200: ANY, 202: None},  # 202: a notification, answered with no body
         body=JSONRPC,
         errors=(405, 406),
+        error_schema="McpError",
     )
 )
 async def serve_mcp(request: web.Request) -> web.StreamResponse:

@@ -190,6 +190,7 @@ class MemoryStore:
         """The current facts about ``text``, by meaning, best first."""
         if not text.strip():
             return []
+        self._index_missing_of(owner)
         found = self.vectors.query(owner, text, ABOUT_AT_MOST)
         if not found:
             return []
@@ -317,6 +318,7 @@ class MemoryStore:
         """Best matches first; ``hops=1`` appends the current facts linked to them."""
         if not query.strip():
             return []
+        self._index_missing_of(owner)
         found = self.vectors.query(owner, query, limit * RECALL_OVERFETCH)
         facts = self._owned_current(owner, [vec_id for vec_id, _ in found])[:limit]
         if hops:
@@ -554,6 +556,20 @@ class MemoryStore:
                 return done
             self._index([_fact(row) for row in rows], strict=True)
             done += len(rows)
+
+    def _index_missing_of(self, owner: str) -> None:
+        """Before a search: this person's current facts without a vector get theirs. A fact and
+        its vector are written one after the other (the vector outside SQLite's transaction),
+        so a crash between the two (a SIGKILL mid-undo) leaves facts /learnings lists but
+        search cannot find; the search waits for them instead of the start-up repair. When
+        nothing is missing, as after every clean write, it is one look at a partial index."""
+        rows = self._db.execute(
+            f"SELECT {_FACT_COLUMNS} FROM entity"
+            " WHERE owner = ? AND vec_id IS NULL AND valid_to IS NULL",
+            [owner],
+        ).fetchall()
+        for start in range(0, len(rows), INDEX_BATCH):
+            self._index([_fact(row) for row in rows[start : start + INDEX_BATCH]])
 
     def reindex(self) -> int:
         """Rebuild the whole collection from SQLite (``tiny-hub memory reindex``)."""

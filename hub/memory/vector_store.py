@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlparse
@@ -52,7 +52,15 @@ class VectorStore(Protocol):
 class SqliteVectors:
     """``vectors.db``: one row per vector, ``(id, user_id, vec)``, the vector as float32 bytes."""
 
-    def __init__(self, path: Path, chroma_path: Path | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        chroma_path: Path | None = None,
+        chroma: Callable[[], Any] | None = None,
+    ) -> None:
+        """``chroma``: the index's one Chroma client (opened on demand), to move the vectors an
+        embedded Chroma at ``chroma_path`` kept before; never a client of its own, since two
+        clients of one path opened at once race inside Chroma."""
         fresh = not path.exists()
         self._db: Database = connect(path)
         self._db.execute(
@@ -60,8 +68,8 @@ class SqliteVectors:
             " vec BLOB NOT NULL) WITHOUT ROWID"
         )
         self._db.execute("CREATE INDEX IF NOT EXISTS vector_user ON vector (user_id)")
-        if fresh and chroma_path is not None:
-            copy_from_chroma(chroma_path, self)
+        if fresh and chroma_path is not None and chroma is not None:
+            copy_from_chroma(chroma_path, chroma, self)
 
     def put(self, ids: Sequence[str], users: Sequence[str], vectors: Matrix) -> None:
         rows = [
@@ -170,30 +178,27 @@ def _memory_collection(client: Any) -> Any:
 _copy_lock = threading.Lock()
 
 
-def copy_from_chroma(chroma_path: Path, into: SqliteVectors) -> int:
+def copy_from_chroma(chroma_path: Path, chroma: Callable[[], Any], into: SqliteVectors) -> int:
     """Move the memory vectors an embedded Chroma kept (a data dir from before) into ``into``,
-    then drop that collection; how many were moved."""
+    then drop that collection; how many were moved. ``chroma`` gives the index's client."""
     if not (chroma_path / "chroma.sqlite3").exists():
         return 0
     with _copy_lock:
-        client = chroma_client(chroma_path, "")
-        try:
-            if COLLECTION not in {c.name for c in client.list_collections()}:
-                return 0
-            collection = client.get_collection(COLLECTION)
-            moved = 0
-            while True:
-                found = collection.get(
-                    include=["embeddings", "metadatas"], limit=_COPY_PAGE, offset=moved
-                )
-                if not found["ids"]:
-                    break
-                users = [str((m or {}).get("userId", "")) for m in found["metadatas"]]
-                vectors = np.asarray(found["embeddings"], dtype=np.float32)
-                into.put(found["ids"], users, vectors.reshape(-1, DIMENSIONS))
-                moved += len(found["ids"])
-            client.delete_collection(COLLECTION)
-            log.info("moved %d memory vectors from Chroma into %s", moved, VECTORS_FILE)
-            return moved
-        finally:
-            client.close()
+        client = chroma()
+        if COLLECTION not in {c.name for c in client.list_collections()}:
+            return 0
+        collection = client.get_collection(COLLECTION)
+        moved = 0
+        while True:
+            found = collection.get(
+                include=["embeddings", "metadatas"], limit=_COPY_PAGE, offset=moved
+            )
+            if not found["ids"]:
+                break
+            users = [str((m or {}).get("userId", "")) for m in found["metadatas"]]
+            vectors = np.asarray(found["embeddings"], dtype=np.float32)
+            into.put(found["ids"], users, vectors.reshape(-1, DIMENSIONS))
+            moved += len(found["ids"])
+        client.delete_collection(COLLECTION)
+        log.info("moved %d memory vectors from Chroma into %s", moved, VECTORS_FILE)
+        return moved

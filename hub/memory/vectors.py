@@ -110,7 +110,11 @@ class VectorIndex:
         self.where = url or str(Path(str(path)).parent / VECTORS_FILE)
         self._client: Any = None
         self._store: VectorStore | None = None
-        self._open_lock = threading.Lock()
+        # Re-entrant: the store, made under it, may need the client (a move from Chroma). One
+        # lock for both makes Chroma open once, whichever comes first (the housekeeping's
+        # universe, a first request's memory): two clients of one path opened at once race
+        # inside Chroma ("'RustBindingsAPI' object has no attribute 'bindings'").
+        self._open_lock = threading.RLock()
         # userId -> their vectors; least recently searched dropped first, within CACHED_BYTES.
         self._people: OrderedDict[str, _Person] = OrderedDict()
         self._people_lock = threading.Lock()
@@ -126,18 +130,16 @@ class VectorIndex:
 
     @property
     def store(self) -> VectorStore:
-        if self._store is None:
-            if self._url:
-                store: VectorStore = ChromaVectors(self.client)
-            else:
-                assert self._path is not None
-                store = SqliteVectors(self._path.parent / VECTORS_FILE, self._path)
-            with self._open_lock:
-                if self._store is None:
-                    self._store = store
-                elif store is not self._store:
-                    store.close()
-        return self._store
+        with self._open_lock:
+            if self._store is None:
+                if self._url:
+                    self._store = ChromaVectors(self.client)
+                else:
+                    assert self._path is not None
+                    self._store = SqliteVectors(
+                        self._path.parent / VECTORS_FILE, self._path, lambda: self.client
+                    )
+            return self._store
 
     def close(self) -> None:
         """Release the store and Chroma's files and threads. Chroma shares one system per path

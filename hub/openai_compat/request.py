@@ -10,7 +10,6 @@ refusing a penalty the model cannot apply would only break that client.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from hub.agent.attachments import Attachment, BlockError, content_block
 from hub.agent.sampling import Sampling
 from hub.agent.turn import ChatMessage, ToolAnswer, ToolCall
 from hub.core.errors import Refused
+from hub.core.json_text import JsonRefused, parse_json_text
 from hub.openai_compat.client_tools import EMPTY_PARAMETERS, ClientToolSpec
 
 MAX_TOOLS = 128  # OpenAI's own limit on ``tools``
@@ -55,7 +55,9 @@ def parse_completion(body: Any) -> CompletionRequest:
     model = body.get("model")
     if not isinstance(model, str) or not model.strip():
         raise BadCompletionRequest("model must be a string: tiny or tiny/<name>", "model")
-    if body.get("n") not in (None, 1):
+    n = body.get("n")
+    # true == 1 in Python (bool is an int): without the isinstance, true would pass as 1.
+    if n is not None and (isinstance(n, bool) or n != 1):
         raise BadCompletionRequest("n must be 1: the hub gives one answer per turn", "n")
     stream = _flag(body, "stream")
     options = body.get("stream_options")
@@ -249,15 +251,15 @@ def _call(where: str, item: Any) -> ToolCall:
     name, arguments = function.get("name"), function.get("arguments", "{}")
     if not isinstance(name, str) or not name:
         raise BadCompletionRequest(f"{where}.function.name must be a string", where)
+    field = f"{where}.function.arguments"
     try:
-        parsed = json.loads(arguments) if isinstance(arguments, str) else None
-    except ValueError:
-        parsed = None
-    if not isinstance(parsed, dict):
+        parsed = parse_json_text(arguments, field) if isinstance(arguments, str) else None
+    except JsonRefused as exc:
         raise BadCompletionRequest(
-            f"{where}.function.arguments must be a JSON object written as a string",
-            f"{where}.function.arguments",
-        )
+            f"{exc}; it must be a JSON object written as a string", field
+        ) from None
+    if not isinstance(parsed, dict):
+        raise BadCompletionRequest(f"{field} must be a JSON object written as a string", field)
     return ToolCall(call_id, name, parsed)
 
 

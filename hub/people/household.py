@@ -10,6 +10,7 @@ or purges it. The caller must say which: data is never dropped, or kept, by defa
 from __future__ import annotations
 
 import logging
+import re
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -25,6 +26,9 @@ log = logging.getLogger(__name__)
 
 DataChoice = Literal["keep", "purge"]
 MAX_NAME = 64
+# No control character (C0 or DEL), and at least one character that is not a space: in a
+# regular expression that Python and JSON Schema read alike.
+NAME_PATTERN = "^[^\\x00-\\x1f\\x7f]*[^\\x00-\\x20\\x7f][^\\x00-\\x1f\\x7f]*$"
 #: The platform's row of the social graph: a user row that is nobody, never listed.
 PLATFORM_ID = "platform"
 
@@ -93,13 +97,14 @@ class Removal:
 
 
 def check_name(name: Any) -> str:
-    """A person's display name: 1-64 printable characters, trimmed."""
-    if not isinstance(name, str) or not name.strip():
+    """A person's display name: at most 64 characters, none a control character, one not a
+    space (:data:`NAME_PATTERN`, the rule /api/openapi.json states); kept without the spaces
+    around it."""
+    if not isinstance(name, str) or not name.strip(" "):
         raise PeopleError("name must be a non-empty string")
-    cleaned = name.strip()
-    if len(cleaned) > MAX_NAME or not cleaned.isprintable():
-        raise PeopleError(f"name must be at most {MAX_NAME} printable characters")
-    return cleaned
+    if len(name) > MAX_NAME or re.fullmatch(NAME_PATTERN, name) is None:
+        raise PeopleError(f"name must be at most {MAX_NAME} characters, with no control characters")
+    return name.strip(" ")
 
 
 def check_data_choice(value: Any) -> DataChoice:

@@ -15,6 +15,7 @@ from hub.agent.models import ModelRouter
 from hub.community.allowance import ChatAllowance
 from hub.community.service import Community
 from hub.config import Settings
+from hub.core.netguard import Allowance
 from hub.devices.endpoint import EndpointPolicy
 from hub.devices.service import Devices
 from hub.devices.transcripts import TranscriptStore
@@ -81,7 +82,7 @@ class Hub:
         db = open_database(settings.db_path)
         identity = Identity(db)
         owner = identity.ensure_owner(settings.owner_token_path)
-        tinys = TinyStore(db)
+        tinys = TinyStore(db, Allowance.of_hosts(settings.http_allow_hosts))
         tinys.ensure_default(owner)
         vectors = VectorIndex(settings.chroma_path, settings.memory_chroma_url)
         memory = MemoryStore(

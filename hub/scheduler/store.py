@@ -115,6 +115,9 @@ class ScheduleStore:
     ) -> Scheduled:
         """A repeating job (``every``) or a one-shot (``run_in_minutes``), never both."""
         prompt = _text(prompt, "prompt")
+        if len(title.strip()) > TITLE_MAX:
+            # A title is a notification's title: refused when too long, never cut silently.
+            raise ScheduleRefused(f"title is over {TITLE_MAX} characters: give a short one")
         now = self.clock()
         if bool(every) == (run_in_minutes is not None):
             raise ScheduleRefused(

@@ -16,6 +16,7 @@ from typing import Any
 
 from hub.contracts import DEFAULT_TINY
 from hub.core.errors import Refused
+from hub.core.netguard import NOTHING_ALLOWED, Allowance, refused_by_spelling
 from hub.people.identity import User, hash_token, new_token
 from hub.store.db import Database
 
@@ -68,6 +69,12 @@ class TinyError(Refused):
     """A request about a tiny that cannot be met; ``status`` is the HTTP answer."""
 
     status = 400
+
+
+class TinyExists(TinyError):
+    """The name is taken: a conflict with what exists, not a bad request."""
+
+    status = 409
 
 
 class TinyNotFound(TinyError):
@@ -228,7 +235,10 @@ def _skills(skills: Any) -> list[Skill]:
 
 
 class TinyStore:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, reach: Allowance = NOTHING_ALLOWED) -> None:
+        """``reach``: what the owner allowed the hub to dial beyond public addresses
+        (``http.allow_hosts``), held to a worker's and an MCP server's URL when it is saved."""
+        self._reach = reach
         self._db = db
         # Told the name of every tiny created or changed, after the write (the universe keeps
         # its index in step this way). A listener must not raise and must return quickly.
@@ -257,8 +267,9 @@ class TinyStore:
     def create(self, owner: User, fields: Mapping[str, Any]) -> tuple[Tiny, str | None]:
         """Create; return the record and, for a private tiny, its key (shown once)."""
         values = validate_fields(fields, creating=True)
+        self._check_reach(fields)
         if self.get(values["name"]) is not None:
-            raise TinyError(f"a tiny named {values['name']} already exists")
+            raise TinyExists(f"a tiny named {values['name']} already exists")
         key = new_token() if values.get("visibility") == "private" else None
         now = time.time()
         self._db.table("tinys").insert(
@@ -275,6 +286,22 @@ class TinyStore:
         self._changed(tiny.name)
         return tiny, key
 
+    def _check_reach(self, fields: Mapping[str, Any]) -> None:
+        """The URLs a tiny makes the hub dial (its worker, its MCP servers), held to the
+        address policy as far as their spelling tells (``hub.core.netguard``): an IP literal
+        or a loopback name the owner did not allow is refused now; a name is judged again,
+        after DNS, at every dial."""
+        servers = fields.get("mcpServers") or []
+        urls = [fields.get("worker")] + [s.get("url") for s in servers if isinstance(s, dict)]
+        for url in urls:
+            if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+                continue
+            if (why := refused_by_spelling(url, self._reach)) is not None:
+                raise TinyError(
+                    f"{url[:200]} is refused: {why}; the hub's owner can allow a host "
+                    "with http.allow_hosts"
+                )
+
     def modify(self, user: User, name: str, fields: Mapping[str, Any]) -> tuple[Tiny, str | None]:
         """Change fields of a tiny the user owns (or any, for the hub's owner). Turning a tiny
         private mints its key, returned once."""
@@ -284,6 +311,7 @@ class TinyStore:
         if not (user.is_owner or user.id == tiny.owner_id):
             raise TinyForbidden(f"only the owner of {name} may change it")
         values = validate_fields(fields, creating=False)
+        self._check_reach(fields)
         values.pop("name", None)
         key = None
         if values.get("visibility") == "private" and not tiny.is_private:
