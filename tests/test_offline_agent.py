@@ -116,8 +116,11 @@ async def test_flipper_charge_is_answered_from_flipper_status(hub: RunningServer
 async def test_health_says_which_embedded_model_and_that_it_calls_tools(
     hub: RunningServer,
 ) -> None:
-    async with aiohttp.ClientSession() as http, http.get(f"{hub.url}/api/health") as response:
-        body = await response.json()
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(f"{hub.url}/api/health", headers=owner_headers(hub)) as response,
+    ):
+        body = await response.json()  # the runner's details are for a signed-in caller
     assert body["embedded"]["tools"] is True
     assert body["embedded"]["model"] == QWEN_CODER_1_5B.key
 

@@ -170,8 +170,8 @@ def choose(
         keep = by_family(specs, scores, ranked, turn)
     kept = [i for i in range(len(specs)) if i in keep]
     # How related each offered tool is to this message itself: a tool offered for the message
-    # before it is checked before it runs ("my sister is visiting" after a Flipper question
-    # reached for the Flipper's find).
+    # before it is checked before it runs ("my sister is visiting" after a question about a
+    # device reached for that device's tool to find it).
     return Offer(
         [specs[i] for i in kept],
         nearest,
