@@ -11,7 +11,6 @@ tried on real loopback listeners: saved, probed, dialled.
 from __future__ import annotations
 
 import ast
-import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import pytest
 from hub.core.netguard import Allowance, GuardedConnector
 from hub.people.preferences import SavedModel, save_model
 from tests.conftest import StartHub
+from tests.test_model_access import Listener
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ("hub", "drivers", "tui", "media", "firmware_bridges")
@@ -121,32 +121,9 @@ def test_every_dialling_site_is_listed_and_the_guarded_ones_go_through_the_polic
 # --- the policy on real listeners -----------------------------------------------------------
 
 
-class Listener:
-    """A loopback service that must never be reached: it counts what it accepts."""
-
-    def __init__(self) -> None:
-        self.connections = 0
-        self.port = 0
-        self.server: asyncio.Server | None = None
-
-    async def start(self) -> None:
-        async def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            self.connections += 1
-            body = b'{"capabilities": ["tools"]}'
-            writer.write(
-                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
-                b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body)
-            )
-            await writer.drain()
-            writer.close()
-
-        self.server = await asyncio.start_server(accepted, "127.0.0.1", 0)
-        self.port = self.server.sockets[0].getsockname()[1]
-
-
 @pytest.fixture
 async def listener() -> AsyncIterator[Listener]:
-    found = Listener()
+    found = Listener(body=b'{"capabilities": ["tools"]}')
     await found.start()
     yield found
     assert found.server is not None

@@ -37,11 +37,12 @@ class Listener:
     port: int = 0
     connections: int = 0
     server: asyncio.Server | None = None
+    body: bytes = b'{"secret": "INTERNAL_SERVICE_DATA"}'
 
     async def start(self) -> None:
         async def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             self.connections += 1
-            body = b'{"secret": "INTERNAL_SERVICE_DATA"}'
+            body = self.body
             writer.write(
                 b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
                 b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body)

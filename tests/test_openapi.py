@@ -143,6 +143,9 @@ def hub_schema(live_hub: ThreadedHub) -> Any:
 fuzzed = schemathesis.pytest.from_fixture("hub_schema").exclude(path=openapi_fuzz.NOT_FUZZED)
 
 
+# Every operation's examples run inside this one test: on a busy machine that takes minutes,
+# past the suite's 60 s per test.
+@pytest.mark.timeout(900)
 @fuzzed.parametrize()
 @settings(
     max_examples=EXAMPLES_PER_OPERATION,
