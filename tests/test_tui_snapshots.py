@@ -11,6 +11,7 @@ uptime, the clock and the dates are replaced by placeholders.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import secrets
 from collections.abc import Awaitable, Callable
@@ -21,10 +22,11 @@ from typing import Any
 
 import pytest
 from pytest_textual_snapshot import SVGImageExtension
+from rich.cells import cell_len
 from syrupy.assertion import SnapshotAssertion
 from textual.pilot import Pilot
 from textual.screen import Screen
-from textual.widgets import Footer, Select, Static
+from textual.widgets import DataTable, Footer, Select, Static
 from textual.widgets._footer import FooterKey
 
 from fakes.ollama import FakeOllama, Reply
@@ -84,14 +86,17 @@ async def settle(pilot: Pilot[None]) -> None:
     await pilot.pause()
 
 
-async def still_picture(app: TinyApp, pilot: Pilot[None], looks: int = 50) -> str:
-    """The screenshot once two in a row are the same: a dialog that opens as a turn ends
-    (focus moving to it, the prompt redrawn) may still be drawing after one settle."""
-    before = app.export_screenshot(title=app.title)
+async def still_picture(app: TinyApp, pilot: Pilot[None], looks: int = 80, alike: int = 3) -> str:
+    """The screenshot once ``alike`` in a row are the same, a moment apart: a dialog that opens
+    as a turn ends (focus moving to it, the prompt redrawn), or the table behind a dialog
+    restyled as it loses focus, may still be drawing after one settle."""
+    before, same = app.export_screenshot(title=app.title), 1
     for _ in range(looks):
         await settle(pilot)
+        await asyncio.sleep(0.05)  # timers the redraw waits on get their turn
         now = app.export_screenshot(title=app.title)
-        if now == before:
+        same = same + 1 if now == before else 1
+        if same >= alike:
             return now
         before = now
     raise AssertionError(f"the screen was still changing after {looks} looks")
@@ -161,7 +166,7 @@ async def test_each_screen_looks_as_it_did(
         await settle(pilot)
         assert LOADED[screen] in visible_text(app)
         assert cut_words(app.screen) == []
-        svg = app.export_screenshot(title=app.title)
+        svg = await still_picture(app, pilot)  # a long table may still be laying out
     assert snapshot(extension_class=SVGImageExtension) == svg
 
 
@@ -220,10 +225,40 @@ async def press(app: TinyApp, pilot: Pilot[None], server: RunningServer, keys: s
 async def when_loaded(
     app: TinyApp, pilot: Pilot[None], server: RunningServer, keys: str = ""
 ) -> None:
-    """The keys, once the screen has shown what the hub said (so a dialog opens over it)."""
+    """The keys, once the screen has shown what the hub said (so a dialog opens over it) and
+    has no fetch under way (a second answer would fill its table again behind the dialog)."""
     await until(lambda: LOADED[str(app.current_mode)] in visible_text(app))
-    await settle(pilot)
+    await until(lambda: not fetching(app), what="the screen's fetches done")
+    await until(lambda: tables_laid_out(app), what="the screen's tables laid out")
+    await still_picture(app, pilot)  # drawn as laid out before a dialog covers it
     await pilot.press(*keys.split())
+
+
+def fetching(app: TinyApp) -> bool:
+    """Whether a worker of the screen shown fetches now: its one-off workers, not the ones
+    that poll or follow a stream for as long as the screen lives."""
+    return any(
+        worker.node is app.screen and worker.is_running and worker.group not in LIFELONG
+        for worker in app.workers
+    )
+
+
+LIFELONG = {"events", "poll"}
+
+
+def tables_laid_out(app: TinyApp) -> bool:
+    """Whether every table of the screen shown has measured its rows: a table measures them
+    when it is next idle, and one that is covered by a dialog before then keeps the widths
+    of its labels behind the dialog."""
+    return all(
+        column.content_width
+        >= max((cell_len(str(cell)) for cell in table.get_column(key)), default=0)
+        for table in app.screen.query(DataTable)
+        for key, column in table.columns.items()
+    )
+
+
+"""The worker groups the screens give to loops that last as long as the screen."""
 
 
 def learned(*facts: str) -> Callable[[RunningServer], None]:

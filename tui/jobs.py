@@ -92,7 +92,7 @@ class JobsScreen(Screen[None]):
     def action_refresh(self) -> None:
         self._wake.set()
 
-    @work(exclusive=True, group="jobs")
+    @work(exclusive=True, group="poll")
     async def poll(self) -> None:
         with contextlib.suppress(NoMatches):  # the screen is closing: its widgets are gone
             while True:

@@ -40,13 +40,16 @@ def tool_cells(tool: dict[str, Any], what_chars: int) -> Cells:
     return (str(tool.get("name")), str(tool.get("tier")), state, described)
 
 
-def what_room(tools: list[dict[str, Any]], width: int) -> int:
-    """How many cells a description may take beside the other columns in ``width``: it ends
-    after its last whole word that fits, never cut at the screen's edge."""
+def column_widths(tools: list[dict[str, Any]], width: int) -> tuple[int, ...]:
+    """Each column's width in ``width``: a name and a tier whole, and a description that
+    ends after its last whole word that fits, never cut at the screen's edge. The widths are
+    set when the rows are, so the table is never drawn at its labels' widths while it
+    measures its cells (as it would be behind a dialog that opens meanwhile)."""
     names = max([len(COLUMNS[0]), *(len(str(t.get("name"))) for t in tools)])
     tiers = max([len(COLUMNS[1]), *(len(str(t.get("tier"))) for t in tools)])
-    used = names + tiers + len("on (kept)") + CELL_PADDING * len(COLUMNS) + SCROLLBAR
-    return max(len(COLUMNS[3]), min(WHAT_CHARS, width - used))
+    state = len("on (kept)")
+    used = names + tiers + state + CELL_PADDING * len(COLUMNS) + SCROLLBAR
+    return names, tiers, state, max(len(COLUMNS[3]), min(WHAT_CHARS, width - used))
 
 
 class ToolsScreen(Screen[None]):
@@ -71,15 +74,14 @@ class ToolsScreen(Screen[None]):
         self.answer: Answer | None = None
         self.show_next = ""
         """A tool just forged or installed: the cursor goes to it once it is listed."""
+        self.shown_width = 0
+        """The screen's width when the table was last filled."""
 
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static("loading…", id="status")
         yield DataTable(id="tools", cursor_type="row", zebra_stripes=True)
         yield KeysFooter()
-
-    def on_mount(self) -> None:
-        self.query_one("#tools", DataTable).add_columns(*((name, name) for name in COLUMNS))
 
     def on_screen_resume(self) -> None:
         self.query_one("#tools", DataTable).focus()
@@ -98,7 +100,9 @@ class ToolsScreen(Screen[None]):
         self.show(answer)
 
     def on_resize(self) -> None:
-        if self.answer is not None:
+        # Only a new width changes what a description may take; a resize at the same width
+        # (a dialog opening over the screen) leaves the table as it is.
+        if self.answer is not None and self.size.width != self.shown_width:
             self.show(self.answer)
 
     def show(self, answer: Answer) -> None:
@@ -108,12 +112,15 @@ class ToolsScreen(Screen[None]):
         table = self.query_one("#tools", DataTable)
         kept = self.show_next or cursor_key(table)
         self.show_next = ""
-        table.clear()
+        table.clear(columns=True)
         # Your own first: the forged tier, then the rest as the turns mount them.
         ordered = sorted(self.tools.values(), key=lambda t: (t.get("tier") != "forged", t["name"]))
-        room = what_room(ordered, self.size.width)
+        self.shown_width = self.size.width
+        widths = column_widths(ordered, self.shown_width)
+        for name, width in zip(COLUMNS, widths, strict=True):
+            table.add_column(name, key=name, width=width)
         for tool in ordered:
-            table.add_row(*tool_cells(tool, room), key=str(tool["name"]))
+            table.add_row(*tool_cells(tool, widths[-1]), key=str(tool["name"]))
         if kept in self.tools:
             table.move_cursor(row=table.get_row_index(kept))
         off = sum(1 for t in self.tools.values() if not t.get("on"))
