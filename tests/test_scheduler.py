@@ -458,3 +458,22 @@ async def test_a_title_over_its_limit_is_refused_not_cut(
     body["title"] = "t" * TITLE_MAX
     status, answer = await send(http, "POST", f"{server.url}/api/jobs", body, owner_headers(server))
     assert status == 200 and answer["job"]["title"] == "t" * TITLE_MAX
+
+
+@pytest.mark.parametrize(
+    ("body", "query"),
+    [
+        ({"prompt": "tea?", "every": "", "runInMinutes": 5}, "every=&runInMinutes=5"),
+        ({"prompt": "tea?", "every": "*/5m", "runInMinutes": 5}, "every=*/5m&runInMinutes=5"),
+    ],
+)
+async def test_every_and_run_in_minutes_together_are_refused_even_empty(
+    server: RunningServer, http: aiohttp.ClientSession, body: dict[str, Any], query: str
+) -> None:
+    """The schema's oneOf says one of the two: an empty every beside runInMinutes is both."""
+    status, answer = await send(http, "POST", f"{server.url}/api/jobs", body, owner_headers(server))
+    assert status == 400 and "not both" in answer["error"]
+    preview = f"{server.url}/api/jobs/preview?{query}"
+    status, answer = await send(http, "GET", preview, None, owner_headers(server))
+    assert status == 400 and "not both" in answer["error"]
+    assert (await jobs(server, http))["jobs"] == []

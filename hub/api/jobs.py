@@ -99,6 +99,8 @@ async def add_job(request: web.Request) -> web.Response:
     unknown = sorted(set(body) - set(JOB_FIELDS))
     if unknown:
         raise ScheduleRefused(f"unknown field(s): {', '.join(unknown)} ({', '.join(JOB_FIELDS)})")
+    if "every" in body and "runInMinutes" in body:  # even an empty every: the schema's oneOf
+        raise ScheduleRefused(f"give either every ({FORMS}) or runInMinutes, not both")
     words = {name: _text_field(body, name) for name in ("prompt", "every", "title", "tiny")}
     minutes = whole_number(body.get("runInMinutes"))
     if minutes is None and body.get("runInMinutes") is not None:
@@ -136,13 +138,15 @@ def _text_field(body: dict[str, Any], name: str) -> str:
 async def preview_job(request: web.Request) -> web.Response:
     store, every = _store(request), request.query.get("every", "").strip()
     now = store.clock()
-    if every and "runInMinutes" not in request.query:
+    if ("every" in request.query) == ("runInMinutes" in request.query):
+        raise ScheduleRefused(f"give either every ({FORMS}) or runInMinutes, not both")
+    if every:
         schedule = parse_every(every)
         runs = [schedule.first_after(now, now)]
         while len(runs) < PREVIEW_RUNS:
             runs.append(schedule.first_after(now, runs[-1]))
         words = schedule.describe()
-    elif not every and "runInMinutes" in request.query:
+    elif "runInMinutes" in request.query:
         minutes = query_int(request, "runInMinutes", 0, 1, MAX_ONE_SHOT_MINUTES)
         runs, words = [now + minutes * 60.0], f"once, in {minutes} min"
     else:
