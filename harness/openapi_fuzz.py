@@ -94,8 +94,10 @@ UNSAYABLE: dict[tuple[str, str], tuple[str, ...]] = {
     # A model base URL's address is the network guard's to judge, after DNS.
     ("PUT", "/api/model"): ("model base URL refused",),
     # OpenAI's messages: which comes last, each call answered by the message right after it,
-    # and a user message's parts together holding something.
+    # and a user message's parts together holding something; and the tools' names, each one
+    # once (a schema can make items unique, not one field of them).
     ("POST", "/v1/chat/completions"): (
+        "more than once ('-' and '_' count as one)",
         "the last message must have role user or tool",
         "needs its tool message right after it",
         "has no text, image or audio",
