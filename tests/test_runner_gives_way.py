@@ -45,3 +45,55 @@ async def test_a_yielding_generation_waiting_for_the_runner_lets_a_turn_go_first
         assert len(requests_sent(log)) == 2, "the runner never read what listening asked"
     finally:
         await runner.close()
+
+
+async def test_a_yielding_generation_that_gets_the_runner_between_a_turns_generations_gives_way(
+    tmp_path: Path,
+) -> None:
+    """The runner comes free between a turn's generations (its offer, its tool's run): a
+    listening that waited for it reads nothing then, so the turn's next generation never waits
+    while it reads its prompt."""
+    log, script = tmp_path / "requests.jsonl", tmp_path / "script.json"
+    script.write_text(json.dumps({"replies": ["the call", "the answer"], "log": str(log)}))
+    runner = RunnerSupervisor(ScriptedSpec(Path(sys.executable), 512, 1, script=script))
+    chat = [{"role": "user", "content": "hi"}]
+    try:
+        holding = runner.generate(chat, 8, {}, Generation())
+        first = await anext(holding)  # the turn's first generation holds the runner
+        heard = Generation()
+
+        async def listen() -> str:
+            pieces = runner.generate(chat, 8, {}, heard, yields=True)
+            return "".join([piece async for piece in pieces])
+
+        listening = asyncio.create_task(listen())
+        await until(lambda: runner.waiting == 1, what="listening waits for the runner")
+        assert first + "".join([piece async for piece in holding]) == "the call"
+        assert await listening == "" and heard.stop_reason == p.STOP_CANCELLED
+        answer = "".join([piece async for piece in runner.generate(chat, 8, {}, Generation())])
+        assert answer == "the answer"
+        assert len(requests_sent(log)) == 2, "listening read nothing between the two"
+    finally:
+        await runner.close()
+
+
+async def test_quiet_waits_while_a_turns_generation_runs(tmp_path: Path) -> None:
+    """A long generation of a turn is not quiet, however long ago it asked."""
+    log, script = tmp_path / "requests.jsonl", tmp_path / "script.json"
+    script.write_text(json.dumps({"replies": ["a long reply"], "log": str(log)}))
+    runner = RunnerSupervisor(ScriptedSpec(Path(sys.executable), 512, 1, script=script))
+    chat = [{"role": "user", "content": "hi"}]
+    try:
+        holding = runner.generate(chat, 8, {}, Generation())
+        first = await anext(holding)
+        runner.last_asked = float("-inf")  # as if it had asked long ago
+        waited = asyncio.create_task(runner.quiet(0.0))
+        await asyncio.sleep(0.3)
+        assert not waited.done(), "a turn's generation is under way"
+        assert runner.turns_running == 1
+        assert first + "".join([piece async for piece in holding]) == "a long reply"
+        assert runner.turns_running == 0
+        runner.last_asked = float("-inf")
+        await asyncio.wait_for(waited, 60)
+    finally:
+        await runner.close()

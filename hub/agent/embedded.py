@@ -32,7 +32,7 @@ from hub.agent.runner import protocol as p
 from hub.agent.runner.process import Generation
 from hub.agent.runner.protocol import STOP_CANCELLED
 from hub.agent.runner.supervisor import RunnerSupervisor
-from hub.agent.small import calls, checks
+from hub.agent.small import calls, checks, facts
 from hub.agent.small.context import SmallTurn
 from hub.agent.small.history import (
     after_tool_result,
@@ -124,6 +124,7 @@ class EmbeddedModel(PlainModel):
         **kwargs: Any,
     ) -> AsyncGenerator[StreamEvent, None]:
         usage = Generation()
+        self._runner.asked()  # listening and reading ahead wait while the offer is chosen
         offer, chat = await self._prepared(messages, tool_specs or [], system_prompt)
         runs = _Runs(self, usage, cancel_signal)
         yield {"messageStart": {"role": "assistant"}}
@@ -155,7 +156,8 @@ class EmbeddedModel(PlainModel):
         offer, chat = await self._prepared(messages, tool_specs, system_prompt)
         fields = self._fields(offer) if offer.tools else None
         warmed = [await self._runner.warm(chat, fields)]
-        for asking in checks.confirmation_beginnings(self.turn):
+        # The facts question too: memory listens after every reply with it.
+        for asking in [*checks.confirmation_beginnings(self.turn), facts.asking("")]:
             warmed.append(await self._runner.warm(asking))
         return warmed
 

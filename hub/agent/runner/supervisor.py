@@ -31,6 +31,10 @@ log = logging.getLogger(__name__)
 CANCEL_GRACE_S = 0.08
 START_TIMEOUT_S = 120.0
 FAILURES_BEFORE_OFF = 3
+# A generation that gives way (listening after a reply) begins only once no turn has asked for
+# this long: a turn's generations come a moment apart (its offer, its tool's run), and one that
+# began between them would make the turn wait while it reads its prompt.
+GIVE_WAY_S = 1.0
 
 
 class RunnerFailed(Exception):
@@ -63,6 +67,7 @@ class RunnerSupervisor:
         # wait for the runner now: reading ahead gives way to turns.
         self.last_asked = 0.0
         self.waiting = 0
+        self.turns_running = 0  # turn generations under way (not warm-ups, not yielding ones)
         # The generation under way that gives way to a turn (listening after a reply): asked
         # to stop when a turn asks, it ends at its next token.
         self._yielding: tuple[RunnerProcess, int] | None = None
@@ -129,13 +134,16 @@ class RunnerSupervisor:
         (its stop reason "cancelled") when one asks."""
         if (failure := self.failure) is not None:
             raise RunnerFailed(failure)
-        if op != p.OP_WARM and not yields:
-            self.last_asked = asyncio.get_running_loop().time()
-            if self._yielding is not None:
-                self._yielding[0].cancel(self._yielding[1])
+        turn = op != p.OP_WARM and not yields
+        if turn:
+            self.asked()
+            self.turns_running += 1
         self.waiting += 1
         try:
             await self._lock.acquire()
+        except BaseException:
+            self.turns_running -= int(turn)
+            raise
         finally:
             self.waiting -= 1
         process: RunnerProcess | None = None
@@ -143,7 +151,7 @@ class RunnerSupervisor:
         try:
             self._cancel_idle()
             process = await self._running()
-            if yields and self.waiting:  # a turn came while this one waited: it goes first
+            if yields and not self.is_quiet(GIVE_WAY_S):  # a turn goes first
                 usage.stop_reason = p.STOP_CANCELLED
                 return
             rid = process.request(messages, max_tokens, sampling, offer, op)
@@ -159,20 +167,31 @@ class RunnerSupervisor:
         finally:
             if yields:
                 self._yielding = None
-            elif op != p.OP_WARM:
+            elif turn:
                 self.last_asked = asyncio.get_running_loop().time()
+                self.turns_running -= 1
             settle = asyncio.ensure_future(self._settle(process, rid))
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.shield(settle)
 
+    def asked(self) -> None:
+        """A turn needs the runner now or in a moment (its first generation follows its offer):
+        reading ahead and listening wait, and a generation that gives way is stopped."""
+        self.last_asked = asyncio.get_running_loop().time()
+        if self._yielding is not None:
+            self._yielding[0].cancel(self._yielding[1])
+
+    def is_quiet(self, for_s: float) -> bool:
+        """No turn has asked for ``for_s`` seconds, and none waits or runs."""
+        left = self.last_asked + for_s - asyncio.get_running_loop().time()
+        return left <= 0 and not self.waiting and not self.turns_running
+
     async def quiet(self, for_s: float) -> None:
-        """Return once no turn has asked for ``for_s`` seconds and none waits: reading ahead
-        gives way to a conversation going on (a turn's generations come a moment apart)."""
+        """Return once no turn has asked for ``for_s`` seconds and none waits or runs: reading
+        ahead gives way to a conversation going on (a turn's generations come a moment apart)."""
         loop = asyncio.get_running_loop()
-        while True:
+        while not self.is_quiet(for_s):
             left = self.last_asked + for_s - loop.time()
-            if left <= 0 and not self.waiting:
-                return
             await asyncio.sleep(min(max(left, 0.1), 1.0))
 
     async def start(self) -> None:
