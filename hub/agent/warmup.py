@@ -3,12 +3,12 @@
 When the model that answers by default is the embedded one, the hub joins and checks its file,
 loads it in the runner and has the runner read what every turn begins with — the owner's
 default tiny's prompt and the tools offered for small talk, and the examples of the yes/no
-checks — while the person is still opening the chat, and the families of tools a person meets
-first (a message about a device meets that device's tools whole): the devices online now, and
-the families whose tools say so (memory, reminders, sums). Then the model is ready, and the
-other families are read one at a time, each once no turn has asked for a few seconds, so
-later turns read only what is new in them. What it read is kept on disk: the next start reads
-none of it again. Each step shows in ``/api/health``
+checks and of the facts question — while the person is still opening the chat. Then the model
+is ready, and the families of tools are read one at a time (a message about a device meets
+that device's tools whole), each once no turn has asked for a few seconds, so later turns read
+only what is new in them: first those a person meets first — the devices online now, and the
+families whose tools say so (memory, reminders, sums) — then the others. What it read is kept
+on disk: the next start reads none of it again. Each step shows in ``/api/health``
 (``embedded.preparing``) and the log. A message sent meanwhile waits only for the step under
 way, and takes what is ready; a step that fails is logged and the first turn tries again, as
 it would have without this.
@@ -47,9 +47,8 @@ async def warm_up(hub: Hub) -> None:
 
 
 async def get_ready(hub: Hub) -> bool:
-    """Join, load and warm the model: what every offer shares, the yes/no checks, and the
-    families read first (the devices online now, and those their tools say a person asks for
-    on the first day). True when the embedded model answers with tools."""
+    """Join, load and warm the model: what every offer shares and the yes/no checks. True when
+    the embedded model answers with tools."""
     try:
         choice = await hub.models.default()
         if choice.provider != PROVIDER_EMBEDDED:
@@ -58,7 +57,7 @@ async def get_ready(hub: Hub) -> bool:
         started = time.monotonic()
         await runner.start()
         if choice.tools:
-            await _read(hub, runner, first=True)
+            await _read(hub, runner, families=False)
         log.info("embedded model ready in %.1f s", time.monotonic() - started)
         return choice.tools
     except Exception as exc:  # the first turn will try again and say why
@@ -67,29 +66,29 @@ async def get_ready(hub: Hub) -> bool:
 
 
 async def read_ahead(hub: Hub) -> None:
-    """The other families, one at a time, each once no turn has asked for a while."""
+    """The families, one at a time, each once no turn has asked for a while: those a person
+    meets first (the devices online, and those declared ``read_first``), then the others."""
     try:
-        await _read(hub, hub.models.embedded_runner(), first=False)
+        await _read(hub, hub.models.embedded_runner(), families=True)
     except Exception as exc:  # a turn reads the family it meets instead
         log.warning("could not read the tools ahead: %s", exc)
 
 
-async def _read(hub: Hub, runner: RunnerSupervisor, *, first: bool) -> None:
+async def _read(hub: Hub, runner: RunnerSupervisor, *, families: bool) -> None:
     turn = await compose_turn(hub, hub.owner, [ChatMessage("user", (SMALL_TALK,))], {})
     if not isinstance(turn.model, EmbeddedModel):
         return
     model, specs = turn.model, [t.tool_spec for t in turn.tools]
     online = {t.tool_name for t in hub.drivers.online_family_tools()}
-    offers = model.family_offers(specs)
-    wanted = [o for o in offers if _read_first(model, o, online) is first]
+    offers = model.family_offers(specs) if families else []
+    wanted = sorted(offers, key=lambda tools: not _read_first(model, tools, online))
     warmed = []
     try:
-        if first:
+        if not families:
             runner.preparing = READING
             warmed += await model.warm(turn.system_prompt, specs)
         for number, tools in enumerate(wanted, 1):
-            if not first:
-                await runner.quiet(QUIET_S)
+            await runner.quiet(QUIET_S)
             runner.preparing = f"{READING_FAMILIES} ({number} of {len(wanted)})"
             warmed.append(await model.warm_family(turn.system_prompt, specs, tools))
     finally:
