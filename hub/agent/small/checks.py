@@ -92,6 +92,7 @@ CLAIM_CHECK = Confirmation(
         ("Done, the old address is gone.", "", "yes"),
         ("Tides come from the pull of the moon on the oceans.", "", "no"),
         ("Your brother lives in Lisbon, as you told me.", "", "no"),
+        ("So your aunt's train gets in on Friday evening.", "", "no"),
     ),
     label="Reply",
 )

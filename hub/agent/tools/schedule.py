@@ -71,9 +71,10 @@ async def schedule(
     Args:
         action: create, list or delete.
         prompt: for create: what to do at each run, as the user would ask it.
-        every: for a repeating job: */Nm (every N minutes), */Nh (every N hours) or
-            daily@HH:MM (UTC).
-        run_in_minutes: for a one-shot job instead: run once, this many minutes from now.
+        every: for a repeating job only, with its unit: */30m (every 30 minutes), */2h
+            (every 2 hours) or daily@07:00 (each day at 07:00 UTC).
+        run_in_minutes: for a one-shot job instead ("in 25 minutes"): run once, this many
+            minutes from now; every stays empty.
         id: for delete: the job's id (the person confirms the deletion in their app).
         title: for create: a short name for the job (shown on notifications).
     """
