@@ -187,8 +187,12 @@ def find(say: str) -> Turn:
 
 
 def state(say: str, fact: Fact) -> Turn:
+    """A fact the person states; unless they ask to remember it, answering with no call is
+    right too: memory listens after the reply, and the end scores whether the fact was kept."""
     words = tuple(w for word in fact.words for w in word.split("|"))
-    return Turn(say, LEARN, words, states=(fact,), control=(Call("learn", {"fact": fact.text}),))
+    accepted = LEARN if "remember" in say.lower() else (*LEARN, NONE)
+    call = Call("learn", {"fact": fact.text})
+    return Turn(say, accepted, words, states=(fact,), control=(call,))
 
 
 def correct(say: str, fact: Fact, old: str) -> Turn:
@@ -235,6 +239,11 @@ def talk(say: str, words: tuple[str, ...] = ()) -> Turn:
     return Turn(say, (NONE,), words)
 
 
+def sums(say: str, words: tuple[str, ...]) -> Turn:
+    """Arithmetic: worked out by the calculator the hub offers, or answered directly."""
+    return Turn(say, (NONE, "calculate"), words)
+
+
 def refuse(say: str) -> Turn:
     return Turn(say, (NONE,), REFUSED)
 
@@ -264,7 +273,7 @@ CONVERSATIONS: tuple[Conversation, ...] = (
             Fact("allergy", "Lena is allergic to cats.", ("Lena", "cat")),
         ),
         ask("what's my dog called again?", ("Biscuit",)),
-        talk("what's 23% of 180?", ("41.4",)),
+        sums("what's 23% of 180?", ("41.4",)),
         correct(
             "actually the visit moved to Sunday",
             Fact("visit2", "The user's sister Lena is visiting on Sunday.", ("Lena", "Sunday")),
@@ -306,7 +315,7 @@ CONVERSATIONS: tuple[Conversation, ...] = (
             Fact("felix", "The user's son Felix plays the trumpet.", ("Felix", "trumpet")),
         ),
         ask("which football club do I support?", ("Hertha",)),
-        talk("how much is 15 times 24?", ("360",)),
+        sums("how much is 15 times 24?", ("360",)),
         correct(
             "oh wait, Ingrid actually starts on the 21st, not the 14th",
             Fact("ingrid2", "Ingrid starts a new job on the 21st.", ("Ingrid", "21")),
@@ -353,7 +362,7 @@ CONVERSATIONS: tuple[Conversation, ...] = (
             Fact("talk", "The user's presentation is about solar panels.", ("solar",)),
         ),
         ask("where do I live again?", ("Leeds",)),
-        talk("how much is 15% of 260?", ("39",)),
+        sums("how much is 15% of 260?", ("39",)),
         correct(
             "Helen's holiday got extended, she's back on Monday now",
             Fact("helen2", "Helen, the user's manager, is back on Monday.", ("Helen", "Monday")),
@@ -392,7 +401,7 @@ CONVERSATIONS: tuple[Conversation, ...] = (
             ),
         ),
         ask("where does my daughter study?", ("Krakow",)),
-        talk("what's 250 divided by 4?", ("62.5",)),
+        sums("what's 250 divided by 4?", ("62.5",)),
         correct(
             "the piano exam was moved to Friday",
             Fact("exam2", "Zofia has a piano exam on Friday.", ("piano", "Friday")),
@@ -435,7 +444,7 @@ CONVERSATIONS: tuple[Conversation, ...] = (
             Fact("allergy", "The user is allergic to shellfish.", ("shellfish",)),
         ),
         ask("what language am I learning?", ("Portuguese",)),
-        talk("what is 12% of 350?", ("42",)),
+        sums("what is 12% of 350?", ("42",)),
         correct(
             "sorry, I got it wrong, Hiroshi's birthday is on July 12th",
             Fact("bday2", "Hiroshi's birthday is on July 12th.", ("Hiroshi", "July")),
@@ -478,7 +487,7 @@ CONVERSATIONS: tuple[Conversation, ...] = (
             Fact("mushroom", "Marco doesn't eat mushrooms.", ("Marco", "mushroom")),
         ),
         ask("what's my dog's name?", ("Toffee",)),
-        talk("what is 18 times 7?", ("126",)),
+        sums("what is 18 times 7?", ("126",)),
         correct(
             "change of plan, Marco is coming on Saturday instead",
             Fact("dinner2", "Marco is coming for dinner on Saturday.", ("Marco", "Saturday")),
@@ -511,7 +520,7 @@ CONVERSATIONS: tuple[Conversation, ...] = (
             Fact("mother", "The user's mother is called Samira.", ("Samira",)),
         ),
         ask("which city do I live in?", ("Marseille",)),
-        talk("what is 30% of 90?", ("27",)),
+        sums("what is 30% of 90?", ("27",)),
         correct(
             "the dentist moved Karim's appointment to Thursday",
             Fact(
@@ -556,7 +565,7 @@ CONVERSATIONS: tuple[Conversation, ...] = (
             Fact("pier", "The user's boat is moored at pier 9.", ("pier", "9")),
         ),
         ask("what's the name of my boat?", ("Freja",)),
-        talk("what is 45 plus 78?", ("123",)),
+        sums("what is 45 plus 78?", ("123",)),
         correct(
             "Erik's wedding moved to September",
             Fact("wedding2", "Erik is getting married in September.", ("Erik", "September")),
@@ -593,7 +602,7 @@ CONVERSATIONS: tuple[Conversation, ...] = (
             Fact("trip", "The school trip is on the 3rd of May.", ("trip", "May")),
         ),
         ask("what subject do I teach?", ("chemistry",)),
-        talk("what is 17% of 300?", ("51",)),
+        sums("what is 17% of 300?", ("51",)),
         correct(
             "the school trip was moved to the 10th of May",
             Fact("trip2", "The school trip is on the 10th of May.", ("trip", "10")),
@@ -633,7 +642,7 @@ CONVERSATIONS: tuple[Conversation, ...] = (
             Fact("floor", "The user's new flat is on the fourth floor.", ("fourth|4th",)),
         ),
         ask("what instrument do I play?", ("bass",)),
-        talk("what is 9 squared minus 10?", ("71",)),
+        sums("what is 9 squared minus 10?", ("71",)),
         correct(
             "Mr Petrov says he'll come on Wednesday instead",
             Fact(
@@ -678,7 +687,7 @@ TUNING_CONVERSATIONS: tuple[Conversation, ...] = (
             Fact("run", "The user is training for a half marathon.", ("marathon",)),
         ),
         ask("what's my horse called?", ("Blitz",)),
-        talk("what is 8% of 150?", ("12",)),
+        sums("what is 8% of 150?", ("12",)),
         correct(
             "Wolfgang's trip changed, he arrives Wednesday",
             Fact(
@@ -719,7 +728,7 @@ TUNING_CONVERSATIONS: tuple[Conversation, ...] = (
             Fact("evening", "The parents' evening is on Friday.", ("parent", "Friday")),
         ),
         ask("what car do I drive?", ("Volvo",)),
-        talk("what is 64 divided by 8?", ("8",)),
+        sums("what is 64 divided by 8?", ("8",)),
         correct(
             "the parents' evening got moved to next Monday",
             Fact("evening2", "The parents' evening is on Monday.", ("parent", "Monday")),
@@ -756,7 +765,7 @@ TUNING_CONVERSATIONS: tuple[Conversation, ...] = (
             Fact("passport", "The user's passport expires in 2027.", ("passport", "2027")),
         ),
         ask("what flowers do I grow?", ("orchid",)),
-        talk("what's 25% of 640?", ("160",)),
+        sums("what's 25% of 640?", ("160",)),
         correct(
             "Beatriz's graduation is actually in June",
             Fact("grad2", "The user's niece Beatriz graduates in June.", ("Beatriz", "June")),
@@ -798,7 +807,7 @@ TUNING_CONVERSATIONS: tuple[Conversation, ...] = (
             Fact("practice", "The user's choir practice is on Thursdays.", ("choir", "Thursday")),
         ),
         ask("what's my rabbit's name?", ("Clover",)),
-        talk("what is 13 times 13?", ("169",)),
+        sums("what is 13 times 13?", ("169",)),
         correct(
             "Renate now retires in the autumn instead",
             Fact(
@@ -838,7 +847,7 @@ TUNING_CONVERSATIONS: tuple[Conversation, ...] = (
             Fact("laptop", "The user is saving up for a new laptop.", ("laptop",)),
         ),
         ask("what food do I love?", ("dumpling",)),
-        talk("what is 20% of 75?", ("15",)),
+        sums("what is 20% of 75?", ("15",)),
         correct(
             "Dmitri's presentation moved to Monday",
             Fact("dmitri2", "Dmitri is presenting on Monday.", ("Dmitri", "Monday")),
@@ -878,7 +887,7 @@ TUNING_CONVERSATIONS: tuple[Conversation, ...] = (
             Fact("paco", "The user's friend Paco turns 40 next week.", ("Paco", "40|forty")),
         ),
         ask("what's my nephew called?", ("Mateo",)),
-        talk("what is 14% of 500?", ("70",)),
+        sums("what is 14% of 500?", ("70",)),
         correct(
             "turns out Julia needs the tent herself, she's lending me her sleeping bag instead",
             Fact(

@@ -89,8 +89,13 @@ def test_an_old_reading_and_an_unbacked_claim_are_caught() -> None:
     stated = turn_of(MARA, "my sister Lena")
     record = record_of(stated, [text("Lovely! I've saved that Lena visits on Saturday.")])
     score = score_turn(record)
-    assert not score.right_action and score.answer_ok
+    # No call is right for a fact stated without "remember" (memory listens after the reply,
+    # and the end scores what it kept), but saying it was saved is a claim no result backs.
+    assert score.right_action and score.answer_ok
     assert score.claimed == ("I've saved",)
+    asked = turn_of(MARA, "remember that Lena")
+    record = record_of(asked, [text("Lena is allergic to cats, noted.")])
+    assert not score_turn(record).right_action, "asked to remember, the call is the action"
 
     # A failed tool does not back the claim either.
     failing = tool("learn", "memory is full", {"fact": "x"}, status="error")
@@ -227,3 +232,12 @@ async def test_the_control_scores_one_on_a_whole_conversation(
 def logged(folder: Path) -> str:
     (log,) = folder.glob("*-control-eval.log")
     return log.read_text()
+
+
+def test_a_sum_is_right_worked_out_by_the_calculator_or_answered_directly() -> None:
+    asked = turn_of(MARA, "what's 23% of 180")
+    worked = [*tool("calculate", "23% of 180 = 41.4", {"expression": "23% of 180"})]
+    assert score_turn(record_of(asked, [*worked, text("That's 41.4.")])).right_action
+    assert score_turn(record_of(asked, [text("23% of 180 is 41.4.")])).right_action
+    learned = [*tool("learn", "Saved.", {"fact": "x"})]
+    assert not score_turn(record_of(asked, [*learned, text("41.4.")])).right_action
