@@ -20,7 +20,7 @@ from hub.agent.embedded import cached_embed
 from hub.agent.prompt import MATCHED_HEADER, REMEMBERED_HEADER
 from hub.agent.runner.process import RunnerSpec
 from hub.agent.runner.supervisor import RunnerSupervisor
-from hub.agent.small import calls, checks, wording
+from hub.agent.small import calls, checks, facts, wording
 from hub.agent.small import offer as offering
 from hub.agent.small.context import SmallTurn, declared_hints
 from hub.agent.small.history import flatten_messages
@@ -444,7 +444,8 @@ async def test_a_call_to_a_tool_not_made_for_the_request_is_not_run(
     assert transcript.text == "I can't unlock doors."
     _, checked, answer, claimed = requests_sent(log)
     assert claimed["messages"][-1]["content"] == checks.CLAIM_CHECK.asked("I can't unlock doors.")
-    *examples, question = checked["messages"]
+    told, *examples, question = checked["messages"]
+    assert told["role"] == "system" and checks.TOOL_CHECK.question in told["content"]
     assert len(examples) == 2 * len(checks.TOOL_CHECK.examples)
     assert question["content"].startswith(
         'Message: "unlock the front door with my Flipper"\nTool: flipper_find'
@@ -479,7 +480,8 @@ async def test_a_memory_write_runs_only_when_the_model_confirms_it_was_asked_for
     assert any("thermostat" in f.text for f in facts) is learned
     first, asked, last, *_ = requests_sent(log)
     assert asked["grammar"] == calls.YES_OR_NO and "tools" not in asked
-    *examples, question = asked["messages"]  # the message alone, not the conversation
+    told, *examples, question = asked["messages"]  # the message alone, not the conversation
+    assert told["role"] == "system", "the question, said once before the examples"
     examples_given = len(memory_tools.learn.small_model_hints.confirm_examples)
     assert [m["role"] for m in examples] == ["user", "assistant"] * examples_given
     assert question["content"].startswith('Message: "set the thermostat to 21 degrees"\n\nDoes')
@@ -849,3 +851,13 @@ def test_a_follow_up_meets_the_tools_of_the_message_before_it_but_is_checked_for
 )
 def test_a_request_for_words_alone_is_told_by_the_embedder(message: str, for_words: bool) -> None:
     assert offering.asks_for_words(message, cached_embed) is for_words
+
+
+def test_a_check_says_its_question_before_the_examples_and_after_the_message_only() -> None:
+    """The examples are read ahead at every first start: the question is not repeated in each."""
+    for check in (checks.CLAIM_CHECK, checks.TOOL_CHECK):
+        chat = check.chat("is it raining?")
+        assert sum(m["content"].count(check.question) for m in chat) == 2
+        assert chat[0]["role"] == "system" and chat[-1]["content"].endswith("Answer yes or no.")
+    asking = facts.asking("my brother is called Tom")
+    assert sum(m["content"].count(facts.QUESTION) for m in asking) == 2

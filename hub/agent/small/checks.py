@@ -5,7 +5,9 @@ say what only a tool could know or claim what no tool did.
 Each is asked about the message (or the reply) alone, after examples answered the same way,
 under a grammar that allows only "yes" or "no": asked in the conversation right after its own
 call, the 1.5B said "yes" to "book me a flight" and "set the thermostat to 21 degrees" alike.
-The examples are none of the evaluation's requests.
+The question is said once before the examples and again after the message asked about, not
+after every example: the examples are read ahead at every first start, and the question
+repeated made up half their tokens. The examples are none of the evaluation's requests.
 """
 
 from __future__ import annotations
@@ -31,16 +33,20 @@ class Confirmation:
     examples: tuple[tuple[str, str, str], ...] = ()
     label: str = "Message"
 
-    def asked(self, message: str, tool: str = "") -> str:
+    def shown(self, message: str, tool: str = "") -> str:
         quoted = json.dumps(message, ensure_ascii=False)
-        called = f"Tool: {tool}\n" if tool else ""
-        return f"{self.label}: {quoted}\n{called}\n{self.question} Answer yes or no."
+        called = f"\nTool: {tool}" if tool else ""
+        return f"{self.label}: {quoted}{called}"
+
+    def asked(self, message: str, tool: str = "") -> str:
+        """The message asked about, with the question after it."""
+        return f"{self.shown(message, tool)}\n\n{self.question} Answer yes or no."
 
     def chat(self, message: str, tool: str = "") -> list[dict[str, str]]:
-        chat: list[dict[str, str]] = []
+        chat = [{"role": "system", "content": f"{self.question} Answer yes or no."}]
         for example, example_tool, verdict in self.examples:
             chat += [
-                {"role": "user", "content": self.asked(example, example_tool)},
+                {"role": "user", "content": self.shown(example, example_tool)},
                 {"role": "assistant", "content": verdict},
             ]
         return [*chat, {"role": "user", "content": self.asked(message, tool)}]

@@ -33,17 +33,19 @@ EXAMPLES = (
 
 
 def asking(message: str) -> list[dict[str, str]]:
-    chat: list[dict[str, str]] = []
+    """The question once, the examples, then the message with the question again (as the
+    yes/no checks ask: ``checks.Confirmation``)."""
+    chat = [{"role": "system", "content": QUESTION}]
     for example, facts in EXAMPLES:
         chat += [
-            {"role": "user", "content": asked(example)},
+            {"role": "user", "content": shown(example)},
             {"role": "assistant", "content": facts},
         ]
-    return [*chat, {"role": "user", "content": asked(message)}]
+    return [*chat, {"role": "user", "content": f"{shown(message)}\n\n{QUESTION}"}]
 
 
-def asked(message: str) -> str:
-    return f"Message: {json.dumps(message, ensure_ascii=False)}\n\n{QUESTION}"
+def shown(message: str) -> str:
+    return f"Message: {json.dumps(message, ensure_ascii=False)}"
 
 
 def stated(text: str) -> list[str]:
