@@ -28,7 +28,11 @@ from hub.agent.runner.process import (
 
 log = logging.getLogger(__name__)
 
-CANCEL_GRACE_S = 0.08
+# A runner asked to stop checks between tokens; one token takes ~70 ms on 2 busy cores, more
+# under load. Killed sooner, a runner that was about to stop loses every prompt it kept in
+# memory (the next turn reads them all again), and the step of a small model stops its own
+# generations often (once a first sentence is checked).
+CANCEL_GRACE_S = 1.0
 START_TIMEOUT_S = 120.0
 FAILURES_BEFORE_OFF = 3
 # A generation that gives way (listening after a reply) begins only once no turn has asked for
