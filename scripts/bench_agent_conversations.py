@@ -186,11 +186,16 @@ def find(say: str) -> Turn:
     return Turn(say, ("flipper_find",), BEEP, control=(Call("flipper_find", {"signal": True}),))
 
 
+def listened(say: str, tools: tuple[str, ...]) -> tuple[str, ...]:
+    """What a statement accepts: unless the person asks to remember it, answering with no call
+    is right too, since memory listens after the reply (a correction supersedes what it
+    corrects), and the end scores what it kept."""
+    return tools if "remember" in say.lower() else (*tools, NONE)
+
+
 def state(say: str, fact: Fact) -> Turn:
-    """A fact the person states; unless they ask to remember it, answering with no call is
-    right too: memory listens after the reply, and the end scores whether the fact was kept."""
     words = tuple(w for word in fact.words for w in word.split("|"))
-    accepted = LEARN if "remember" in say.lower() else (*LEARN, NONE)
+    accepted = listened(say, LEARN)
     call = Call("learn", {"fact": fact.text})
     return Turn(say, accepted, words, states=(fact,), control=(call,))
 
@@ -199,7 +204,7 @@ def correct(say: str, fact: Fact, old: str) -> Turn:
     call = Call("learn", {"fact": fact.text, "supersedes": [f"{{id:{old}}}"]})
     return Turn(
         say,
-        CORRECT,
+        listened(say, CORRECT),
         tuple(fact.words[-1].split("|")),
         states=(fact,),
         supersedes=(old,),
