@@ -10,14 +10,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from strands.types.content import Messages
 from strands.types.tools import ToolSpec
 
 from drivers.base import SmallModelHints
 from firmware_bridges.emulators.flipper import FlipperEmulator, FlipperState
 from harness.waits import until
 from hub import contracts as c
-from hub.agent.embedded import cached_embed
-from hub.agent.prompt import MATCHED_HEADER, REMEMBERED_HEADER
+from hub.agent import compose
+from hub.agent.embedded import EmbeddedModel, cached_embed
+from hub.agent.prompt import MATCHED_HEADER, RECENT_HEADER, REMEMBERED_HEADER
 from hub.agent.runner.process import RunnerSpec
 from hub.agent.runner.supervisor import RunnerSupervisor
 from hub.agent.small import calls, checks, facts, wording
@@ -543,12 +545,17 @@ async def test_an_invented_tool_is_no_call_and_a_plain_answer_follows(
 
 
 async def test_a_small_model_sees_its_facts_without_dates_or_ids_and_unlearns_by_what_they_say(
-    start_hub: StartHub, closed_port: int, tmp_path: Path, emulator: FlipperEmulator
+    start_hub: StartHub,
+    closed_port: int,
+    tmp_path: Path,
+    emulator: FlipperEmulator,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Shown ids, a small model answered with where a fact is stored (and each id is new random
     text on every run), and copying one it may close another fact; shown dates, it copied them
     into new facts. ``unlearn`` is offered with ``about`` alone: the hub finds the facts about
     it by meaning and the person confirms them."""
+    monkeypatch.setattr(compose, "RECENT_S", 0.0)  # the facts below count as lasting ones
     call = '<tool_call>\n{"name": "unlearn", "arguments": {"about": "my sister"}}\n</tool_call>'
     server, log = await scripted_hub(
         start_hub,
@@ -861,3 +868,33 @@ def test_a_check_says_its_question_before_the_examples_and_after_the_message_onl
         assert chat[0]["role"] == "system" and chat[-1]["content"].endswith("Answer yes or no.")
     asking = facts.asking("my brother is called Tom")
     assert sum(m["content"].count(facts.QUESTION) for m in asking) == 2
+
+
+async def test_a_fact_learned_lately_is_shown_with_the_message_so_the_beginning_stays() -> None:
+    """A fact learned mid-conversation joins the note before the message, not the lasting
+    facts: what comes before the conversation reads the same, and the runner keeps it."""
+
+    def fact(text: str, since: str) -> Fact:
+        return Fact(f"m_{len(text)}", "me", "fact", text, "private", since, None)
+
+    old = fact("The user's sister is called Ana.", "2026-01-01T00:00:00.000000Z")
+    new = fact("The user's uncle arrives on Tuesday.", "2026-06-01T10:00:00.000000Z")
+    cut = "2026-06-01T09:00:00.000000Z"
+    model = EmbeddedModel(RunnerSupervisor(RunnerSpec(Path(sys.executable), 512, 1)))
+    said: Messages = [
+        {"role": "user", "content": [{"text": "hello"}]},
+        {"role": "assistant", "content": [{"text": "Hi!"}]},
+        {"role": "user", "content": [{"text": "how was your day?"}]},
+    ]
+    before = await model.for_turn(SmallTurn(remembered=(old,), recent_since=cut))._prepared(
+        said, [], "system"
+    )
+    after = await model.for_turn(SmallTurn(remembered=(new, old), recent_since=cut))._prepared(
+        said, [], "system"
+    )
+    assert after[1][:-2] == before[1][:-1], "the prompt before this turn's note is the same"
+    assert after[1][-2] == {
+        "role": "system",
+        "content": f"{RECENT_HEADER}\n- Your uncle arrives on Tuesday.",
+    }
+    assert "uncle" not in after[1][1]["content"], "not among the lasting facts"

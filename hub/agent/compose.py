@@ -12,6 +12,7 @@ import base64
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from strands.models import Model
@@ -41,12 +42,17 @@ from hub.agent.without_tools import (
     ways_to_tools,
 )
 from hub.memory.graph import Fact
+from hub.memory.model import stamp_of
 from hub.people.identity import User
 from hub.people.preferences import saved_model
 from hub.runtime.hub import Hub
 from hub.tinys.records import Tiny
 
 log = logging.getLogger(__name__)
+
+# A fact learned this long ago or less is shown to a small model with the message: a
+# conversation is about what was said in it.
+RECENT_S = 3600.0
 
 
 class AnswerFailed(Exception):
@@ -105,6 +111,7 @@ async def compose_turn(
         model = model.for_turn(
             SmallTurn(
                 remembered=tuple(newest),
+                recent_since=recent_since(),
                 matched=tuple(matches),
                 note=turn_sections(metadata=metadata, related=related.tinys, hub_url=hub_url),
                 hints=declared_hints(mounted.tools) if mounted else {},
@@ -204,6 +211,11 @@ def _last_user_text(messages: Sequence[ChatMessage]) -> str:
 async def _operation_tools(hub: Hub, tiny: Tiny, *, wanted: bool) -> list[AgentTool]:
     """The tiny's OpenAPI operations, fetched only for a model that can call tools."""
     return await tiny_operation_tools(hub, tiny) if wanted and tiny.worker.strip() else []
+
+
+def recent_since() -> str:
+    """Since when a fact is recent (see ``SmallTurn.recent_since``)."""
+    return stamp_of(datetime.now(UTC) - timedelta(seconds=RECENT_S))
 
 
 async def preload(

@@ -99,7 +99,12 @@ def new_fact_id() -> str:
 
 def now() -> str:
     """ISO-8601 UTC with microseconds: sortable as text, readable in a response."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return stamp_of(datetime.now(UTC))
+
+
+def stamp_of(moment: datetime) -> str:
+    """``moment`` (aware) as facts are stamped (see :func:`now`)."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def parse_links(raw: Any) -> list[Link]:

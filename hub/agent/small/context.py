@@ -19,14 +19,30 @@ class SmallTurn:
     """A turn's inputs for the small-model layer.
 
     ``remembered``: the person's pre-loaded facts, newest (shown oldest first, so a new one
-    joins the end); ``matched``: the memory's matches for this message, shown again right
-    before it; ``note``: what else the system prompt would say about this turn (related tinys,
-    the client's metadata); ``hints``: each mounted tool's declaration, its family filled in."""
+    joins the end); ``recent_since``: from this time on (ISO-8601 UTC, as facts are stamped)
+    a fact is recent, shown with the message rather than among the lasting facts; ``matched``:
+    the memory's matches for this message, shown again right before it; ``note``: what else
+    the system prompt would say about this turn (related tinys, the client's metadata);
+    ``hints``: each mounted tool's declaration, its family filled in."""
 
     remembered: tuple[Fact, ...] = ()
     matched: tuple[Fact, ...] = ()
     note: str = ""
     hints: Mapping[str, SmallModelHints] = field(default_factory=dict)
+    recent_since: str = ""
+
+    def lasting(self) -> list[Fact]:
+        """The remembered facts from before :attr:`recent_since`: the ones a conversation
+        does not change, read once and kept by the runner."""
+        return [f for f in self.remembered if not self.is_recent(f)]
+
+    def recent(self) -> list[Fact]:
+        """The remembered facts learned since :attr:`recent_since` (in this conversation,
+        most often)."""
+        return [f for f in self.remembered if self.is_recent(f)]
+
+    def is_recent(self, fact: Fact) -> bool:
+        return bool(self.recent_since) and fact.valid_from >= self.recent_since
 
     def of(self, name: str) -> SmallModelHints:
         return self.hints.get(name, NO_HINTS)
