@@ -30,9 +30,12 @@ from hub.agent.prompt import for_the_answer
 
 RESULT_CHARS = 1500
 # Of each earlier message, in the note: enough for what it said, not for a story.
-EARLIER_CHARS = 240
-# The note's size (about 600 tokens): past it the oldest half of its lines goes.
-HISTORY_CHARS = 2400
+EARLIER_CHARS = 160
+# The note's size (about 300 tokens): past it the oldest half of its lines goes. A message about
+# another family of tools than the one before meets other tools before the note, so the runner
+# reads the note again: measured in a conversation of 15 turns on 2 cores, a note of ~600
+# tokens made such a turn 10 s longer.
+HISTORY_CHARS = 1200
 HISTORY_HEADER = (
     "## Earlier in this conversation\n"
     "What was said and done before the message you answer now. A reading or a list from then "
