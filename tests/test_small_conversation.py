@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 
 from firmware_bridges.emulators.flipper import FlipperEmulator
 from harness.waits import until
 from hub import contracts as c
+from hub.agent import compose
 from hub.agent.small import checks
 from hub.agent.small.history import HISTORY_HEADER
 from tests.conftest import StartHub, owner_headers
@@ -142,3 +144,30 @@ async def test_a_question_or_a_memory_tool_turn_is_not_listened_to(
     server, log = await scripted_hub(start_hub, closed_port, tmp_path, ["Rex.", "no"], listen=True)
     await said(server, [{"role": "user", "content": "what's my dog called?"}])
     assert len(requests_sent(log)) == 2, "the reply and its check; nothing heard after it"
+
+
+async def test_a_turn_a_tool_served_is_not_listened_to(
+    start_hub: StartHub,
+    closed_port: int,
+    tmp_path: Path,
+    emulator: FlipperEmulator,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A reminder is a request, not a fact about the person: kept as one, "each morning at 7
+    remind me to stretch" became "The user sets a reminder to stretch at 7 AM every morning."."""
+    heard: list[str] = []
+    monkeypatch.setattr(compose, "listen_after", lambda _listener, _owner, said: heard.append(said))
+    call = (
+        '<tool_call>\n{"name": "schedule_alert", "arguments": {"title": "Stretch", '
+        '"in_minutes": 30}}\n</tool_call>'
+    )
+    replies = [call, "yes", "I'll remind you in 30 minutes to stretch.", "How lovely.", "no"]
+    server, _ = await scripted_hub(start_hub, closed_port, tmp_path, replies, listen=True)
+    reminded = await said(
+        server, [{"role": "user", "content": "in 30 minutes remind me to stretch"}]
+    )
+    assert [e["toolCall"]["name"] for e in reminded.of_type(c.EV_BEFORE_TOOL)] == ["schedule_alert"]
+    assert heard == [], "a tool served the message"
+    stated = "my niece Carolina is visiting on Saturday"
+    await said(server, [{"role": "user", "content": stated}])
+    assert heard == [stated], "a statement no tool served is listened to"

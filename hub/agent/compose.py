@@ -148,16 +148,17 @@ def listening(
     hub: Hub, user: User | None, messages: Sequence[ChatMessage], model: EmbeddedModel
 ) -> Callable[[Sequence[str]], None] | None:
     """What follows a reply on the embedded model: memory that listens to what the person said
-    (``hub/agent/listening.py``), unless the turn wrote to memory itself or the message asks."""
+    (``hub/agent/listening.py``), unless the message asks or a tool served it: a memory write
+    kept what it stated, and a request a tool did (a reminder, a device's reading) states
+    nothing to keep ("each morning at 7 remind me to stretch" was kept as a fact about them)."""
     said = _last_user_text(messages).strip()
     if user is None or not hub.settings.memory_listen or not said or said.endswith("?"):
         return None
-    writes = {name for name, h in model.turn.hints.items() if h.fact_argument or h.confirm}
     listener = Listener(hub.models.embedded_runner(), hub.memory, hub.devices.events.publish)
     owner = user.id
 
     def after(ran: Sequence[str]) -> None:
-        if not writes & set(ran):
+        if not ran:
             listen_after(listener, owner, said)
 
     return after

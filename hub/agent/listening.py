@@ -2,7 +2,7 @@
 is kept without the word "remember".
 
 After a turn's reply is complete (never before it), when the turn ran on the embedded model
-and called no memory tool, the model is asked beside the conversation which facts the person's
+and called no tool, the model is asked beside the conversation which facts the person's
 message stated, under a grammar that allows "none" or up to four lines that each begin "The
 user". Each fact memory does not already hold is learned; when memory holds one it corrects
 ("the visit moved to Sunday" after "visiting on Saturday"), the model is asked whether the new
@@ -39,9 +39,11 @@ class Publish(Protocol):
 
 
 REMEMBERED_KIND = "remembered"
-# Listening waits until no turn has asked for this long, and tries this often.
+# Listening waits until no turn has asked for this long, and tries this often: a try that a
+# turn stopped cost that turn at most the message's few tokens read, and in a conversation of
+# quick messages every try may be stopped until the person pauses.
 QUIET_S = 1.0
-TRIES = 5
+TRIES = 40
 GREEDY = {"temperature": 0.0, "top_p": 1.0, "repeat_penalty": 1.1}
 REPLACES = Confirmation(
     "Does the new fact correct or replace the earlier one?",
