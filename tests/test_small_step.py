@@ -141,9 +141,7 @@ async def test_confirm_asks_the_tools_own_question(verdict: str, claimed: bool, 
     call = calls.Call("keep_note", {"note": "The user has a new boiler"})
     decided = await made(model, "I got a new boiler").confirm(step.Proposed(call, claimed))
     assert isinstance(decided, ends)
-    assert (
-        "Does the writer tell you something about themselves?" in model.asked[0][0][-1]["content"]
-    )
+    assert "Does the writer tell you something about themselves?" in model.asked[0][0][0]["content"]
 
 
 async def test_confirm_runs_a_tool_well_above_the_rest_unasked_and_knows_a_known_fact() -> None:
@@ -207,3 +205,32 @@ async def test_a_call_written_after_streamed_words_is_never_shown() -> None:
     reply = "Boilers heat water. " + GAUGE_CALL
     text, used = await events_of(made(Scripted(reply, "no", reply)))
     assert (text, used) == ("Boilers heat water. ", []), "one answer, and no call text"
+
+
+class Split(Scripted):
+    """A model whose first reply arrives in two pieces, split at ``at``."""
+
+    def __init__(self, at: int, *replies: str) -> None:
+        super().__init__(*replies)
+        self.at = at
+
+    async def pieces(
+        self, chat: list[dict[str, str]], fields: dict[str, Any], max_tokens: int | None = None
+    ) -> AsyncGenerator[str, None]:
+        self.asked.append((chat, fields))
+        reply = self.replies.pop(0)
+        first, self.at = self.at, 0
+        for piece in (reply[:first], reply[first:]) if first else (reply,):
+            yield piece
+
+
+async def test_an_answer_call_after_words_is_the_reply_however_its_pieces_arrive() -> None:
+    """Words, then an ``answer`` call: read whole once the words name a tool, wherever the
+    runner's pieces split it (cut where the call began, it was taken for words describing one
+    and answered again)."""
+    answer = '{"name": "answer", "arguments": {"text": "Good morning, Ada!"}}'
+    reply = f"Good morning!\n<tool_call>{answer}</tool_call>"
+    for at in range(len(reply)):
+        text, used = await events_of(made(Split(at, reply, "no", reply), "good morning"))
+        assert text.startswith("Good morning") and "tool_call" not in text, (at, text)
+        assert used == []

@@ -147,10 +147,10 @@ def test_a_memory_write_is_asked_about_and_a_tool_well_above_the_rest_is_not() -
     learn = calls.Call("learn", {"fact": "The user's sister is called Ana."})
     asked = checks.confirmation(learn, "set the thermostat to 21 degrees", TURN, LEARN, True)
     assert asked and "set the thermostat" in asked[-1]["content"]
-    assert memory_tools.learn.small_model_hints.confirm in asked[-1]["content"], "its own question"
+    assert memory_tools.learn.small_model_hints.confirm in asked[0]["content"], "its own question"
     forget = calls.Call("unlearn", {"about": "my bicycle"})
     asked = checks.confirmation(forget, "forget what you know about my bicycle", TURN, None, False)
-    assert "forget something you know about them" in asked[-1]["content"]
+    assert "forget something you know about them" in asked[0]["content"]
     sure = calls.Call("flipper_status", {})
     assert checks.confirmation(sure, "what firmware is my Flipper on?", TURN, STATUS, True) == []
     unsure = checks.confirmation(sure, "is my Flipper charged?", TURN, STATUS, False)
@@ -486,7 +486,8 @@ async def test_a_memory_write_runs_only_when_the_model_confirms_it_was_asked_for
     assert told["role"] == "system", "the question, said once before the examples"
     examples_given = len(memory_tools.learn.small_model_hints.confirm_examples)
     assert [m["role"] for m in examples] == ["user", "assistant"] * examples_given
-    assert question["content"].startswith('Message: "set the thermostat to 21 degrees"\n\nDoes')
+    assert question["content"] == 'Message: "set the thermostat to 21 degrees"'
+    assert told["content"].startswith("Does the writer")
     assert first["messages"][-1]["content"] == "set the thermostat to 21 degrees"
     assert transcript.text.endswith("All right.")
     assert in_words(last)
@@ -860,14 +861,17 @@ def test_a_request_for_words_alone_is_told_by_the_embedder(message: str, for_wor
     assert offering.asks_for_words(message, cached_embed) is for_words
 
 
-def test_a_check_says_its_question_before_the_examples_and_after_the_message_only() -> None:
-    """The examples are read ahead at every first start: the question is not repeated in each."""
+def test_a_check_says_its_question_once_before_the_examples() -> None:
+    """The examples are read ahead at every first start: the question is not repeated in each,
+    and the message asked about is shown as they are."""
     for check in (checks.CLAIM_CHECK, checks.TOOL_CHECK):
         chat = check.chat("is it raining?")
-        assert sum(m["content"].count(check.question) for m in chat) == 2
-        assert chat[0]["role"] == "system" and chat[-1]["content"].endswith("Answer yes or no.")
+        assert sum(m["content"].count(check.question) for m in chat) == 1
+        assert chat[0]["role"] == "system" and check.question in chat[0]["content"]
+        assert chat[-1]["content"] == check.asked("is it raining?")
     asking = facts.asking("my brother is called Tom")
-    assert sum(m["content"].count(facts.QUESTION) for m in asking) == 2
+    assert sum(m["content"].count(facts.QUESTION) for m in asking) == 1
+    assert asking[-1]["content"] == 'Message: "my brother is called Tom"'
 
 
 async def test_a_fact_learned_lately_is_shown_with_the_message_so_the_beginning_stays() -> None:

@@ -5,9 +5,12 @@ say what only a tool could know or claim what no tool did.
 Each is asked about the message (or the reply) alone, after examples answered the same way,
 under a grammar that allows only "yes" or "no": asked in the conversation right after its own
 call, the 1.5B said "yes" to "book me a flight" and "set the thermostat to 21 degrees" alike.
-The question is said once before the examples and again after the message asked about, not
-after every example: the examples are read ahead at every first start, and the question
-repeated made up half their tokens. The examples are none of the evaluation's requests.
+The question is said once, before the examples, and the message asked about is shown as they
+are: asked after every example, the question made up half of what is read ahead at every first
+start, and asked again after the message alone (and not after the examples), the 1.5B said
+"yes" to "Hi!" (on a tuning set of 16 replies: 12 right asked every time, 7 asked again after
+the message, 12 asked once, in a third of the time). The examples are none of the
+evaluation's requests.
 """
 
 from __future__ import annotations
@@ -33,20 +36,17 @@ class Confirmation:
     examples: tuple[tuple[str, str, str], ...] = ()
     label: str = "Message"
 
-    def shown(self, message: str, tool: str = "") -> str:
+    def asked(self, message: str, tool: str = "") -> str:
+        """A message asked about (an example's or the one the check is for)."""
         quoted = json.dumps(message, ensure_ascii=False)
         called = f"\nTool: {tool}" if tool else ""
         return f"{self.label}: {quoted}{called}"
-
-    def asked(self, message: str, tool: str = "") -> str:
-        """The message asked about, with the question after it."""
-        return f"{self.shown(message, tool)}\n\n{self.question} Answer yes or no."
 
     def chat(self, message: str, tool: str = "") -> list[dict[str, str]]:
         chat = [{"role": "system", "content": f"{self.question} Answer yes or no."}]
         for example, example_tool, verdict in self.examples:
             chat += [
-                {"role": "user", "content": self.shown(example, example_tool)},
+                {"role": "user", "content": self.asked(example, example_tool)},
                 {"role": "assistant", "content": verdict},
             ]
         return [*chat, {"role": "user", "content": self.asked(message, tool)}]

@@ -205,10 +205,12 @@ class Step:
         else:
             yield Written(reply)  # read whole: a call, or words that ended in one sentence
             return
-        await pieces.aclose()
         if calls.describes_a_call(reply, self.offered):
+            async for piece in pieces:  # read whole: the call the words begin may follow
+                reply += piece
             yield Written(reply)
             return
+        await pieces.aclose()
         first = calls.first_sentence(reply)
         if await self.claims(first):
             yield Claimed(first)
