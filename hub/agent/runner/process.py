@@ -302,12 +302,13 @@ class RunnerProcess:
                 self.cache = dict(event.get("cache") or {})
                 self.threads = int(event.get("threads", self.threads))
                 log.debug(
-                    "generation %d: %d prompt tokens, %d read, %d out, %.2f s",
+                    "generation %d: %d prompt tokens, %d read, %d out, %.2f s, %d thread(s)",
                     rid,
                     int(event.get("prompt_tokens", 0)),
                     int(event.get("prompt_evaluated", 0)),
                     int(event.get("completion_tokens", 0)),
                     float(event.get("seconds", 0.0)),
+                    self.threads,
                 )
                 return "".join(pieces), "done"
             elif kind == p.EV_ERROR:
