@@ -84,3 +84,16 @@ def test_this_turns_result_joins_the_question_it_answers() -> None:
     assert asked.startswith("and now?\n\nWhat the tool read_gauge returned: 2 bar")
     assert asked.endswith(history.ANSWER_FROM_RESULT)
     assert history.last_user_text(messages) == "and now?"
+
+
+def test_the_hubs_own_cannot_is_not_shown_again() -> None:
+    """Shown it, a small model answered the next requests with it."""
+    from hub.agent.small.wording import CANNOT_DO
+
+    messages: Messages = [
+        {"role": "user", "content": [{"text": "open the front gate"}]},
+        {"role": "assistant", "content": [{"text": CANNOT_DO}]},
+        {"role": "user", "content": [{"text": "battery of the flipper now?"}]},
+    ]
+    note = flatten_messages(messages, None)[0]["content"]
+    assert '- They said: "open the front gate"' in note and CANNOT_DO not in note

@@ -27,6 +27,7 @@ from typing import Any
 from strands.types.content import Message, Messages
 
 from hub.agent.prompt import for_the_answer
+from hub.agent.small.wording import CANNOT_DO
 
 RESULT_CHARS = 1500
 # Of each earlier message, in the note: enough for what it said, not for a story.
@@ -159,9 +160,13 @@ def history_note(messages: Messages, names: _Names) -> str:
 
 
 def earlier_lines(message: Message, names: _Names) -> list[str]:
-    """One line for each block of an earlier message that says something."""
+    """One line for each block of an earlier message that says something. The hub's own
+    "cannot" is not among them: shown it, the 1.5B answered the next requests with it, a
+    question its tools answer included."""
     lines = []
     for block in message["content"]:
+        if "text" in block and str(block["text"]).strip() == CANNOT_DO:
+            continue
         if "text" in block and str(block["text"]).strip():
             who = "They said" if message["role"] == "user" else "You answered"
             lines.append(f"- {who}: {quoted(str(block['text']))}")
