@@ -248,6 +248,14 @@ async def test_bad_jobs_are_refused_clearly(
     assert refused["status"] == "error" and problem in result_text(refused)
 
 
+async def test_a_repeating_job_with_run_in_minutes_zero_beside_it_is_made(
+    server: RunningServer,
+) -> None:
+    """A model fills every argument: 0 minutes beside ``every`` asks for no one-shot."""
+    job = await make_job(server, every="daily@07:00", run_in_minutes=0, prompt="Stretch")
+    assert job["every"] == "daily@07:00"
+
+
 async def test_deleting_needs_an_id_and_an_unknown_action_is_named(server: RunningServer) -> None:
     no_id = await use_tool(server, schedule, action="delete")
     assert no_id["status"] == "error" and "give the id" in result_text(no_id)

@@ -82,6 +82,8 @@ async def schedule(
     if ctx.caller is None:
         return login_required()
     store = _store(ctx)
+    if every.strip() and not run_in_minutes:
+        run_in_minutes = None  # a model fills every argument: 0 minutes is none asked for
     try:
         if action == "create":
             job = store.add_job(
@@ -140,8 +142,8 @@ async def schedule_alert(
     in_minutes: int | None = None,
     at: str = "",
 ) -> dict[str, Any]:
-    """An alert at a time: a notification on the user's devices and screens, kept by the hub so
-    it fires with every app closed.
+    """A reminder or alert at a time ("remind me in 20 minutes to ..."): a notification on the
+    user's devices and screens, kept by the hub so it fires with every app closed.
 
     Args:
         title: what the alert says ("Tea is ready").
