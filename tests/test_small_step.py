@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -151,6 +152,17 @@ async def test_confirm_runs_a_tool_well_above_the_rest_unasked_and_knows_a_known
     known = (Fact("m_1", "me", "fact", "The user has a boiler.", "private", "2026-01-01", None),)
     call = calls.Call("keep_note", {"note": "The user has a boiler"})
     assert await made(Scripted(), remembered=known).confirm(step.Proposed(call)) == step.Again()
+
+
+async def test_a_request_for_words_writes_no_fact() -> None:
+    """Asked to explain something, the 1.5B wrote the explanation into memory."""
+    asked = made(Scripted(), "explain what inflation is")
+    asked.offer = replace(OFFER, for_words=True)
+    call = calls.Call("keep_note", {"note": "The user asks about inflation"})
+    assert await asked.confirm(step.Proposed(call)) == step.Again()
+    assert await asked.confirm(step.Proposed(calls.Call("read_gauge", {}))) == step.CallTool(
+        calls.Call("read_gauge", {})
+    ), "other tools still run"
 
 
 async def test_again_answers_told_no_tool_fits_and_never_claims() -> None:

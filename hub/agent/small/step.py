@@ -295,6 +295,8 @@ class Step:
     async def confirm(self, proposed: Proposed) -> Decision:
         call = proposed.call
         hints = self.turn.of(call.name)
+        if hints.fact_argument and self.offer.for_words:
+            return Again()  # a request for words states nothing to keep ("explain inflation")
         known = [fact.text for fact in self.turn.remembered]
         if checks.already_known(call, hints.fact_argument, known):
             log.debug("not written again: %r", call.arguments)
