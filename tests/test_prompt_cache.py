@@ -170,3 +170,34 @@ async def test_the_runner_reads_a_prompt_once_and_a_new_runner_takes_it_back(
     finally:
         await fresh.close()
     assert warmed.prompt_evaluated <= 1, "the next runner took the states back from disk"
+
+
+@pytest.mark.slow
+async def test_a_generation_stopped_early_keeps_what_it_read(tmp_path: Path) -> None:
+    """SmolLM2 through the real runner: a reply stopped at its first piece (the small-model
+    step stops one once it has a sentence to check), a check on another prompt, then the same
+    prompt again: the second reads only what is new."""
+    gguf = bundled_gguf()
+    assert gguf is not None
+    spec = RunnerSpec(gguf, 1024, 1, cache_mb=64)
+    chat = [
+        {"role": "system", "content": "You are a helpful assistant. " * 40},
+        {"role": "user", "content": "Write a long story about a lighthouse."},
+    ]
+    other = [{"role": "user", "content": "Is this a question? Answer yes or no."}]
+    runner = RunnerSupervisor(spec)
+    try:
+        stopped = Generation()
+        pieces = runner.generate(chat, 200, SAMPLING, stopped)
+        assert await anext(pieces)
+        await pieces.aclose()
+        checked = Generation()
+        async for _ in runner.generate(other, 2, SAMPLING, checked):
+            pass
+        again = Generation()
+        async for _ in runner.generate(chat, 4, SAMPLING, again):
+            pass
+    finally:
+        await runner.close()
+    assert again.prompt_tokens > 200
+    assert again.prompt_evaluated <= 2, f"read {again.prompt_evaluated} of the prompt again"

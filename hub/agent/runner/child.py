@@ -203,6 +203,7 @@ def generate(llama: Any, request: dict[str, Any], cancelled: set[int], out: Outp
         for chunk in chunks:
             if rid in cancelled:
                 chunks.close()
+                llama.keep_state()
                 stop = p.STOP_CANCELLED
                 break
             choice = chunk["choices"][0]

@@ -96,6 +96,14 @@ class KeptLlama(Llama):
         if self.seam is not None:
             self.seam.persist_next = True
 
+    def keep_state(self) -> None:
+        """Keep what the context holds now, as a finished generation does. A generation stopped
+        early (its reader had what it needed: a first sentence to check) is often followed by
+        another from the same prompt after a check that read another prompt in between; without
+        this, that one read the whole prompt again (measured: 677 tokens, 17 s on 2 cores)."""
+        if self.seam is not None and self.n_tokens:
+            self.seam[self.input_ids[: self.n_tokens].tolist()] = self.save_state()
+
     def identity(self) -> str:
         """What a kept state is only valid for: this model file, this llama.cpp build, this
         context size."""
