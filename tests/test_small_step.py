@@ -154,6 +154,19 @@ async def test_confirm_runs_a_tool_well_above_the_rest_unasked_and_knows_a_known
     assert await made(Scripted(), remembered=known).confirm(step.Proposed(call)) == step.Again()
 
 
+async def test_words_that_say_back_a_remembered_fact_are_no_claim() -> None:
+    known = (Fact("m_1", "me", "fact", "The user drives an old Volvo.", "private", "2026", None),)
+    model = Scripted()
+    assert not await made(model, "what car do I drive?", remembered=known).claims(
+        "You drive an old Volvo."
+    )
+    assert model.asked == [], "nothing asked of the model"
+    asked = Scripted("yes")
+    assert await made(asked, "is my car washed?", remembered=known).claims(
+        "I washed your old Volvo."
+    ), "a word memory does not hold: asked, and a claim"
+
+
 async def test_a_request_for_words_writes_no_fact() -> None:
     """Asked to explain something, the 1.5B wrote the explanation into memory."""
     asked = made(Scripted(), "explain what inflation is")

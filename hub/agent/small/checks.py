@@ -138,3 +138,13 @@ def already_known(call: Call, fact_argument: str, known: Sequence[str]) -> bool:
     one new word ("Monday" for "Friday") is news."""
     said = words(str(call.arguments.get(fact_argument, ""))) if fact_argument else set()
     return bool(said) and any(said <= words(fact) for fact in known)
+
+
+def restates(reply: str, known: Sequence[str]) -> bool:
+    """Whether every word of ``reply`` is in the facts memory holds (``known``): said back from
+    memory, it states nothing only a tool could know and claims no act. Asked, the 1.5B called
+    "You drive an old Volvo." a claim (the fact: "The user drives an old Volvo."), and the
+    answer became the hub's "cannot"."""
+    said = words(reply) - {"user"}
+    held: set[str] = set().union(*(words(fact) for fact in known)) if known else set()
+    return bool(said) and said <= held

@@ -262,8 +262,9 @@ class Step:
     async def claims(self, text: str) -> bool:
         """Whether words say what only a tool's result could back. Words asked for (a poem, a
         recipe, an explanation) are not asked about: asked, the model took a poem's first
-        line for an act done."""
-        if self.offer.for_words:
+        line for an act done; nor are words that say back what memory holds."""
+        known = [fact.text for fact in (*self.turn.remembered, *self.turn.matched)]
+        if self.offer.for_words or checks.restates(text, known):
             return False
         verdict = await self.runs.whole(checks.CLAIM_CHECK.chat(text), yes_or_no_fields(), 2)
         log.debug("asked whether %r claims a tool's result: %r", text, verdict)
