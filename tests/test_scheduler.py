@@ -371,12 +371,21 @@ async def test_cancel_alerts_cancels_one_or_all_of_the_callers_pending_alerts(
     assert [e for e in owners if e.kind == "notify"] == []
 
 
+async def test_an_alert_at_a_time_with_zero_seconds_beside_it_is_set(
+    server: RunningServer,
+) -> None:
+    """A model fills every argument: 0 seconds beside ``at`` asks for nothing more."""
+    made = await use_tool(server, schedule_alert, title="Stretch", in_seconds=0, at="07:00")
+    assert made["status"] == "success", made
+
+
 @pytest.mark.parametrize(
     ("arguments", "problem"),
     [
         ({"title": "x"}, "exactly one of"),
         ({"title": "x", "in_seconds": 5, "at": "07:00"}, "exactly one of"),
-        ({"title": "x", "in_seconds": 0}, "1 second to 366 days"),
+        ({"title": "x", "in_seconds": -5}, "1 second to 366 days"),
+        ({"title": "x", "in_seconds": 0}, "exactly one of"),
         ({"title": "x", "at": "25:00"}, "HH:MM"),
         ({"title": "x", "at": "noon"}, "HH:MM"),
         ({"title": " ", "in_seconds": 5}, "title is empty"),

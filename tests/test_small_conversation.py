@@ -16,7 +16,7 @@ from firmware_bridges.emulators.flipper import FlipperEmulator
 from harness.waits import until
 from hub import contracts as c
 from hub.agent import compose
-from hub.agent.small import checks
+from hub.agent.small import checks, history
 from hub.agent.small.history import HISTORY_HEADER
 from tests.conftest import StartHub, owner_headers
 from tests.sse import SseTranscript, post_chat
@@ -171,3 +171,40 @@ async def test_a_turn_a_tool_served_is_not_listened_to(
     stated = "my niece Carolina is visiting on Saturday"
     await said(server, [{"role": "user", "content": stated}])
     assert heard == [stated], "a statement no tool served is listened to"
+
+
+WRONG_SCHEDULE = (
+    '<tool_call>\n{"name": "schedule", "arguments": {"action": "create", "prompt": '
+    '"Call the plumber", "every": "*/45"}}\n</tool_call>'
+)
+
+
+async def test_a_call_that_failed_for_its_arguments_is_made_again_once(
+    start_hub: StartHub, closed_port: int, tmp_path: Path, emulator: FlipperEmulator
+) -> None:
+    """A small model fills every argument and mixes their forms; told why the call failed, it
+    calls again, and a second failure is answered."""
+    wrong = WRONG_SCHEDULE
+    right = wrong.replace('"every": "*/45"', '"run_in_minutes": 45')
+    replies = [wrong, "yes", right, "yes", "I'll remind you in 45 minutes."]
+    server, log = await scripted_hub(start_hub, closed_port, tmp_path, replies)
+    asked = "Set a reminder in 45 minutes to call the plumber."
+    transcript = await said(server, [{"role": "user", "content": asked}])
+    assert transcript.done and not transcript.of_type(c.EV_ERROR)
+    results = [e["toolResult"]["status"] for e in transcript.of_type(c.EV_AFTER_TOOL)]
+    assert results == ["error", "success"]
+    retried = requests_sent(log)[2]
+    assert retried["messages"][-1]["content"].endswith(history.RETRY_AFTER_ERROR)
+    assert retried.get("constrain") is True, "offered the tools again, as a call"
+    assert transcript.text == "I'll remind you in 45 minutes."
+
+
+async def test_a_call_that_failed_twice_is_answered(
+    start_hub: StartHub, closed_port: int, tmp_path: Path, emulator: FlipperEmulator
+) -> None:
+    twice = [WRONG_SCHEDULE, "yes", WRONG_SCHEDULE, "yes", "It did not work."]
+    server, _ = await scripted_hub(start_hub, closed_port, tmp_path, twice)
+    asked = "Set a reminder in 45 minutes to call the plumber."
+    transcript = await said(server, [{"role": "user", "content": asked}])
+    results = [e["toolResult"]["status"] for e in transcript.of_type(c.EV_AFTER_TOOL)]
+    assert results == ["error", "error"] and transcript.text == "It did not work."

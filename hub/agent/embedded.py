@@ -37,6 +37,7 @@ from hub.agent.small.context import SmallTurn
 from hub.agent.small.history import (
     after_tool_result,
     earlier_user_text,
+    first_failed,
     flatten_messages,
     last_user_text,
 )
@@ -132,7 +133,7 @@ class EmbeddedModel(PlainModel):
             usage.stop_reason = STOP_CANCELLED
             yield {"contentBlockStart": {"start": {}}}
             yield {"contentBlockStop": {}}
-        elif offer.tools and not after_tool_result(messages):
+        elif offer.tools and (not after_tool_result(messages) or first_failed(messages)):
             step = Step(
                 runs, chat, offer, self.turn, self._fields(offer), self._answer_fields(offer)
             )

@@ -26,6 +26,10 @@ EXAMPLES = (
     ("good morning! how are you?", NONE),
     ("what's the capital of Peru?", NONE),
     ("I'm a teacher now, I quit the bank", "The user works as a teacher."),
+    (
+        "my sister's party got moved, it's on Saturday now",
+        "The user's sister's party is on Saturday.",
+    ),
     ("set a timer for ten minutes", NONE),
     ("I'm starving right now", NONE),
     ("write me a poem about my cat", NONE),

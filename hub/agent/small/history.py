@@ -49,6 +49,12 @@ ANSWER_FROM_RESULT = (
     "Answer me in one short sentence from this result, quoting its numbers and names and "
     'speaking to me as "you".'
 )
+# After a call that failed for its arguments: a small model fills every argument and mixes
+# their forms ("every": "*/25" for "in 25 minutes"); told why, it calls again or answers.
+RETRY_AFTER_ERROR = (
+    "That call failed. If my message still needs the tool, call it again with arguments that "
+    "fix what the result says; otherwise answer me in one short sentence."
+)
 
 
 def result_text(result: Mapping[str, Any]) -> str:
@@ -136,10 +142,21 @@ def current_turn(messages: Messages, names: _Names) -> list[dict[str, str]]:
             flat.pop()  # the call (and any words before it) becomes the question's answer
             if flat[-1]["role"] == "user":
                 question = flat.pop()["content"]
-                content = f"{question}\n\n{content}\n\n{ANSWER_FROM_RESULT}"
+                ask = RETRY_AFTER_ERROR if first_failed(messages) else ANSWER_FROM_RESULT
+                content = f"{question}\n\n{content}\n\n{ask}"
         flat.append({"role": message["role"], "content": content})
         called = bool(message["content"]) and "toolUse" in message["content"][-1]
     return flat
+
+
+def tool_results(messages: Messages) -> list[Mapping[str, Any]]:
+    return [b["toolResult"] for m in messages for b in m["content"] if "toolResult" in b]
+
+
+def first_failed(messages: Messages) -> bool:
+    """Whether this turn's one result so far is a failure: the model may call again, once."""
+    results = tool_results(messages[current_start(messages) :])
+    return len(results) == 1 and results[0].get("status") == "error"
 
 
 def history_note(messages: Messages, names: _Names) -> str:

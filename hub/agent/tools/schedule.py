@@ -119,7 +119,8 @@ async def schedule(
 
 def _alert_time(now: float, in_seconds: int | None, in_minutes: int | None, at: str) -> float | str:
     """When the alert fires, or what is wrong with how it was asked."""
-    given = [x for x in (in_seconds, in_minutes) if x is not None] + ([at] if at else [])
+    # A model fills every argument: 0 seconds or minutes is none asked for.
+    given = [x for x in (in_seconds, in_minutes) if x] + ([at] if at else [])
     if len(given) != 1:
         return "give exactly one of in_seconds, in_minutes or at (HH:MM)"
     if at:
@@ -127,7 +128,7 @@ def _alert_time(now: float, in_seconds: int | None, in_minutes: int | None, at: 
         if not match or int(match.group(1)) > 23 or int(match.group(2)) > 59:
             return f"at must be a time of day HH:MM (00:00 to 23:59), not {at!r}"
         return next_local_time(int(match.group(1)), int(match.group(2)), now)
-    seconds = in_seconds if in_seconds is not None else (in_minutes or 0) * 60
+    seconds = in_seconds or (in_minutes or 0) * 60
     if not 1 <= seconds <= MAX_ALERT_S:
         return "the alert must be 1 second to 366 days away"
     return now + seconds
