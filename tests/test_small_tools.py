@@ -19,7 +19,7 @@ from harness.waits import until
 from hub import contracts as c
 from hub.agent import compose
 from hub.agent.embedded import EmbeddedModel, cached_embed
-from hub.agent.prompt import MATCHED_HEADER, RECENT_HEADER, REMEMBERED_HEADER
+from hub.agent.prompt import MATCHED_HEADER, REMEMBERED_HEADER
 from hub.agent.runner.process import RunnerSpec
 from hub.agent.runner.supervisor import RunnerSupervisor
 from hub.agent.small import calls, checks, facts, wording
@@ -874,9 +874,9 @@ def test_a_check_says_its_question_once_before_the_examples() -> None:
     assert asking[-1]["content"] == 'Message: "my brother is called Tom"'
 
 
-async def test_a_fact_learned_lately_is_shown_with_the_message_so_the_beginning_stays() -> None:
-    """A fact learned mid-conversation joins the note before the message, not the lasting
-    facts: what comes before the conversation reads the same, and the runner keeps it."""
+async def test_a_fact_learned_lately_is_not_among_the_lasting_ones_so_the_beginning_stays() -> None:
+    """A fact learned mid-conversation is not added to the lasting facts: what comes before the
+    conversation reads the same, and the runner keeps it. The message about it is shown it."""
 
     def fact(text: str, since: str) -> Fact:
         return Fact(f"m_{len(text)}", "me", "fact", text, "private", since, None)
@@ -896,9 +896,12 @@ async def test_a_fact_learned_lately_is_shown_with_the_message_so_the_beginning_
     after = await model.for_turn(SmallTurn(remembered=(new, old), recent_since=cut))._prepared(
         said, [], "system"
     )
-    assert after[1][:-2] == before[1][:-1], "the prompt before this turn's note is the same"
-    assert after[1][-2] == {
+    assert after[1] == before[1], "the same prompt: the conversation says the new fact"
+    asking: Messages = [{"role": "user", "content": [{"text": "when does my uncle arrive?"}]}]
+    about = await model.for_turn(SmallTurn(remembered=(new, old), recent_since=cut))._prepared(
+        asking, [], "system"
+    )
+    assert about[1][-2] == {
         "role": "system",
-        "content": f"{RECENT_HEADER}\n- Your uncle arrives on Tuesday.",
-    }
-    assert "uncle" not in after[1][1]["content"], "not among the lasting facts"
+        "content": f"{MATCHED_HEADER}\n- Your uncle arrives on Tuesday.",
+    }, "the message about it is shown it"

@@ -26,7 +26,7 @@ from strands.types.streaming import StreamEvent
 from strands.types.tools import ToolSpec
 
 from hub.agent.plain_model import PlainModel
-from hub.agent.prompt import MATCHED_HEADER, RECENT_HEADER, oldest_first, remembered_note
+from hub.agent.prompt import MATCHED_HEADER, oldest_first, remembered_note
 from hub.agent.runner import call_grammar
 from hub.agent.runner import protocol as p
 from hub.agent.runner.process import Generation
@@ -190,14 +190,15 @@ class EmbeddedModel(PlainModel):
         sent."""
         offer = offer or await self._offer(messages, specs)
         self.last_offer = offer.names
+        # Facts learned lately are left out of the lasting ones (see SmallTurn.lasting): the
+        # conversation says them, and shown again right before the message, the 1.5B answered
+        # "please forget my job" with the newest of them. Those the message is about are
+        # shown with it, as any fact is.
         settled = self.turn.lasting()
         lasting = remembered_note(oldest_first(settled)) if settled else ""
         matching = self._matching(last_user_text(messages))
-        shown = {f.id for f in matching}
-        recent = [f for f in oldest_first(self.turn.recent()) if f.id not in shown]
-        lately = remembered_note(recent, RECENT_HEADER) if recent else ""
         matched = remembered_note(matching, MATCHED_HEADER) if matching else ""
-        turn_note = "\n\n".join(p for p in (lately, matched, self.turn.note) if p)
+        turn_note = "\n\n".join(p for p in (matched, self.turn.note) if p)
         guide = TOOLS_GUIDE if offer.tools else ""
         system_prompt = "\n\n".join(p for p in (system_prompt, guide) if p)
         return offer, flatten_messages(messages, system_prompt or None, lasting, turn_note)

@@ -32,12 +32,6 @@ REMEMBERED_HEADER = (
     "Oldest first; where two disagree, the later one holds."
 )
 MATCHED_HEADER = "## Also in your memory, related to this message"
-# Facts learned lately are shown with the message, not among the lasting ones: a fact learned
-# mid-conversation would otherwise change the prompt before the conversation, and a small
-# model's runner would read the whole conversation again.
-RECENT_HEADER = (
-    "## What you learned about them lately\nOldest first; it holds over anything earlier."
-)
 
 
 def memory_section(facts: Sequence[Fact]) -> str:

@@ -20,7 +20,9 @@ class SmallTurn:
 
     ``remembered``: the person's pre-loaded facts, newest (shown oldest first, so a new one
     joins the end); ``recent_since``: from this time on (ISO-8601 UTC, as facts are stamped)
-    a fact is recent, shown with the message rather than among the lasting facts; ``matched``:
+    a fact is recent, not among the lasting facts (the conversation says it; a fact learned
+    mid-conversation would change the prompt before the conversation, and a small model's
+    runner would read the whole conversation again); ``matched``:
     the memory's matches for this message, shown again right before it; ``note``: what else
     the system prompt would say about this turn (related tinys, the client's metadata);
     ``hints``: each mounted tool's declaration, its family filled in."""
@@ -35,11 +37,6 @@ class SmallTurn:
         """The remembered facts from before :attr:`recent_since`: the ones a conversation
         does not change, read once and kept by the runner."""
         return [f for f in self.remembered if not self.is_recent(f)]
-
-    def recent(self) -> list[Fact]:
-        """The remembered facts learned since :attr:`recent_since` (in this conversation,
-        most often)."""
-        return [f for f in self.remembered if self.is_recent(f)]
 
     def is_recent(self, fact: Fact) -> bool:
         return bool(self.recent_since) and fact.valid_from >= self.recent_since
