@@ -61,6 +61,7 @@ SEEDED_FACTS = (
     "The user's favourite colour is green.",
 )
 MAX_TOKENS = 160
+SUMS = (NONE, "calculate")
 WARM_UP_S: list[float] = []  # each eval hub's warm-up, as a started hub does it
 
 
@@ -139,7 +140,8 @@ CASES: tuple[Case, ...] = (
     Case("show me the tiny named tiny", ("get_tiny",), ("tiny",), {"name": "tiny"}),
     Case("hello!", (NONE,)),
     Case("tell me a joke", (NONE,)),
-    Case("what is 12 times 7?", (NONE,), ("84",)),
+    # Worked out by the calculator the hub offers, or answered directly: both right.
+    Case("what is 12 times 7?", SUMS, ("84",)),
     Case("how are you today?", (NONE,)),
     Case("translate 'good morning' to Spanish", (NONE,), ("buenos",)),
     Case("write a haiku about rain", (NONE,)),
@@ -178,7 +180,7 @@ TUNING_CASES: tuple[Case, ...] = (
     Case("give me three tips for sleeping better", (NONE,)),
     Case("call my mom", (NONE,)),
     Case("set the thermostat to 21 degrees", (NONE,)),
-    Case("what's 15% of 80?", (NONE,), ("12",)),
+    Case("what's 15% of 80?", SUMS, ("12",)),
     Case("unlock the front door", (NONE,)),
     Case("what's the weather like in Berlin right now?", (NONE,)),
 )
