@@ -15,12 +15,17 @@ from hub.agent.runner.supervisor import RunnerSupervisor
 from tests.test_small_tools import ScriptedSpec, requests_sent
 
 
+def scripted_runner(tmp_path: Path, replies: list[str]) -> tuple[RunnerSupervisor, Path]:
+    """A supervisor over the scripted runner, and the file that logs each request it read."""
+    log, script = tmp_path / "requests.jsonl", tmp_path / "script.json"
+    script.write_text(json.dumps({"replies": replies, "log": str(log)}))
+    return RunnerSupervisor(ScriptedSpec(Path(sys.executable), 512, 1, script=script)), log
+
+
 async def test_a_yielding_generation_waiting_for_the_runner_lets_a_turn_go_first(
     tmp_path: Path,
 ) -> None:
-    log, script = tmp_path / "requests.jsonl", tmp_path / "script.json"
-    script.write_text(json.dumps({"replies": ["first turn", "second turn"], "log": str(log)}))
-    runner = RunnerSupervisor(ScriptedSpec(Path(sys.executable), 512, 1, script=script))
+    runner, log = scripted_runner(tmp_path, ["first turn", "second turn"])
     chat = [{"role": "user", "content": "hi"}]
     try:
         holding = runner.generate(chat, 8, {}, Generation())
@@ -53,9 +58,7 @@ async def test_a_yielding_generation_that_gets_the_runner_between_a_turns_genera
     """The runner comes free between a turn's generations (its offer, its tool's run): a
     listening that waited for it reads nothing then, so the turn's next generation never waits
     while it reads its prompt."""
-    log, script = tmp_path / "requests.jsonl", tmp_path / "script.json"
-    script.write_text(json.dumps({"replies": ["the call", "the answer"], "log": str(log)}))
-    runner = RunnerSupervisor(ScriptedSpec(Path(sys.executable), 512, 1, script=script))
+    runner, log = scripted_runner(tmp_path, ["the call", "the answer"])
     chat = [{"role": "user", "content": "hi"}]
     try:
         holding = runner.generate(chat, 8, {}, Generation())
@@ -79,9 +82,7 @@ async def test_a_yielding_generation_that_gets_the_runner_between_a_turns_genera
 
 async def test_quiet_waits_while_a_turns_generation_runs(tmp_path: Path) -> None:
     """A long generation of a turn is not quiet, however long ago it asked."""
-    log, script = tmp_path / "requests.jsonl", tmp_path / "script.json"
-    script.write_text(json.dumps({"replies": ["a long reply"], "log": str(log)}))
-    runner = RunnerSupervisor(ScriptedSpec(Path(sys.executable), 512, 1, script=script))
+    runner, _ = scripted_runner(tmp_path, ["a long reply"])
     chat = [{"role": "user", "content": "hi"}]
     try:
         holding = runner.generate(chat, 8, {}, Generation())

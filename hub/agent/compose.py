@@ -50,8 +50,8 @@ from hub.tinys.records import Tiny
 
 log = logging.getLogger(__name__)
 
-# A fact learned this long ago or less is shown to a small model with the message: a
-# conversation is about what was said in it.
+# A fact learned this long ago or less is left out of a small model's lasting facts: the
+# conversation it was learned in says it.
 RECENT_S = 3600.0
 
 
@@ -119,7 +119,7 @@ async def compose_turn(
         )
         context = replace(context, model=model)
         prompt = lasting_prompt(tiny, override=override)
-        after = listening(hub, user, messages, model) if choice.tools else None
+        after = listening(hub, user, messages) if choice.tools else None
     else:
         prompt = system_prompt(
             tiny,
@@ -145,7 +145,7 @@ async def compose_turn(
 
 
 def listening(
-    hub: Hub, user: User | None, messages: Sequence[ChatMessage], model: EmbeddedModel
+    hub: Hub, user: User | None, messages: Sequence[ChatMessage]
 ) -> Callable[[Sequence[str]], None] | None:
     """What follows a reply on the embedded model: memory that listens to what the person said
     (``hub/agent/listening.py``), unless the message asks or a tool served it: a memory write

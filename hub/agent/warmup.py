@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 
 from strands.types.tools import ToolSpec
 
 from hub.agent.compose import compose_turn
 from hub.agent.embedded import EmbeddedModel
+from hub.agent.runner.process import Generation
 from hub.agent.runner.supervisor import RunnerSupervisor
 from hub.agent.turn import ChatMessage
 from hub.contracts import PROVIDER_EMBEDDED
@@ -57,7 +59,7 @@ async def get_ready(hub: Hub) -> bool:
         started = time.monotonic()
         await runner.start()
         if choice.tools:
-            await _read(hub, runner, families=False)
+            await _read_shared(hub, runner)
         log.info("embedded model ready in %.1f s", time.monotonic() - started)
         return choice.tools
     except Exception as exc:  # the first turn will try again and say why
@@ -69,30 +71,60 @@ async def read_ahead(hub: Hub) -> None:
     """The families, one at a time, each once no turn has asked for a while: those a person
     meets first (the devices online, and those declared ``read_first``), then the others."""
     try:
-        await _read(hub, hub.models.embedded_runner(), families=True)
+        await _read_families(hub, hub.models.embedded_runner())
     except Exception as exc:  # a turn reads the family it meets instead
         log.warning("could not read the tools ahead: %s", exc)
 
 
-async def _read(hub: Hub, runner: RunnerSupervisor, *, families: bool) -> None:
-    turn = await compose_turn(hub, hub.owner, [ChatMessage("user", (SMALL_TALK,))], {})
-    if not isinstance(turn.model, EmbeddedModel):
+async def _read_shared(hub: Hub, runner: RunnerSupervisor) -> None:
+    """What every offer shares (the system prompt and the tools always offered), the checks'
+    examples and the facts question."""
+    if (turn := await _small_talk(hub)) is None:
         return
-    model, specs = turn.model, [t.tool_spec for t in turn.tools]
+    runner.preparing = READING
+    try:
+        warmed = await turn.model.warm(turn.system_prompt, turn.specs)
+    finally:
+        runner.preparing = ""
+    _log_read(warmed)
+
+
+async def _read_families(hub: Hub, runner: RunnerSupervisor) -> None:
+    """Each family's offer once no turn has asked for a while, those met first first."""
+    if (turn := await _small_talk(hub)) is None:
+        return
+    model, specs = turn.model, turn.specs
     online = {t.tool_name for t in hub.drivers.online_family_tools()}
-    offers = model.family_offers(specs) if families else []
+    offers = model.family_offers(specs)
     wanted = sorted(offers, key=lambda tools: not _read_first(model, tools, online))
     warmed = []
     try:
-        if not families:
-            runner.preparing = READING
-            warmed += await model.warm(turn.system_prompt, specs)
         for number, tools in enumerate(wanted, 1):
             await runner.quiet(QUIET_S)
             runner.preparing = f"{READING_FAMILIES} ({number} of {len(wanted)})"
             warmed.append(await model.warm_family(turn.system_prompt, specs, tools))
     finally:
         runner.preparing = ""
+    _log_read(warmed)
+
+
+@dataclass(frozen=True)
+class SmallTalk:
+    """A turn composed for small talk: the model with its turn's context, and what it offers."""
+
+    model: EmbeddedModel
+    system_prompt: str
+    specs: list[ToolSpec]
+
+
+async def _small_talk(hub: Hub) -> SmallTalk | None:
+    turn = await compose_turn(hub, hub.owner, [ChatMessage("user", (SMALL_TALK,))], {})
+    if not isinstance(turn.model, EmbeddedModel):
+        return None
+    return SmallTalk(turn.model, turn.system_prompt, [t.tool_spec for t in turn.tools])
+
+
+def _log_read(warmed: list[Generation]) -> None:
     read = sum(w.prompt_evaluated for w in warmed)
     log.info("embedded model read %d prompt tokens ahead of the turns", read)
 

@@ -141,15 +141,12 @@ class RunnerSupervisor:
         turn = op != p.OP_WARM and not yields
         if turn:
             self.asked()
-            self.turns_running += 1
         self.waiting += 1
         try:
             await self._lock.acquire()
-        except BaseException:
-            self.turns_running -= int(turn)
-            raise
         finally:
             self.waiting -= 1
+        self.turns_running += int(turn)  # counted in waiting until now, with no await between
         process: RunnerProcess | None = None
         rid = 0
         try:

@@ -182,11 +182,10 @@ def earlier_lines(message: Message, names: _Names) -> list[str]:
     question its tools answer included."""
     lines = []
     for block in message["content"]:
-        if "text" in block and str(block["text"]).strip() == CANNOT_DO:
-            continue
-        if "text" in block and str(block["text"]).strip():
+        text = str(block["text"]).strip() if "text" in block else ""
+        if text and text != CANNOT_DO:
             who = "They said" if message["role"] == "user" else "You answered"
-            lines.append(f"- {who}: {quoted(str(block['text']))}")
+            lines.append(f"- {who}: {quoted(text)}")
         elif "toolUse" in block:
             lines.append(f"- You called the tool {names.called(block['toolUse'])}.")
         elif "toolResult" in block:
